@@ -1,0 +1,25 @@
+//! The Chorus kernel language.
+//!
+//! Data flows one way (see `ARCHITECTURE.md` at the workspace root):
+//!
+//! ```text
+//! text ──reader──> Form ──expander──> Form ──checker──> ir::Module ──printer──> CUDA C
+//! ```
+//!
+//! * [`span`] and [`form`]: S-expressions that remember where they came from.
+//! * [`error`]: the one error type of the front end; every error names a [`span::Span`].
+//! * [`types`]: the kernel types, their C spellings, sizes and alignments.
+//! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
+//! * [`ir`]: the typed intermediate representation every back end consumes.
+
+pub mod error;
+pub mod form;
+pub mod host;
+pub mod ir;
+pub mod span;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use form::{Form, FormKind};
+pub use span::Span;
+pub use types::Type;

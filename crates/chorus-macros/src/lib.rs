@@ -1,0 +1,1 @@
+//! Proc macros of Chorus: `defkernel!`.

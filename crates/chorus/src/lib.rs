@@ -1,0 +1,1 @@
+//! Chorus: the facade users depend on.
