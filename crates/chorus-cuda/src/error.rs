@@ -1,0 +1,161 @@
+//! The one error type of the CUDA backend.
+
+/// Everything that can go wrong in `chorus-cuda`.
+///
+/// Nothing in this crate panics on a missing driver, library or compiler: their absence is an
+/// [`Error::SdkNotFound`], [`Error::NvrtcNotFound`] or [`Error::NvccNotFound`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so.1`, `nvcuda.dll`) could not be loaded.
+    #[error("CUDA driver not found: {reason}")]
+    SdkNotFound {
+        /// What was searched, or why loading failed.
+        reason: String,
+    },
+    /// NVRTC (`libnvrtc.so.13`) could not be loaded, and NVRTC was asked for.
+    #[error("NVRTC not found: {reason}")]
+    NvrtcNotFound {
+        /// What was searched.
+        reason: String,
+    },
+    /// No `nvcc` was found, and nvcc was asked for (or NVRTC is absent too).
+    #[error(
+        "nvcc not found (searched the settings' nvcc binary, PATH, CUDA_PATH, CUDA_HOME, /usr/local/cuda*, /opt/cuda)"
+    )]
+    NvccNotFound,
+    /// A driver call returned an error.
+    #[error("{call} failed: {name} ({code}): {message}")]
+    Driver {
+        /// The driver entry point (`cuModuleLoadData`).
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// Its name (`CUDA_ERROR_INVALID_VALUE`).
+        name: String,
+        /// The driver's description of it.
+        message: String,
+    },
+    /// An allocation asked for more device memory than is free.
+    #[error("out of device memory: asked for {requested} bytes, {free} of {total} bytes free")]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes free on the device when the allocation failed.
+        free: usize,
+        /// Total bytes of the device.
+        total: usize,
+    },
+    /// The kernel compiler rejected the generated source.
+    #[error("{compiler} failed to compile {name}:\n{log}{excerpt}")]
+    Compile {
+        /// `nvrtc` or the nvcc path.
+        compiler: String,
+        /// The compilation unit's name.
+        name: String,
+        /// The compiler's log.
+        log: String,
+        /// The source lines the log points at (`\n  42 | float x = …`), or empty.
+        excerpt: String,
+    },
+    /// A file-system or process error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done (`writing /tmp/…/kernel.cu`).
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// An argument outside what the call accepts (a zero-sized allocation, a block of 0 threads).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An element index past the end of a memory block.
+    #[error("index {index} out of range for a memory block of {len} elements")]
+    IndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The number of elements.
+        len: usize,
+    },
+    /// A kernel launched with arguments that do not match its signature.
+    #[error("argument {index} of {kernel}: expected {expected}, got {got}")]
+    ArgumentType {
+        /// The kernel's kernel-language name.
+        kernel: String,
+        /// 1-based argument position.
+        index: usize,
+        /// The parameter type.
+        expected: String,
+        /// What was passed.
+        got: String,
+    },
+    /// A kernel launched with the wrong number of arguments.
+    #[error("{kernel} takes {expected} arguments, got {got}")]
+    ArgumentCount {
+        /// The kernel's kernel-language name.
+        kernel: String,
+        /// Parameters declared.
+        expected: usize,
+        /// Arguments passed.
+        got: usize,
+    },
+    /// A typed access to a global with a Rust type that is not the global's kernel type.
+    #[error("global {name} has type {expected}, not {got}")]
+    GlobalType {
+        /// The global's kernel-language name.
+        name: String,
+        /// The global's type.
+        expected: String,
+        /// The type asked for.
+        got: String,
+    },
+    /// No function or global of that name in a program or module.
+    #[error("no {what} named {name}")]
+    NotFound {
+        /// `kernel`, `function`, `global`.
+        what: &'static str,
+        /// The name looked for.
+        name: String,
+    },
+    /// A kernel-manager transition that its current state does not allow.
+    #[error("kernel manager: cannot {action} in the {state} state")]
+    IllegalTransition {
+        /// The attempted transition (`load-module`).
+        action: &'static str,
+        /// The state the manager was in.
+        state: crate::manager::State,
+    },
+    /// An error of the kernel language (reader, expander, checker).
+    #[error(transparent)]
+    Language(#[from] chorus_lang::Error),
+    /// A cache entry could not be used (it is then rebuilt; this surfaces only from
+    /// [`crate::cache::clear`] and friends).
+    #[error("kernel cache: {0}")]
+    Cache(String),
+    /// A call that needs a current CUDA context ran outside [`crate::with_cuda`] or a
+    /// [`crate::Context`].
+    #[error("no current CUDA context (call it inside with_cuda or while a Context is current)")]
+    NoContext,
+}
+
+impl Error {
+    /// An [`Error::Io`] with its context.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// An [`Error::Io`] naming a path.
+    pub(crate) fn io_path(what: &str, path: &std::path::Path, source: std::io::Error) -> Error {
+        Error::io(format!("{what} {}", path.display()), source)
+    }
+
+    /// True for [`Error::Driver`] with the given `CUresult` name.
+    pub fn is_driver_error(&self, cu_name: &str) -> bool {
+        matches!(self, Error::Driver { name, .. } if name == cu_name)
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

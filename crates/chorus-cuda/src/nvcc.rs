@@ -1,0 +1,308 @@
+//! Finding and running nvcc (the seed's `find-nvcc`, `nvcc-available-p`, `nvcc-arch-option`).
+
+use crate::compile::{ImageKind, compile_error};
+use crate::error::{Error, Result};
+use crate::settings::{Settings, message, settings};
+use crate::tempdir::PrivateTempDir;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, PoisonError};
+
+const NVCC: &str = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+
+/// The absolute path of nvcc, or `None`.
+///
+/// Looks at, in order: the settings' nvcc binary (unless it is `"nvcc"`/`"nvcc.exe"`, which
+/// mean auto-detect), `PATH`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `$CUDA_PATH_V*/bin`,
+/// `/usr/local/cuda/bin`, `/usr/local/cuda-*/bin` (newest version first) and `/opt/cuda/bin`.
+pub fn find_nvcc() -> Option<PathBuf> {
+    find_nvcc_with(&settings())
+}
+
+/// [`find_nvcc`] with the given settings.
+pub fn find_nvcc_with(settings: &Settings) -> Option<PathBuf> {
+    if let Some(explicit) = settings.explicit_nvcc() {
+        return is_executable(explicit).then(|| absolute(explicit));
+    }
+    nvcc_candidates()
+        .into_iter()
+        .find(|p| is_executable(p))
+        .map(|p| absolute(&p))
+}
+
+/// True when [`find_nvcc`] finds a compiler.
+pub fn nvcc_available() -> bool {
+    find_nvcc().is_some()
+}
+
+/// The nvcc option for a compute capability: `nvcc_arch_option(12, 0) == "-arch=sm_120"`.
+pub fn nvcc_arch_option(major: u32, minor: u32) -> String {
+    format!("-arch=sm_{major}{minor}")
+}
+
+/// True for an option that names a target architecture (`-arch…`, `--gpu-architecture…`,
+/// `-gencode…`, `--generate-code…`).
+pub fn is_arch_option(option: &str) -> bool {
+    ["-arch", "--gpu-architecture", "-gencode", "--generate-code"]
+        .iter()
+        .any(|prefix| option.starts_with(prefix))
+}
+
+/// `options` with an architecture option first when none is there: `-arch=sm_XY` for the
+/// compute capability `arch`, or `-arch=native` when there is none (outside a context).
+pub fn with_arch_option(options: &[String], arch: Option<(u32, u32)>) -> Vec<String> {
+    if options.iter().any(|o| is_arch_option(o)) {
+        return options.to_vec();
+    }
+    let arch = match arch {
+        Some((major, minor)) => nvcc_arch_option(major, minor),
+        None => "-arch=native".to_owned(),
+    };
+    std::iter::once(arch)
+        .chain(options.iter().cloned())
+        .collect()
+}
+
+/// The CUDA release of an nvcc (`(13, 0)` from `release 13.0, V13.0.88`), asked once per path.
+pub fn nvcc_version(nvcc: &Path) -> Result<(u32, u32)> {
+    static VERSIONS: Mutex<Option<HashMap<PathBuf, (u32, u32)>>> = Mutex::new(None);
+    if let Some(v) = VERSIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .and_then(|m| m.get(nvcc))
+    {
+        return Ok(*v);
+    }
+    let out = Command::new(nvcc)
+        .arg("--version")
+        .output()
+        .map_err(|e| Error::io_path("running", nvcc, e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = parse_nvcc_version(&text).ok_or_else(|| {
+        Error::io(
+            format!("reading the version of {}", nvcc.display()),
+            std::io::Error::other(format!("unexpected `nvcc --version` output: {text}")),
+        )
+    })?;
+    VERSIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(HashMap::new)
+        .insert(nvcc.to_path_buf(), version);
+    Ok(version)
+}
+
+/// Parses `release 13.0` out of `nvcc --version`.
+fn parse_nvcc_version(text: &str) -> Option<(u32, u32)> {
+    let rest = &text[text.find("release ")? + "release ".len()..];
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let (major, minor) = number.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Compiles CUDA C `source` with nvcc to PTX or cubin and returns the image's bytes.
+///
+/// `name` names the compilation unit in messages (and the `.cu` file). `options` are passed as
+/// they are, before `-ptx`/`-cubin`: put an architecture option in them (see
+/// [`with_arch_option`]); cubin needs a real one (`-arch=sm_90`, not `compute_90`). The files
+/// live in a private temporary directory under the settings' `tmp_dir` (else the OS temp dir),
+/// created with mode 0700 under a fresh name and removed afterwards. On failure the error has
+/// nvcc's log and the source lines it points at.
+pub fn nvcc_compile(
+    source: &str,
+    name: &str,
+    kind: ImageKind,
+    options: &[String],
+) -> Result<Vec<u8>> {
+    nvcc_compile_with(&settings(), source, name, kind, options)
+}
+
+/// [`nvcc_compile`] with the given settings.
+pub fn nvcc_compile_with(
+    settings: &Settings,
+    source: &str,
+    name: &str,
+    kind: ImageKind,
+    options: &[String],
+) -> Result<Vec<u8>> {
+    let nvcc = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
+    let parent = settings.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = PrivateTempDir::new_in(&parent)?;
+    let stem = file_stem(name);
+    let input = dir.path().join(format!("{stem}.cu"));
+    let output = dir.path().join(format!("{stem}.{}", kind.extension()));
+    std::fs::write(&input, source).map_err(|e| Error::io_path("writing", &input, e))?;
+    let mut command = Command::new(&nvcc);
+    command
+        .args(options)
+        .arg(match kind {
+            ImageKind::Ptx => "-ptx",
+            ImageKind::Cubin => "-cubin",
+        })
+        .arg("-o")
+        .arg(&output)
+        .arg(&input)
+        .current_dir(dir.path());
+    message(format!("compiling {name}: {command:?}"));
+    let out = command
+        .output()
+        .map_err(|e| Error::io_path("running", &nvcc, e))?;
+    if !out.status.success() {
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        if log.trim().is_empty() {
+            log = format!("nvcc exited with {}", out.status);
+        }
+        return Err(compile_error(
+            &nvcc.display().to_string(),
+            name,
+            &log,
+            source,
+        ));
+    }
+    std::fs::read(&output).map_err(|e| Error::io_path("reading", &output, e))
+}
+
+/// A file name for a compilation unit name (`vec-add` → `vec_add`).
+fn file_stem(name: &str) -> String {
+    let stem = chorus_lang::ir::c_identifier(name);
+    if stem.len() > 64 {
+        stem[..64].to_owned()
+    } else {
+        stem
+    }
+}
+
+/// Where nvcc may be, in search order.
+fn nvcc_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(path) = std::env::var_os("PATH") {
+        out.extend(std::env::split_paths(&path).map(|d| d.join(NVCC)));
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            out.push(PathBuf::from(root).join("bin").join(NVCC));
+        }
+    }
+    let mut versioned: Vec<(String, std::ffi::OsString)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, _)| k.starts_with("CUDA_PATH_V"))
+        .collect();
+    versioned.sort_by(|a, b| b.0.cmp(&a.0));
+    out.extend(
+        versioned
+            .into_iter()
+            .map(|(_, v)| PathBuf::from(v).join("bin").join(NVCC)),
+    );
+    for root in toolkit_roots() {
+        out.push(root.join("bin").join(NVCC));
+    }
+    out
+}
+
+/// The conventional toolkit install directories: `/usr/local/cuda`, `/usr/local/cuda-X.Y`
+/// (newest first), `/opt/cuda`.
+pub(crate) fn toolkit_roots() -> Vec<PathBuf> {
+    let mut roots = vec![PathBuf::from("/usr/local/cuda")];
+    if let Ok(entries) = std::fs::read_dir("/usr/local") {
+        let mut versioned: Vec<((u32, u32), PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let (major, minor) = name.strip_prefix("cuda-")?.split_once('.')?;
+                Some(((major.parse().ok()?, minor.parse().ok()?), e.path()))
+            })
+            .collect();
+        versioned.sort_by_key(|v| std::cmp::Reverse(v.0));
+        roots.extend(versioned.into_iter().map(|(_, p)| p));
+    }
+    roots.push(PathBuf::from("/opt/cuda"));
+    roots
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    true
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_options() {
+        assert_eq!(nvcc_arch_option(12, 0), "-arch=sm_120");
+        assert_eq!(nvcc_arch_option(9, 0), "-arch=sm_90");
+        for o in [
+            "-arch=sm_90",
+            "-arch",
+            "--gpu-architecture=compute_90",
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "--generate-code=arch=compute_90,code=sm_90",
+        ] {
+            assert!(is_arch_option(o), "{o}");
+        }
+        for o in ["-lineinfo", "-O3", "--use_fast_math", "-march"] {
+            assert!(!is_arch_option(o), "{o}");
+        }
+    }
+
+    #[test]
+    fn arch_option_goes_first_unless_present() {
+        let user = vec!["-lineinfo".to_owned()];
+        assert_eq!(
+            with_arch_option(&user, Some((9, 0))),
+            ["-arch=sm_90", "-lineinfo"]
+        );
+        assert_eq!(with_arch_option(&user, None), ["-arch=native", "-lineinfo"]);
+        let explicit = vec!["-lineinfo".to_owned(), "-arch=sm_120".to_owned()];
+        assert_eq!(with_arch_option(&explicit, Some((9, 0))), explicit);
+    }
+
+    #[test]
+    fn parses_nvcc_versions() {
+        let text = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
+        assert_eq!(parse_nvcc_version(text), Some((13, 0)));
+        assert_eq!(parse_nvcc_version("release 12.9, V12.9.86"), Some((12, 9)));
+        assert_eq!(parse_nvcc_version("no version here"), None);
+    }
+
+    #[test]
+    fn an_explicit_missing_nvcc_is_not_found() {
+        let s = Settings {
+            nvcc_binary: Some("/nonexistent/bin/nvcc".into()),
+            ..Settings::default()
+        };
+        assert_eq!(find_nvcc_with(&s), None);
+        let e =
+            nvcc_compile_with(&s, "__global__ void k() {}", "k", ImageKind::Ptx, &[]).unwrap_err();
+        assert!(matches!(e, Error::NvccNotFound), "{e}");
+    }
+
+    #[test]
+    fn file_stems_are_identifiers() {
+        assert_eq!(file_stem("vec-add"), "vec_add");
+        assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
+        assert_eq!(file_stem(&"x".repeat(300)).len(), 64);
+    }
+}

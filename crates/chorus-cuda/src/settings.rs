@@ -1,0 +1,226 @@
+//! The settings value: the seed's `*nvcc-binary*`, `*nvcc-options*`, `*tmp-path*` and
+//! `*show-messages*`, plus the compiler choice.
+//!
+//! The process-wide value starts from the `CHORUS_*` environment variables
+//! ([`Settings::from_env`]) and can be replaced with [`set_settings`] or changed with
+//! [`update_settings`]. Messages go through `tracing`: with `show_messages` they are `info`
+//! events, otherwise `debug`.
+
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+use std::sync::{PoisonError, RwLock};
+
+/// Which compiler turns generated CUDA C into a module image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CompilerChoice {
+    /// NVRTC in process when it loads, else nvcc.
+    #[default]
+    Auto,
+    /// NVRTC only (an error when it does not load).
+    Nvrtc,
+    /// nvcc as a subprocess.
+    Nvcc,
+}
+
+impl CompilerChoice {
+    /// Parses `auto`, `nvrtc` or `nvcc` (any case).
+    pub fn parse(text: &str) -> Option<CompilerChoice> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(CompilerChoice::Auto),
+            "nvrtc" => Some(CompilerChoice::Nvrtc),
+            "nvcc" => Some(CompilerChoice::Nvcc),
+            _ => None,
+        }
+    }
+}
+
+/// How Chorus compiles kernels and reports what it does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Settings {
+    /// The nvcc to run. `None`, `"nvcc"` and `"nvcc.exe"` mean auto-detect
+    /// ([`crate::find_nvcc`]). Environment: `CHORUS_NVCC`.
+    pub nvcc_binary: Option<PathBuf>,
+    /// Extra compiler options (the seed's `*nvcc-options*`), passed to nvcc and, where NVRTC
+    /// understands them, to NVRTC. Environment: `CHORUS_NVCC_OPTIONS`, split at white space.
+    pub nvcc_options: Vec<String>,
+    /// Where nvcc's private temporary directories are made (default: the OS temp dir).
+    /// Environment: `CHORUS_TMPDIR`.
+    pub tmp_dir: Option<PathBuf>,
+    /// NVRTC, nvcc, or NVRTC when present. Environment: `CHORUS_COMPILER=auto|nvrtc|nvcc`.
+    pub compiler: CompilerChoice,
+    /// Report compiles, loads and cache hits as `info` events (else `debug`).
+    /// Environment: `CHORUS_SHOW_MESSAGES=0|1|true|false`.
+    pub show_messages: bool,
+    /// Keep compiled modules on disk ([`crate::cache`]). Environment: `CHORUS_DISK_CACHE=0`
+    /// turns it off.
+    pub disk_cache: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            nvcc_binary: None,
+            nvcc_options: Vec::new(),
+            tmp_dir: None,
+            compiler: CompilerChoice::Auto,
+            show_messages: false,
+            disk_cache: true,
+        }
+    }
+}
+
+impl Settings {
+    /// The defaults overridden by the `CHORUS_*` environment variables. An unparsable value is
+    /// an error naming the variable.
+    pub fn from_env() -> Result<Settings> {
+        Settings::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`Settings::from_env`] over any source of variables (for tests and embedders).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
+        let mut s = Settings::default();
+        if let Some(v) = get("CHORUS_NVCC").filter(|v| !v.is_empty()) {
+            s.nvcc_binary = Some(PathBuf::from(v));
+        }
+        if let Some(v) = get("CHORUS_NVCC_OPTIONS") {
+            s.nvcc_options = v.split_whitespace().map(str::to_owned).collect();
+        }
+        if let Some(v) = get("CHORUS_TMPDIR").filter(|v| !v.is_empty()) {
+            s.tmp_dir = Some(PathBuf::from(v));
+        }
+        if let Some(v) = get("CHORUS_COMPILER") {
+            s.compiler = CompilerChoice::parse(&v).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "CHORUS_COMPILER={v:?}: expected auto, nvrtc or nvcc"
+                ))
+            })?;
+        }
+        if let Some(v) = get("CHORUS_SHOW_MESSAGES") {
+            s.show_messages = parse_flag("CHORUS_SHOW_MESSAGES", &v)?;
+        }
+        if let Some(v) = get("CHORUS_DISK_CACHE") {
+            s.disk_cache = parse_flag("CHORUS_DISK_CACHE", &v)?;
+        }
+        Ok(s)
+    }
+
+    /// The nvcc binary the user named, or `None` for auto-detection (`"nvcc"` and
+    /// `"nvcc.exe"` also mean auto-detect, as in the seed).
+    pub fn explicit_nvcc(&self) -> Option<&std::path::Path> {
+        self.nvcc_binary
+            .as_deref()
+            .filter(|p| !matches!(p.to_str(), Some("nvcc" | "nvcc.exe" | "")))
+    }
+}
+
+fn parse_flag(name: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(Error::InvalidArgument(format!(
+            "{name}={value:?}: expected 0 or 1"
+        ))),
+    }
+}
+
+static SETTINGS: RwLock<Option<Settings>> = RwLock::new(None);
+
+/// The process-wide settings (first read from the environment; an invalid variable is
+/// reported once as a `tracing` warning and the default is used instead).
+pub fn settings() -> Settings {
+    if let Some(s) = SETTINGS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return s.clone();
+    }
+    let mut slot = SETTINGS.write().unwrap_or_else(PoisonError::into_inner);
+    slot.get_or_insert_with(|| {
+        Settings::from_env().unwrap_or_else(|e| {
+            tracing::warn!("{e}; using the default settings");
+            Settings::default()
+        })
+    })
+    .clone()
+}
+
+/// Replaces the process-wide settings.
+pub fn set_settings(settings: Settings) {
+    *SETTINGS.write().unwrap_or_else(PoisonError::into_inner) = Some(settings);
+}
+
+/// Changes the process-wide settings in place.
+pub fn update_settings(change: impl FnOnce(&mut Settings)) {
+    let mut s = settings();
+    change(&mut s);
+    set_settings(s);
+}
+
+/// Emits a message about what the backend does: `info` when `show_messages` is set, else `debug`.
+pub(crate) fn message(text: impl AsRef<str>) {
+    if settings().show_messages {
+        tracing::info!(target: "chorus_cuda", "{}", text.as_ref());
+    } else {
+        tracing::debug!(target: "chorus_cuda", "{}", text.as_ref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(vars: &[(&str, &str)]) -> Result<Settings> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn environment_overrides_defaults() {
+        let s = from(&[
+            ("CHORUS_NVCC", "/opt/cuda/bin/nvcc"),
+            ("CHORUS_NVCC_OPTIONS", " -lineinfo  --use_fast_math "),
+            ("CHORUS_TMPDIR", "/var/tmp"),
+            ("CHORUS_COMPILER", "NVCC"),
+            ("CHORUS_SHOW_MESSAGES", "1"),
+            ("CHORUS_DISK_CACHE", "off"),
+        ])
+        .unwrap();
+        assert_eq!(s.nvcc_binary, Some(PathBuf::from("/opt/cuda/bin/nvcc")));
+        assert_eq!(s.nvcc_options, ["-lineinfo", "--use_fast_math"]);
+        assert_eq!(s.tmp_dir, Some(PathBuf::from("/var/tmp")));
+        assert_eq!(s.compiler, CompilerChoice::Nvcc);
+        assert!(s.show_messages);
+        assert!(!s.disk_cache);
+        assert_eq!(from(&[]).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn invalid_variables_are_errors() {
+        let e = from(&[("CHORUS_COMPILER", "clang")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CHORUS_COMPILER") && e.contains("nvrtc"), "{e}");
+        assert!(from(&[("CHORUS_SHOW_MESSAGES", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn nvcc_and_nvcc_exe_mean_auto_detect() {
+        for name in ["nvcc", "nvcc.exe"] {
+            let s = Settings {
+                nvcc_binary: Some(name.into()),
+                ..Settings::default()
+            };
+            assert_eq!(s.explicit_nvcc(), None);
+        }
+        let s = Settings {
+            nvcc_binary: Some("/x/nvcc".into()),
+            ..Settings::default()
+        };
+        assert_eq!(s.explicit_nvcc(), Some(std::path::Path::new("/x/nvcc")));
+    }
+}

@@ -1,0 +1,79 @@
+//! nvcc through `nvcc_compile`, with the toolkit found on this machine. Skips (and says so) when
+//! no nvcc is found, except under `CI`, where the compiler tier must run.
+
+use chorus_cuda::{Error, ImageKind, find_nvcc, nvcc_compile, nvcc_version};
+
+const VEC_ADD: &str = r#"extern "C" __global__ void vec_add_kernel(float* a, float* b, float* c, int n) {
+  int i = blockDim.x * blockIdx.x + threadIdx.x;
+  if (i < n) {
+    c[i] = a[i] + b[i];
+  }
+}
+"#;
+
+fn nvcc_or_skip() -> bool {
+    if find_nvcc().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but no nvcc was found"
+    );
+    eprintln!("skipped: no nvcc found (PATH, CUDA_PATH, CUDA_HOME, /usr/local/cuda*)");
+    false
+}
+
+fn arch() -> Vec<String> {
+    vec!["-arch=sm_90".to_owned()]
+}
+
+#[test]
+fn compiles_to_ptx_and_cubin() {
+    if !nvcc_or_skip() {
+        return;
+    }
+    let (major, _) = nvcc_version(&find_nvcc().unwrap()).unwrap();
+    assert!(major >= 11);
+    let ptx = nvcc_compile(VEC_ADD, "vec-add", ImageKind::Ptx, &arch()).unwrap();
+    let text = String::from_utf8(ptx).unwrap();
+    assert!(text.contains(".target sm_90"), "{text}");
+    assert!(text.contains(".entry vec_add_kernel"), "{text}");
+    let cubin = nvcc_compile(VEC_ADD, "vec-add", ImageKind::Cubin, &arch()).unwrap();
+    assert_eq!(&cubin[..4], b"\x7fELF", "a cubin is an ELF file");
+}
+
+#[test]
+fn errors_carry_the_log_and_the_source_lines() {
+    if !nvcc_or_skip() {
+        return;
+    }
+    let source = "extern \"C\" __global__ void k(int* a) {\n  a[0] = no_such_variable;\n}\n";
+    let e = nvcc_compile(source, "broken", ImageKind::Ptx, &arch()).unwrap_err();
+    let Error::Compile { log, excerpt, .. } = &e else {
+        panic!("{e}")
+    };
+    assert!(log.contains("no_such_variable"), "{log}");
+    assert!(
+        excerpt.contains("2 |   a[0] = no_such_variable;"),
+        "{excerpt}"
+    );
+}
+
+#[test]
+fn temporary_directories_are_removed() {
+    if !nvcc_or_skip() {
+        return;
+    }
+    let parent = std::env::temp_dir().join(format!("chorus-nvcc-test-{}", std::process::id()));
+    std::fs::create_dir_all(&parent).unwrap();
+    let mut s = chorus_cuda::settings();
+    s.tmp_dir = Some(parent.clone());
+    chorus_cuda::nvcc_compile_with(&s, VEC_ADD, "v", ImageKind::Ptx, &arch()).unwrap();
+    let _ = chorus_cuda::nvcc_compile_with(&s, "syntax error", "v", ImageKind::Ptx, &arch());
+    assert_eq!(
+        std::fs::read_dir(&parent).unwrap().count(),
+        0,
+        "nvcc's files were left behind"
+    );
+    std::fs::remove_dir(&parent).unwrap();
+}
