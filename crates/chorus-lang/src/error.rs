@@ -16,10 +16,7 @@ pub struct Error {
 impl Error {
     /// An error at `span`.
     pub fn new(span: &Span, message: impl Into<String>) -> Error {
-        Error {
-            span: span.clone(),
-            message: message.into(),
-        }
+        Error { span: span.clone(), message: message.into() }
     }
 }
 
