@@ -148,10 +148,17 @@ fn needs_bar(name: &str) -> bool {
         return true;
     }
     let special = |c: char| {
-        c.is_whitespace() || matches!(c, '(' | ')' | '"' | ';' | '\'' | '`' | ',' | '|' | '\\' | '#')
-            || c.is_uppercase()
+        c.is_whitespace()
+            || c.is_control()
+            || matches!(c, '(' | ')' | '"' | ';' | '\'' | '`' | ',' | '|' | '\\' | '#' | '[' | ']')
+            // The reader folds case: a character that folds must be escaped to survive.
+            || !c.to_lowercase().eq(std::iter::once(c))
     };
     if name.chars().any(special) {
+        return true;
+    }
+    // A token of dots alone is no symbol to the reader.
+    if name.chars().all(|c| c == '.') {
         return true;
     }
     // A symbol that would read back as a number needs bars too.
@@ -191,6 +198,11 @@ impl fmt::Display for Form {
     /// Prints the form so that the reader gives it back (`read(print(f))` is `f`, spans aside).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
+            // A gensym prints as Common Lisp prints an uninterned symbol. The reader refuses
+            // `#:` (see `reader`), so printed gensyms cannot be confused with source names.
+            FormKind::Symbol(s) if s.strip_prefix("#:").is_some_and(|rest| !needs_bar(rest)) => {
+                write!(f, "{s}")
+            }
             FormKind::Symbol(s) if needs_bar(s) => {
                 write!(f, "|")?;
                 for c in s.chars() {
@@ -221,6 +233,10 @@ impl fmt::Display for Form {
                         '\n' => write!(f, "\\n")?,
                         '\t' => write!(f, "\\t")?,
                         '\r' => write!(f, "\\r")?,
+                        '\0' => write!(f, "\\0")?,
+                        c if c.is_control() && (c as u32) < 0x100 => {
+                            write!(f, "\\x{:02x}", c as u32)?
+                        }
                         c => write!(f, "{c}")?,
                     }
                 }

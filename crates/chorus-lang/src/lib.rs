@@ -7,6 +7,7 @@
 //! ```
 //!
 //! * [`span`] and [`form`]: S-expressions that remember where they came from.
+//! * [`reader`]: kernel text to forms.
 //! * [`error`]: the one error type of the front end; every error names a [`span::Span`].
 //! * [`types`]: the kernel types, their C spellings, sizes and alignments.
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
@@ -16,10 +17,12 @@ pub mod error;
 pub mod form;
 pub mod host;
 pub mod ir;
+pub mod reader;
 pub mod span;
 pub mod types;
 
 pub use error::{Error, Result};
 pub use form::{Form, FormKind};
+pub use reader::{read_one, read_str};
 pub use span::Span;
 pub use types::Type;

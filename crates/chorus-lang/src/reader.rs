@@ -1,0 +1,730 @@
+//! The reader: kernel text to [`Form`]s with spans.
+//!
+//! It follows the Common Lisp reader where the kernel language overlaps with it, and adds C's
+//! literal suffixes:
+//!
+//! * Symbols are folded to lower case (`VecAdd` reads as `vecadd`); characters inside `|…|` or
+//!   after a backslash keep their case and lose any special meaning (`|Mixed Case|`, `a\(b`).
+//!   Package prefixes stay part of the name (`alexandria:with-gensyms`), keywords keep their colon
+//!   (`:restrict`).
+//! * Numbers as Common Lisp reads them: `1` and `1.` are integers; `1.0`, `.5`, `1e-3`, `1.0f0`,
+//!   `1.0s0` are single floats; `1.0d0`, `1d-3`, `1.0l0` are doubles; `#x10`, `#b101`, `#o17` are
+//!   integers in another radix. C spellings are accepted as well: `0x10`, `1.5f` (single), and the
+//!   integer suffixes `u`, `l`/`ll` and `ul`/`ull` (see [`IntSuffix`]). Ratios (`1/2`) have no
+//!   kernel type and are an error. A token that starts like a number but is not one (`1+`, `1-`)
+//!   is a symbol, as in Common Lisp.
+//! * Strings take the escapes `\"`, `\\`, `\n`, `\t`, `\r`, `\0` and `\xHH`.
+//! * `;` starts a line comment; `#| … |#` is a block comment, and nests.
+//! * `'x`, `` `x ``, `,x`, `,@x` and `#'f` read as `(quote x)`, `(quasiquote x)`, `(unquote x)`,
+//!   `(unquote-splicing x)` and `(function f)`. A stray `,` is read like any other; the macro
+//!   expander reports it.
+//!
+//! Not supported, each with its own error: dotted pairs, `[ ]`, and every other `#` syntax. In
+//! particular `#:name` (an uninterned symbol in Common Lisp) is rejected, and so is any symbol
+//! whose name starts with `#:`, even when escaped: such names are reserved for the symbols the
+//! macro expander's `gensym` makes, so that those can never collide with a name in the source.
+
+use crate::error::{Error, Result};
+use crate::form::{FloatPrecision, Form, FormKind, IntSuffix};
+use crate::span::Span;
+use std::sync::Arc;
+
+/// How deeply lists and quotes may nest. Real kernels stay far below it; the limit keeps deeply
+/// nested input from overflowing the stack here or in the recursive passes after the reader.
+pub const MAX_NESTING: usize = 256;
+
+/// The prefix of every symbol name that only `gensym` may create (see the module documentation).
+pub const GENSYM_PREFIX: &str = "#:";
+
+/// Reads every form in `text`. `file` names the text in spans (`<string>` by convention when
+/// there is no file).
+pub fn read_str(text: &str, file: &str) -> Result<Vec<Form>> {
+    let mut reader = Reader::new(text, file);
+    let mut forms = Vec::new();
+    while let Some(form) = reader.read_top_level()? {
+        forms.push(form);
+    }
+    Ok(forms)
+}
+
+/// Reads exactly one form from `text`; an empty text or a second form is an error.
+pub fn read_one(text: &str, file: &str) -> Result<Form> {
+    let mut reader = Reader::new(text, file);
+    let Some(form) = reader.read_top_level()? else {
+        return Err(Error::new(
+            &reader.here(),
+            "expected a form, found the end of the text",
+        ));
+    };
+    if let Some(extra) = reader.read_top_level()? {
+        return Err(Error::new(
+            &extra.span,
+            "expected one form, found a second one here",
+        ));
+    }
+    Ok(form)
+}
+
+/// A cursor over the text that knows its line and column.
+struct Reader {
+    chars: Vec<char>,
+    pos: usize,
+    line: u32,
+    column: u32,
+    file: Arc<str>,
+    /// Lists and prefixes (`'`, `` ` ``, `,`, `#'`) open around the cursor.
+    depth: usize,
+}
+
+/// A position in the text: what a span is made of.
+#[derive(Clone, Copy)]
+struct Mark {
+    line: u32,
+    column: u32,
+}
+
+/// Characters that end a token (besides whitespace).
+fn is_terminating(c: char) -> bool {
+    matches!(c, '(' | ')' | '"' | ';' | '\'' | '`' | ',' | '[' | ']')
+}
+
+impl Reader {
+    fn new(text: &str, file: &str) -> Reader {
+        Reader {
+            chars: text.chars().collect(),
+            pos: 0,
+            line: 1,
+            column: 1,
+            file: Arc::from(file),
+            depth: 0,
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.pos + offset).copied()
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += 1;
+        if c == '\n' {
+            self.line += 1;
+            self.column = 1;
+        } else {
+            self.column += 1;
+        }
+        Some(c)
+    }
+
+    fn mark(&self) -> Mark {
+        Mark {
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    /// The span of one character at the cursor (or the end of the text).
+    fn here(&self) -> Span {
+        let m = self.mark();
+        self.span_of(
+            m,
+            Mark {
+                line: m.line,
+                column: m.column + 1,
+            },
+        )
+    }
+
+    fn span_of(&self, start: Mark, end: Mark) -> Span {
+        Span {
+            file: self.file.clone(),
+            line: start.line,
+            column: start.column,
+            end_line: end.line,
+            end_column: end.column,
+        }
+    }
+
+    /// The span from `start` to the cursor.
+    fn span_from(&self, start: Mark) -> Span {
+        self.span_of(start, self.mark())
+    }
+
+    /// The span of the `len` characters starting at `start` (all on one line).
+    fn span_len(&self, start: Mark, len: u32) -> Span {
+        self.span_of(
+            start,
+            Mark {
+                line: start.line,
+                column: start.column + len,
+            },
+        )
+    }
+
+    /// Skips whitespace, `;` comments and nested `#| |#` comments.
+    fn skip_trivia(&mut self) -> Result<()> {
+        loop {
+            match self.peek() {
+                Some(c) if c.is_whitespace() => {
+                    self.bump();
+                }
+                Some(';') => {
+                    while let Some(c) = self.bump() {
+                        if c == '\n' {
+                            break;
+                        }
+                    }
+                }
+                Some('#') if self.peek_at(1) == Some('|') => self.skip_block_comment()?,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn skip_block_comment(&mut self) -> Result<()> {
+        // Every open `#|` is remembered so that an unterminated comment points at the one that
+        // is still open.
+        let mut open = vec![self.mark()];
+        self.bump();
+        self.bump();
+        while let Some(&start) = open.last() {
+            match (self.peek(), self.peek_at(1)) {
+                (None, _) => {
+                    return Err(Error::new(
+                        &self.span_len(start, 2),
+                        "unterminated block comment: no `|#` closes this `#|`",
+                    ));
+                }
+                (Some('|'), Some('#')) => {
+                    self.bump();
+                    self.bump();
+                    open.pop();
+                }
+                (Some('#'), Some('|')) => {
+                    open.push(self.mark());
+                    self.bump();
+                    self.bump();
+                }
+                _ => {
+                    self.bump();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next top-level form, or `None` at the end of the text.
+    fn read_top_level(&mut self) -> Result<Option<Form>> {
+        self.skip_trivia()?;
+        match self.peek() {
+            None => Ok(None),
+            Some(')') => Err(Error::new(&self.here(), "unbalanced `)`: no `(` is open")),
+            Some(_) => self.read_form().map(Some),
+        }
+    }
+
+    /// Reads one form; the cursor is on its first character (trivia already skipped).
+    fn read_form(&mut self) -> Result<Form> {
+        if self.depth >= MAX_NESTING {
+            return Err(Error::new(
+                &self.here(),
+                format!("forms nest more than {MAX_NESTING} deep here"),
+            ));
+        }
+        self.depth += 1;
+        let form = self.read_form_at_depth();
+        self.depth -= 1;
+        form
+    }
+
+    fn read_form_at_depth(&mut self) -> Result<Form> {
+        let start = self.mark();
+        let Some(c) = self.peek() else {
+            return Err(Error::new(
+                &self.here(),
+                "expected a form, found the end of the text",
+            ));
+        };
+        match c {
+            '(' => self.read_list(),
+            ')' => Err(Error::new(&self.here(), "unbalanced `)`: no `(` is open")),
+            '[' | ']' => Err(Error::new(
+                &self.here(),
+                format!("`{c}` is not part of the kernel language; index arrays with (aref a i)"),
+            )),
+            '"' => self.read_string(),
+            '\'' => {
+                self.bump();
+                self.read_prefixed(start, "'", "quote")
+            }
+            '`' => {
+                self.bump();
+                self.read_prefixed(start, "`", "quasiquote")
+            }
+            ',' => {
+                self.bump();
+                if self.peek() == Some('@') {
+                    self.bump();
+                    self.read_prefixed(start, ",@", "unquote-splicing")
+                } else {
+                    self.read_prefixed(start, ",", "unquote")
+                }
+            }
+            '#' => self.read_dispatch(),
+            _ => self.read_token(),
+        }
+    }
+
+    /// `'x` and friends: the head symbol gets the span of the prefix characters.
+    fn read_prefixed(&mut self, start: Mark, prefix: &str, head: &str) -> Result<Form> {
+        let head_span = self.span_from(start);
+        self.skip_trivia()?;
+        match self.peek() {
+            None | Some(')') => Err(Error::new(
+                &head_span,
+                format!("expected a form after {prefix} ({head})"),
+            )),
+            Some(_) => {
+                let arg = self.read_form()?;
+                let span = head_span.to(&arg.span);
+                Ok(Form::list(vec![Form::symbol(head, head_span), arg], span))
+            }
+        }
+    }
+
+    fn read_list(&mut self) -> Result<Form> {
+        let start = self.mark();
+        self.bump();
+        let mut items = Vec::new();
+        loop {
+            self.skip_trivia()?;
+            match self.peek() {
+                None => {
+                    return Err(Error::new(
+                        &self.span_len(start, 1),
+                        "unterminated list: no `)` closes this `(`",
+                    ));
+                }
+                Some(')') => {
+                    self.bump();
+                    return Ok(Form::list(items, self.span_from(start)));
+                }
+                Some(_) => items.push(self.read_form()?),
+            }
+        }
+    }
+
+    fn read_string(&mut self) -> Result<Form> {
+        let start = self.mark();
+        self.bump();
+        let mut text = String::new();
+        loop {
+            let escape_start = self.mark();
+            match self.bump() {
+                None => {
+                    return Err(Error::new(
+                        &self.span_len(start, 1),
+                        "unterminated string: no `\"` closes this `\"`",
+                    ));
+                }
+                Some('"') => return Ok(Form::new(FormKind::Str(text), self.span_from(start))),
+                Some('\\') => text.push(self.read_string_escape(escape_start)?),
+                Some(c) => text.push(c),
+            }
+        }
+    }
+
+    /// The character an escape stands for; the cursor is just past the backslash.
+    fn read_string_escape(&mut self, start: Mark) -> Result<char> {
+        let Some(c) = self.bump() else {
+            return Err(Error::new(
+                &self.span_len(start, 1),
+                "unterminated string escape",
+            ));
+        };
+        Ok(match c {
+            '"' => '"',
+            '\\' => '\\',
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            '0' => '\0',
+            'x' => {
+                let mut value = 0u8;
+                for _ in 0..2 {
+                    match self.peek().and_then(|c| c.to_digit(16)) {
+                        Some(digit) => {
+                            self.bump();
+                            // Two hex digits are at most 0xff: no overflow.
+                            value = value * 16 + digit as u8;
+                        }
+                        None => {
+                            return Err(Error::new(
+                                &self.span_from(start),
+                                "`\\x` in a string needs two hexadecimal digits (`\\x41`)",
+                            ));
+                        }
+                    }
+                }
+                char::from(value)
+            }
+            other => {
+                return Err(Error::new(
+                    &self.span_from(start),
+                    format!(
+                        "unknown string escape `\\{other}`; the escapes are \\\" \\\\ \\n \\t \\r \\0 \\xHH"
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// `#` syntax: `#'f`, `#x`/`#b`/`#o` numbers; everything else is an error.
+    fn read_dispatch(&mut self) -> Result<Form> {
+        let start = self.mark();
+        self.bump();
+        let Some(sub) = self.peek() else {
+            return Err(Error::new(
+                &self.span_len(start, 1),
+                "`#` at the end of the text",
+            ));
+        };
+        match sub.to_ascii_lowercase() {
+            '\'' => {
+                self.bump();
+                self.read_prefixed(start, "#'", "function")
+            }
+            'x' | 'b' | 'o' => {
+                self.bump();
+                let radix = match sub.to_ascii_lowercase() {
+                    'x' => 16,
+                    'b' => 2,
+                    _ => 8,
+                };
+                let token = self.read_token_text()?;
+                let span = self.span_from(start);
+                if token.escaped {
+                    return Err(Error::new(
+                        &span,
+                        format!("`#{sub}` must be followed by digits"),
+                    ));
+                }
+                let text = token.text.to_ascii_lowercase();
+                match parse_radix_integer(&text, radix) {
+                    Some(Ok(value)) => Ok(Form::new(
+                        FormKind::Int {
+                            value,
+                            suffix: IntSuffix::None,
+                        },
+                        span,
+                    )),
+                    Some(Err(message)) => Err(Error::new(&span, message)),
+                    None => Err(Error::new(
+                        &span,
+                        format!("`#{sub}{}` is not an integer in base {radix}", token.text),
+                    )),
+                }
+            }
+            ':' => Err(Error::new(
+                &self.span_len(start, 2),
+                "`#:` (uninterned symbols) is not supported; names starting with `#:` are reserved \
+                 for gensyms",
+            )),
+            _ => Err(Error::new(
+                &self.span_len(start, 2),
+                format!("the reader syntax `#{sub}` is not supported"),
+            )),
+        }
+    }
+
+    /// Reads a token (a symbol or a number).
+    fn read_token(&mut self) -> Result<Form> {
+        let start = self.mark();
+        let token = self.read_token_text()?;
+        let span = self.span_from(start);
+        if token.escaped {
+            return symbol(token.text, span);
+        }
+        if token.text.chars().all(|c| c == '.') {
+            return Err(Error::new(
+                &span,
+                if token.text.len() == 1 {
+                    "a lone `.` is not allowed: dotted pairs such as (a . b) are not supported"
+                } else {
+                    "a token made only of dots is not allowed"
+                },
+            ));
+        }
+        match parse_number(&token.text) {
+            Some(Ok(kind)) => Ok(Form::new(kind, span)),
+            Some(Err(message)) => Err(Error::new(&span, message)),
+            None => symbol(token.text, span),
+        }
+    }
+
+    /// The characters of a token, folded as the Common Lisp reader folds them: unescaped
+    /// characters to lower case, escaped ones (`|…|`, `\c`) as written.
+    fn read_token_text(&mut self) -> Result<Token> {
+        let mut text = String::new();
+        let mut escaped = false;
+        while let Some(c) = self.peek() {
+            if c.is_whitespace() || is_terminating(c) {
+                break;
+            }
+            let at = self.mark();
+            self.bump();
+            match c {
+                '\\' => {
+                    escaped = true;
+                    match self.bump() {
+                        Some(c) => text.push(c),
+                        None => {
+                            return Err(Error::new(
+                                &self.span_len(at, 1),
+                                "`\\` at the end of the text: expected a character to escape",
+                            ));
+                        }
+                    }
+                }
+                '|' => {
+                    escaped = true;
+                    loop {
+                        match self.bump() {
+                            None => {
+                                return Err(Error::new(
+                                    &self.span_len(at, 1),
+                                    "unterminated `|`: no `|` closes this one",
+                                ));
+                            }
+                            Some('|') => break,
+                            Some('\\') => match self.bump() {
+                                Some(c) => text.push(c),
+                                None => {
+                                    return Err(Error::new(
+                                        &self.span_len(at, 1),
+                                        "unterminated `|`: no `|` closes this one",
+                                    ));
+                                }
+                            },
+                            Some(c) => text.push(c),
+                        }
+                    }
+                }
+                c => text.extend(c.to_lowercase()),
+            }
+        }
+        Ok(Token { text, escaped })
+    }
+}
+
+/// The text of a token and whether any of it was escaped (an escaped token is always a symbol).
+struct Token {
+    text: String,
+    escaped: bool,
+}
+
+fn symbol(name: String, span: Span) -> Result<Form> {
+    if name.starts_with(GENSYM_PREFIX) {
+        return Err(Error::new(
+            &span,
+            format!("the symbol name `{name}` starts with `#:`, which is reserved for gensyms"),
+        ));
+    }
+    Ok(Form::new(FormKind::Symbol(name), span))
+}
+
+/// The largest magnitude an integer literal may have: any `uint64`, or its negation.
+const INT_LIMIT: i128 = u64::MAX as i128;
+
+/// Parses a number token (already folded to lower case). `None` means "not a number: a symbol";
+/// `Some(Err)` is a token that is a number the kernel language cannot represent.
+fn parse_number(text: &str) -> Option<Result<FormKind, String>> {
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    if let Some(hex) = body.strip_prefix("0x") {
+        let (digits, suffix) = split_int_suffix(hex);
+        return Some(int_kind(digits, 16, negative, suffix, text));
+    }
+    if let Some((num, den)) = body.split_once('/') {
+        if is_digits(num) && is_digits(den) {
+            return Some(Err(format!(
+                "`{text}` is a ratio, which has no kernel type; write a float such as {}.0 / {}.0 \
+                 or compute it with `floor`/`truncate`",
+                sign_str(negative, num),
+                den
+            )));
+        }
+        return None;
+    }
+    // Integers, with Common Lisp's optional trailing decimal point (`1.` is the integer 1).
+    let (int_body, suffix) = split_int_suffix(body);
+    let int_digits = int_body.strip_suffix('.').unwrap_or(int_body);
+    if is_digits(int_digits) && (suffix == IntSuffix::None || int_digits.len() == int_body.len()) {
+        return Some(int_kind(int_digits, 10, negative, suffix, text));
+    }
+    parse_float(negative, body, text)
+}
+
+/// `1.5`, `.5`, `1e3`, `1.5f0`, `1.5d0`, `1.5f` (C's single suffix).
+fn parse_float(negative: bool, body: &str, text: &str) -> Option<Result<FormKind, String>> {
+    let (body, c_suffix) = match body.strip_suffix('f') {
+        // C's `1.5f`, `1.f` and `1.5e3f`; but in `1f0` the `f` is an exponent marker.
+        Some(rest) if rest.contains(['.', 'e']) && !rest.contains(['s', 'f', 'd', 'l']) => {
+            (rest, true)
+        }
+        _ => (body, false),
+    };
+    let marker_at = body.find(['e', 's', 'f', 'd', 'l']);
+    let (mantissa, exponent, precision) = match marker_at {
+        Some(i) => {
+            let precision = match &body[i..i + 1] {
+                "d" | "l" => FloatPrecision::Double,
+                _ => FloatPrecision::Single,
+            };
+            (&body[..i], Some(&body[i + 1..]), precision)
+        }
+        None => (body, None, FloatPrecision::Single),
+    };
+    let (whole, fraction) = match mantissa.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (mantissa, None),
+    };
+    let mantissa_ok = is_digits_or_empty(whole)
+        && fraction.is_none_or(is_digits_or_empty)
+        && !(whole.is_empty() && fraction.is_none_or(str::is_empty));
+    if !mantissa_ok {
+        return None;
+    }
+    match exponent {
+        // Without an exponent or C's `f` a float needs digits after its point (`1.` is an
+        // integer).
+        None if !c_suffix && fraction.is_none_or(str::is_empty) => return None,
+        None => {}
+        Some(e) => {
+            let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if !is_digits(e) {
+                return None;
+            }
+        }
+    }
+    let mut normalized = String::new();
+    if negative {
+        normalized.push('-');
+    }
+    normalized.push_str(if whole.is_empty() { "0" } else { whole });
+    if let Some(f) = fraction.filter(|f| !f.is_empty()) {
+        normalized.push('.');
+        normalized.push_str(f);
+    }
+    if let Some(e) = exponent {
+        normalized.push('e');
+        normalized.push_str(e);
+    }
+    let value = match precision {
+        FloatPrecision::Single => normalized.parse::<f32>().map(f64::from),
+        FloatPrecision::Double => normalized.parse::<f64>(),
+    };
+    Some(match value {
+        Ok(v) if v.is_finite() => Ok(FormKind::Float {
+            value: v,
+            precision,
+        }),
+        Ok(_) => Err(format!(
+            "`{text}` is out of range for a {}",
+            if precision == FloatPrecision::Single {
+                "single float"
+            } else {
+                "double float"
+            }
+        )),
+        Err(_) => Err(format!("`{text}` is not a valid float")),
+    })
+}
+
+/// Splits `10ull` into `10` and its suffix; text without a suffix comes back whole, with
+/// [`IntSuffix::None`].
+fn split_int_suffix(text: &str) -> (&str, IntSuffix) {
+    const SUFFIXES: [(&str, IntSuffix); 7] = [
+        ("ull", IntSuffix::UL),
+        ("llu", IntSuffix::UL),
+        ("ul", IntSuffix::UL),
+        ("lu", IntSuffix::UL),
+        ("ll", IntSuffix::L),
+        ("u", IntSuffix::U),
+        ("l", IntSuffix::L),
+    ];
+    for (spelling, suffix) in SUFFIXES {
+        if let Some(digits) = text.strip_suffix(spelling)
+            && !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_hexdigit())
+        {
+            return (digits, suffix);
+        }
+    }
+    (text, IntSuffix::None)
+}
+
+fn int_kind(
+    digits: &str,
+    radix: u32,
+    negative: bool,
+    suffix: IntSuffix,
+    text: &str,
+) -> Result<FormKind, String> {
+    Ok(FormKind::Int {
+        value: int_value(digits, radix, negative, text)?,
+        suffix,
+    })
+}
+
+/// The value of `digits` in `radix`, negated if `negative`; `text` is the whole token, for errors.
+fn int_value(digits: &str, radix: u32, negative: bool, text: &str) -> Result<i128, String> {
+    let valid = !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
+    if !valid {
+        return Err(format!("`{text}` is not a valid integer"));
+    }
+    let magnitude = i128::from_str_radix(digits, radix)
+        .ok()
+        .filter(|m| *m <= INT_LIMIT)
+        .ok_or_else(|| format!("the integer `{text}` does not fit in 64 bits"))?;
+    Ok(if negative { -magnitude } else { magnitude })
+}
+
+/// `#x1f`, `#b-101`: `None` if the token is not an integer in that radix.
+fn parse_radix_integer(text: &str, radix: u32) -> Option<Result<i128, String>> {
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    Some(int_value(digits, radix, negative, text))
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_digits_or_empty(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn sign_str(negative: bool, digits: &str) -> String {
+    if negative {
+        format!("-{digits}")
+    } else {
+        digits.to_string()
+    }
+}
