@@ -12,7 +12,9 @@
 //! * [`types`]: the kernel types, their C spellings, sizes and alignments.
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
 //! * [`ir`]: the typed intermediate representation every back end consumes.
+//! * [`cuda`]: the CUDA C printer.
 
+pub mod cuda;
 pub mod error;
 pub mod form;
 pub mod host;
