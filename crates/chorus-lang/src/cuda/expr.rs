@@ -2,9 +2,7 @@
 
 use super::helpers::{Header, Helper, Operands, VectorOp, vector_constructor};
 use super::printer::Emitter;
-use crate::ir::{
-    AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, WarpReduceOp,
-};
+use crate::ir::{AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, WarpReduceOp};
 use crate::types::{ScalarType, Type, VectorType};
 
 /// How an expression's text binds, which decides where it needs parentheses.
@@ -41,7 +39,11 @@ pub(super) struct CExpr {
 
 impl CExpr {
     fn new(text: impl Into<String>, prec: Prec) -> CExpr {
-        CExpr { text: text.into(), prec, repr: Repr::Exact }
+        CExpr {
+            text: text.into(),
+            prec,
+            repr: Repr::Exact,
+        }
     }
 
     fn atom(text: impl Into<String>) -> CExpr {
@@ -89,7 +91,10 @@ impl CExpr {
 
 /// The 8- and 16-bit integers, which C promotes to `int` before any arithmetic.
 fn is_small_integer(s: ScalarType) -> bool {
-    matches!(s, ScalarType::Int8 | ScalarType::UInt8 | ScalarType::Int16 | ScalarType::UInt16)
+    matches!(
+        s,
+        ScalarType::Int8 | ScalarType::UInt8 | ScalarType::Int16 | ScalarType::UInt16
+    )
 }
 
 /// The scalars C knows without a header and converts implicitly with its usual rules.
@@ -143,7 +148,11 @@ fn usual_arithmetic(a: &Type, b: &Type) -> Option<ScalarType> {
     if a.is_signed_integer() == b.is_signed_integer() {
         return Some(if rank(a) >= rank(b) { a } else { b });
     }
-    let (unsigned, signed) = if a.is_signed_integer() { (b, a) } else { (a, b) };
+    let (unsigned, signed) = if a.is_signed_integer() {
+        (b, a)
+    } else {
+        (a, b)
+    };
     if rank(unsigned) >= rank(signed) {
         Some(unsigned)
     } else if bits(signed) > bits(unsigned) {
@@ -197,7 +206,11 @@ fn convert_literal(lit: Literal, to: &Type) -> Option<Literal> {
 fn wrap_integer(value: i128, bits: u32, signed: bool) -> i128 {
     let modulus = 1i128 << bits;
     let v = value.rem_euclid(modulus);
-    if signed && v >= modulus / 2 { v - modulus } else { v }
+    if signed && v >= modulus / 2 {
+        v - modulus
+    } else {
+        v
+    }
 }
 
 /// The C function names of a math function: (float, double, half and bfloat16 if CUDA has
@@ -305,14 +318,19 @@ impl Emitter<'_> {
                 call(&name, &args)
             }
             ExprKind::Cast { value, implicit } => {
-                if *implicit && let ExprKind::Literal(lit) = value.kind {
-                    if let Some(converted) = convert_literal(lit, &e.ty) {
-                        return self.literal(converted, &e.ty);
-                    }
+                if *implicit
+                    && let ExprKind::Literal(lit) = value.kind
+                    && let Some(converted) = convert_literal(lit, &e.ty)
+                {
+                    return self.literal(converted, &e.ty);
                 }
                 self.conversion(value, &e.ty)
             }
-            ExprKind::Select { cond, then, otherwise } => {
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.exact(cond);
                 let a = self.exact(then);
                 let b = self.exact(otherwise);
@@ -346,7 +364,10 @@ impl Emitter<'_> {
     /// value, an argument of a device function): an implicit conversion between standard scalars
     /// is left to C, and a [`Repr::Ring`] value needs no cast.
     pub(super) fn converted(&mut self, e: &Expr) -> CExpr {
-        if let ExprKind::Cast { value, implicit: true } = &e.kind
+        if let ExprKind::Cast {
+            value,
+            implicit: true,
+        } = &e.kind
             && is_standard(&value.ty)
             && is_standard(&e.ty)
             && !matches!(value.kind, ExprKind::Literal(_))
@@ -390,7 +411,12 @@ impl Emitter<'_> {
 
     fn field_name(&mut self, base: &Type, index: usize) -> String {
         match base {
-            Type::Vector(v) => v.components().get(index).copied().unwrap_or("x").to_string(),
+            Type::Vector(v) => v
+                .components()
+                .get(index)
+                .copied()
+                .unwrap_or("x")
+                .to_string(),
             Type::Struct(name) => self
                 .module
                 .struct_def(name)
@@ -448,15 +474,21 @@ impl Emitter<'_> {
                 let v = wrap_integer(int_value, bits(*s), s.is_signed_integer());
                 CExpr::unary(format!("({})({v})", s.c_name()))
             }
-            ScalarType::Float => {
-                float_text(f64::from(value as f32), "f", "__builtin_huge_valf()")
-            }
+            ScalarType::Float => float_text(f64::from(value as f32), "f", "__builtin_huge_valf()"),
             ScalarType::Double => float_text(value, "", "__builtin_huge_val()"),
             ScalarType::Half | ScalarType::BFloat16 => {
                 let (bits, raw, from_float) = if *s == ScalarType::Half {
-                    (half::f16::from_f64(value).to_bits(), "__half_raw", "__float2half")
+                    (
+                        half::f16::from_f64(value).to_bits(),
+                        "__half_raw",
+                        "__float2half",
+                    )
                 } else {
-                    (half::bf16::from_f64(value).to_bits(), "__nv_bfloat16_raw", "__float2bfloat16")
+                    (
+                        half::bf16::from_f64(value).to_bits(),
+                        "__nv_bfloat16_raw",
+                        "__float2bfloat16",
+                    )
                 };
                 if self.constant {
                     // Initializers of device variables must be constant: give the bits.
@@ -489,7 +521,11 @@ impl Emitter<'_> {
         // modulo 2^N.
         let truncates = matches!((from, to), (Type::Scalar(f), Type::Scalar(t))
             if f.is_integer() && t.is_integer() && t.size() <= f.size());
-        let c = if truncates { self.expr(value) } else { self.value(value) };
+        let c = if truncates {
+            self.expr(value)
+        } else {
+            self.value(value)
+        };
         self.convert(c, from, to)
     }
 
@@ -505,13 +541,18 @@ impl Emitter<'_> {
         let to_scalar = to.scalar();
         // From a reduced-precision float: through float, which holds every value exactly.
         let (c, from) = match from_scalar {
-            Some(ScalarType::Half) => (CExpr::atom(format!("__half2float({})", c.text)), Type::FLOAT),
-            Some(ScalarType::BFloat16) => {
-                (CExpr::atom(format!("__bfloat162float({})", c.text)), Type::FLOAT)
-            }
-            Some(ScalarType::Fp8 | ScalarType::Fp4) => {
-                (CExpr::unary(format!("(float){}", c.parenthesised())), Type::FLOAT)
-            }
+            Some(ScalarType::Half) => (
+                CExpr::atom(format!("__half2float({})", c.text)),
+                Type::FLOAT,
+            ),
+            Some(ScalarType::BFloat16) => (
+                CExpr::atom(format!("__bfloat162float({})", c.text)),
+                Type::FLOAT,
+            ),
+            Some(ScalarType::Fp8 | ScalarType::Fp4) => (
+                CExpr::unary(format!("(float){}", c.parenthesised())),
+                Type::FLOAT,
+            ),
             _ => (c, from.clone()),
         };
         if &from == to {
@@ -522,19 +563,63 @@ impl Emitter<'_> {
             Some(target @ (ScalarType::Half | ScalarType::BFloat16)) => {
                 let half = target == ScalarType::Half;
                 let name = match from_s {
-                    Some(ScalarType::Float) => if half { "__float2half" } else { "__float2bfloat16" },
-                    Some(ScalarType::Double) => if half { "__double2half" } else { "__double2bfloat16" },
-                    Some(ScalarType::Int) => if half { "__int2half_rn" } else { "__int2bfloat16_rn" },
-                    Some(ScalarType::UInt) => if half { "__uint2half_rn" } else { "__uint2bfloat16_rn" },
-                    Some(ScalarType::Int64) => if half { "__ll2half_rn" } else { "__ll2bfloat16_rn" },
+                    Some(ScalarType::Float) => {
+                        if half {
+                            "__float2half"
+                        } else {
+                            "__float2bfloat16"
+                        }
+                    }
+                    Some(ScalarType::Double) => {
+                        if half {
+                            "__double2half"
+                        } else {
+                            "__double2bfloat16"
+                        }
+                    }
+                    Some(ScalarType::Int) => {
+                        if half {
+                            "__int2half_rn"
+                        } else {
+                            "__int2bfloat16_rn"
+                        }
+                    }
+                    Some(ScalarType::UInt) => {
+                        if half {
+                            "__uint2half_rn"
+                        } else {
+                            "__uint2bfloat16_rn"
+                        }
+                    }
+                    Some(ScalarType::Int64) => {
+                        if half {
+                            "__ll2half_rn"
+                        } else {
+                            "__ll2bfloat16_rn"
+                        }
+                    }
                     Some(ScalarType::UInt64 | ScalarType::SizeT) => {
-                        if half { "__ull2half_rn" } else { "__ull2bfloat16_rn" }
+                        if half {
+                            "__ull2half_rn"
+                        } else {
+                            "__ull2bfloat16_rn"
+                        }
                     }
                     Some(ScalarType::Int8 | ScalarType::Int16) => {
-                        if half { "__short2half_rn" } else { "__short2bfloat16_rn" }
+                        if half {
+                            "__short2half_rn"
+                        } else {
+                            "__short2bfloat16_rn"
+                        }
                     }
                     // uint8, uint16 and bool.
-                    _ => if half { "__ushort2half_rn" } else { "__ushort2bfloat16_rn" },
+                    _ => {
+                        if half {
+                            "__ushort2half_rn"
+                        } else {
+                            "__ushort2bfloat16_rn"
+                        }
+                    }
                 };
                 CExpr::atom(format!("{name}({})", c.text))
             }
@@ -604,7 +689,13 @@ impl Emitter<'_> {
     /// If `side` is an implicit conversion between standard scalars that C performs by itself
     /// when the other operand is `peer` (of IR type `peer_ty`), the unconverted operand.
     fn elide_for_peer(&mut self, side: &Expr, peer: &CExpr, peer_ty: &Type) -> Option<CExpr> {
-        let ExprKind::Cast { value, implicit: true } = &side.kind else { return None };
+        let ExprKind::Cast {
+            value,
+            implicit: true,
+        } = &side.kind
+        else {
+            return None;
+        };
         if !is_standard(&value.ty) || !is_standard(&side.ty) || peer.repr != Repr::Exact {
             return None;
         }
@@ -654,7 +745,11 @@ impl Emitter<'_> {
 
     /// A result whose C type is `c_type` while the IR says `ir`: the value agrees modulo 2^N.
     fn returned_as(c: CExpr, c_type: &Type, ir: &Type) -> CExpr {
-        if c_type == ir { c } else { c.with_repr(Repr::Ring) }
+        if c_type == ir {
+            c
+        } else {
+            c.with_repr(Repr::Ring)
+        }
     }
 
     fn builtin(&mut self, op: Builtin, args: &[Expr], result: &Type) -> CExpr {
@@ -692,13 +787,19 @@ impl Emitter<'_> {
                     Some(ScalarType::Float) => {
                         self.exact_call(if max { "fmaxf" } else { "fminf" }, args)
                     }
-                    Some(ScalarType::Double) => self.exact_call(if max { "fmax" } else { "fmin" }, args),
+                    Some(ScalarType::Double) => {
+                        self.exact_call(if max { "fmax" } else { "fmin" }, args)
+                    }
                     Some(ScalarType::Half | ScalarType::BFloat16) => {
                         self.exact_call(if max { "__hmax" } else { "__hmin" }, args)
                     }
                     Some(s) => {
                         let c = self.exact_call(if max { "max" } else { "min" }, args);
-                        if is_small_integer(s) { c.with_repr(Repr::Ring) } else { c }
+                        if is_small_integer(s) {
+                            c.with_repr(Repr::Ring)
+                        } else {
+                            c
+                        }
                     }
                     None => self.exact_call(if max { "max" } else { "min" }, args),
                 }
@@ -710,7 +811,11 @@ impl Emitter<'_> {
                 Some(ScalarType::Int64) => self.exact_call("llabs", args),
                 Some(s) if s.is_signed_integer() => {
                     let c = self.exact_call("abs", args);
-                    if is_small_integer(s) { c.with_repr(Repr::Ring) } else { c }
+                    if is_small_integer(s) {
+                        c.with_repr(Repr::Ring)
+                    } else {
+                        c
+                    }
                 }
                 // The absolute value of an unsigned number is the number.
                 _ => self.expr(&args[0]),
@@ -741,10 +846,18 @@ impl Emitter<'_> {
                 // The shifted value may be right modulo 2^N for `<<` only; the count must be
                 // right in value.
                 let shl = op == Builtin::Shl;
-                let a = if shl { self.expr(&args[0]) } else { self.exact(&args[0]) };
+                let a = if shl {
+                    self.expr(&args[0])
+                } else {
+                    self.exact(&args[0])
+                };
                 let n = self.value(&args[1]);
                 let promoted = result.scalar().is_some_and(is_small_integer);
-                let repr = if promoted || a.repr != Repr::Exact { Repr::Ring } else { Repr::Exact };
+                let repr = if promoted || a.repr != Repr::Exact {
+                    Repr::Ring
+                } else {
+                    Repr::Exact
+                };
                 let symbol = if shl { "<<" } else { ">>" };
                 CExpr::paren(format!("({} {symbol} {})", a.text, n.text)).with_repr(repr)
             }
@@ -792,7 +905,10 @@ impl Emitter<'_> {
             Builtin::ThreadFence => CExpr::atom("__threadfence()"),
             Builtin::ThreadFenceBlock => CExpr::atom("__threadfence_block()"),
             Builtin::ThreadFenceSystem => CExpr::atom("__threadfence_system()"),
-            Builtin::ShflSync | Builtin::ShflUpSync | Builtin::ShflDownSync | Builtin::ShflXorSync => {
+            Builtin::ShflSync
+            | Builtin::ShflUpSync
+            | Builtin::ShflDownSync
+            | Builtin::ShflXorSync => {
                 let name = match op {
                     Builtin::ShflSync => "__shfl_sync",
                     Builtin::ShflUpSync => "__shfl_up_sync",
@@ -818,9 +934,15 @@ impl Emitter<'_> {
                 let c = self.value_call("__any_sync", args);
                 Self::returned_as(c, &Type::INT, result)
             }
-            Builtin::ActiveMask => Self::returned_as(CExpr::atom("__activemask()"), &Type::UINT, result),
+            Builtin::ActiveMask => {
+                Self::returned_as(CExpr::atom("__activemask()"), &Type::UINT, result)
+            }
             Builtin::MatchAnySync | Builtin::MatchAllSync => {
-                let name = if op == Builtin::MatchAnySync { "__match_any_sync" } else { "__match_all_sync" };
+                let name = if op == Builtin::MatchAnySync {
+                    "__match_any_sync"
+                } else {
+                    "__match_all_sync"
+                };
                 let mut printed = vec![self.value(&args[0])];
                 printed.extend(args[1..].iter().map(|a| self.exact(a)));
                 Self::returned_as(call(name, &printed), &Type::UINT, result)
@@ -830,14 +952,24 @@ impl Emitter<'_> {
                 let bitwise = matches!(r, WarpReduceOp::And | WarpReduceOp::Or | WarpReduceOp::Xor);
                 let mask = self.value(&args[0]);
                 // add, min and max have int and unsigned overloads; and, or and xor unsigned only.
-                let v = if bitwise { self.value(&args[1]) } else { self.exact(&args[1]) };
-                let c_result = if bitwise { Type::UINT } else { args[1].ty.clone() };
+                let v = if bitwise {
+                    self.value(&args[1])
+                } else {
+                    self.exact(&args[1])
+                };
+                let c_result = if bitwise {
+                    Type::UINT
+                } else {
+                    args[1].ty.clone()
+                };
                 Self::returned_as(call(name, &[mask, v]), &c_result, result)
             }
             Builtin::Atomic(a) => self.atomic(a, args, result),
-            Builtin::ClusterRank => {
-                Self::returned_as(CExpr::atom("__clusterRelativeBlockRank()"), &Type::UINT, result)
-            }
+            Builtin::ClusterRank => Self::returned_as(
+                CExpr::atom("__clusterRelativeBlockRank()"),
+                &Type::UINT,
+                result,
+            ),
             Builtin::ClusterBarrier => CExpr::atom(self.use_helper(Helper::ClusterBarrier) + "()"),
             Builtin::ThreadFenceCluster => CExpr::atom("__threadfence_cluster()"),
             Builtin::CurandInit => {
@@ -869,7 +1001,13 @@ impl Emitter<'_> {
             VectorOp::Add => format!("__hadd{name}"),
             VectorOp::Sub => format!("__hsub{name}"),
             VectorOp::Mul => format!("__hmul{name}"),
-            VectorOp::Div => if name.is_empty() { "__hdiv".into() } else { "__h2div".into() },
+            VectorOp::Div => {
+                if name.is_empty() {
+                    "__hdiv".into()
+                } else {
+                    "__h2div".into()
+                }
+            }
         };
         match (&a.ty, &b.ty) {
             (Type::Vector(VectorType::Half2), Type::Vector(VectorType::Half2)) => {
@@ -878,22 +1016,35 @@ impl Emitter<'_> {
             (Type::Vector(VectorType::Half2), s) if is_half_like(s) => {
                 let v = self.exact(a);
                 let s = self.exact(b);
-                CExpr::atom(format!("{}({}, __half2half2({}))", half2("2"), v.text, s.text))
+                CExpr::atom(format!(
+                    "{}({}, __half2half2({}))",
+                    half2("2"),
+                    v.text,
+                    s.text
+                ))
             }
             (s, Type::Vector(VectorType::Half2)) if is_half_like(s) => {
                 let s = self.exact(a);
                 let v = self.exact(b);
-                CExpr::atom(format!("{}(__half2half2({}), {})", half2("2"), s.text, v.text))
+                CExpr::atom(format!(
+                    "{}(__half2half2({}), {})",
+                    half2("2"),
+                    s.text,
+                    v.text
+                ))
             }
-            (Type::Vector(v), Type::Vector(_)) => {
-                self.helper_call(Helper::VectorBinary(vop, *v, Operands::VectorVector), &[a.clone(), b.clone()])
-            }
-            (Type::Vector(v), _) => {
-                self.helper_call(Helper::VectorBinary(vop, *v, Operands::VectorScalar), &[a.clone(), b.clone()])
-            }
-            (_, Type::Vector(v)) => {
-                self.helper_call(Helper::VectorBinary(vop, *v, Operands::ScalarVector), &[a.clone(), b.clone()])
-            }
+            (Type::Vector(v), Type::Vector(_)) => self.helper_call(
+                Helper::VectorBinary(vop, *v, Operands::VectorVector),
+                &[a.clone(), b.clone()],
+            ),
+            (Type::Vector(v), _) => self.helper_call(
+                Helper::VectorBinary(vop, *v, Operands::VectorScalar),
+                &[a.clone(), b.clone()],
+            ),
+            (_, Type::Vector(v)) => self.helper_call(
+                Helper::VectorBinary(vop, *v, Operands::ScalarVector),
+                &[a.clone(), b.clone()],
+            ),
             (t, _) if is_half_like(t) => self.exact_call(&half2(""), &[a.clone(), b.clone()]),
             _ => {
                 let symbol = match vop {
@@ -918,7 +1069,8 @@ impl Emitter<'_> {
                     self.exact_call(name, args)
                 } else {
                     let name = float_name.to_string();
-                    return self.through_float(args, result, |a| format!("{name}({})", a.join(", ")));
+                    return self
+                        .through_float(args, result, |a| format!("{name}({})", a.join(", ")));
                 }
             }
             _ => self.exact_call(float_name, args),
@@ -933,7 +1085,12 @@ impl Emitter<'_> {
 
     /// A float function applied to reduced-precision arguments: each converted to float, the
     /// result converted back to `result`.
-    fn through_float(&mut self, args: &[Expr], result: &Type, f: impl Fn(&[String]) -> String) -> CExpr {
+    fn through_float(
+        &mut self,
+        args: &[Expr],
+        result: &Type,
+        f: impl Fn(&[String]) -> String,
+    ) -> CExpr {
         let floats: Vec<String> = args
             .iter()
             .map(|a| {
@@ -951,10 +1108,16 @@ impl Emitter<'_> {
         if pointee == Type::Scalar(ScalarType::SizeT) {
             // CUDA has no atomics on unsigned long: size_t goes through unsigned long long.
             let p = self.exact(&args[0]);
-            let mut printed = vec![CExpr::unary(format!("(unsigned long long*){}", p.parenthesised()))];
+            let mut printed = vec![CExpr::unary(format!(
+                "(unsigned long long*){}",
+                p.parenthesised()
+            ))];
             for a in &args[1..] {
                 let v = self.value(a);
-                printed.push(CExpr::unary(format!("(unsigned long long){}", v.parenthesised())));
+                printed.push(CExpr::unary(format!(
+                    "(unsigned long long){}",
+                    v.parenthesised()
+                )));
             }
             return call(name, &printed).with_repr(Repr::Ring);
         }
@@ -965,20 +1128,36 @@ impl Emitter<'_> {
 
 /// A literal whose text may start with `-`.
 fn signed_text(text: String) -> CExpr {
-    if text.starts_with('-') { CExpr::unary(text) } else { CExpr::atom(text) }
+    if text.starts_with('-') {
+        CExpr::unary(text)
+    } else {
+        CExpr::atom(text)
+    }
 }
 
 /// A floating literal without loss (`1.0f`, `0.005f`, `1e-10f`, `1.0`).
 fn float_text(value: f64, suffix: &str, infinity: &str) -> CExpr {
     if value.is_nan() {
-        let nan = if suffix.is_empty() { "__builtin_nan(\"\")" } else { "__builtin_nanf(\"\")" };
+        let nan = if suffix.is_empty() {
+            "__builtin_nan(\"\")"
+        } else {
+            "__builtin_nanf(\"\")"
+        };
         return CExpr::atom(nan);
     }
     if value.is_infinite() {
-        return if value > 0.0 { CExpr::atom(infinity) } else { CExpr::unary(format!("-{infinity}")) };
+        return if value > 0.0 {
+            CExpr::atom(infinity)
+        } else {
+            CExpr::unary(format!("-{infinity}"))
+        };
     }
     // `{:?}` is the shortest text that reads back to the same value, always with `.` or `e`.
-    let text = if suffix == "f" { format!("{:?}", value as f32) } else { format!("{value:?}") };
+    let text = if suffix == "f" {
+        format!("{:?}", value as f32)
+    } else {
+        format!("{value:?}")
+    };
     signed_text(format!("{text}{suffix}"))
 }
 
@@ -989,13 +1168,34 @@ mod tests {
     #[test]
     fn usual_arithmetic_conversions() {
         let s = |t| Type::Scalar(t);
-        assert_eq!(usual_arithmetic(&Type::INT, &Type::FLOAT), Some(ScalarType::Float));
-        assert_eq!(usual_arithmetic(&Type::INT, &Type::UINT), Some(ScalarType::UInt));
-        assert_eq!(usual_arithmetic(&Type::UINT, &s(ScalarType::Int64)), Some(ScalarType::Int64));
-        assert_eq!(usual_arithmetic(&s(ScalarType::Int8), &s(ScalarType::Int16)), Some(ScalarType::Int));
-        assert_eq!(usual_arithmetic(&s(ScalarType::SizeT), &Type::INT), Some(ScalarType::SizeT));
-        assert_eq!(usual_arithmetic(&s(ScalarType::SizeT), &s(ScalarType::Int64)), Some(ScalarType::UInt64));
-        assert_eq!(usual_arithmetic(&Type::FLOAT, &Type::DOUBLE), Some(ScalarType::Double));
+        assert_eq!(
+            usual_arithmetic(&Type::INT, &Type::FLOAT),
+            Some(ScalarType::Float)
+        );
+        assert_eq!(
+            usual_arithmetic(&Type::INT, &Type::UINT),
+            Some(ScalarType::UInt)
+        );
+        assert_eq!(
+            usual_arithmetic(&Type::UINT, &s(ScalarType::Int64)),
+            Some(ScalarType::Int64)
+        );
+        assert_eq!(
+            usual_arithmetic(&s(ScalarType::Int8), &s(ScalarType::Int16)),
+            Some(ScalarType::Int)
+        );
+        assert_eq!(
+            usual_arithmetic(&s(ScalarType::SizeT), &Type::INT),
+            Some(ScalarType::SizeT)
+        );
+        assert_eq!(
+            usual_arithmetic(&s(ScalarType::SizeT), &s(ScalarType::Int64)),
+            Some(ScalarType::UInt64)
+        );
+        assert_eq!(
+            usual_arithmetic(&Type::FLOAT, &Type::DOUBLE),
+            Some(ScalarType::Double)
+        );
         assert_eq!(usual_arithmetic(&s(ScalarType::Half), &Type::FLOAT), None);
     }
 
@@ -1009,7 +1209,11 @@ mod tests {
         assert_eq!(float_text(-2.5, "", "").prec, Prec::Unary);
         for v in [0.1f32, 1.0e38, 3.4028235e38, 1.0e-45, 16777217.0, 0.3] {
             let text = float_text(f64::from(v), "f", "").text;
-            assert_eq!(text.trim_end_matches('f').parse::<f32>().unwrap(), v, "{text}");
+            assert_eq!(
+                text.trim_end_matches('f').parse::<f32>().unwrap(),
+                v,
+                "{text}"
+            );
         }
     }
 

@@ -173,8 +173,16 @@ impl Helper {
                     .components()
                     .iter()
                     .map(|c| {
-                        let l = if left.ends_with('.') { format!("{left}{c}") } else { left.into() };
-                        let r = if right.ends_with('.') { format!("{right}{c}") } else { right.into() };
+                        let l = if left.ends_with('.') {
+                            format!("{left}{c}")
+                        } else {
+                            left.into()
+                        };
+                        let r = if right.ends_with('.') {
+                            format!("{right}{c}")
+                        } else {
+                            right.into()
+                        };
                         format!("({l} {} {r})", op.symbol())
                     })
                     .collect();
@@ -207,7 +215,11 @@ impl Helper {
                 let mut sum = String::new();
                 for (i, c) in v.components().iter().enumerate() {
                     let term = format!("(a.{c} * b.{c})");
-                    sum = if i == 0 { term } else { format!("({sum} + {term})") };
+                    sum = if i == 0 {
+                        term
+                    } else {
+                        format!("({sum} + {term})")
+                    };
                 }
                 let _ = write!(
                     out,
@@ -246,12 +258,24 @@ mod tests {
             "static __device__ __forceinline__ float3 chorus_float3_add(float3 a, float3 b)\n{\n  \
              return make_float3((a.x + b.x), (a.y + b.y), (a.z + b.z));\n}\n"
         );
-        let scale = Helper::VectorBinary(VectorOp::Mul, VectorType::Double2, Operands::ScalarVector);
+        let scale =
+            Helper::VectorBinary(VectorOp::Mul, VectorType::Double2, Operands::ScalarVector);
         assert_eq!(scale.name(), "chorus_scalar_mul_double2");
         assert!(scale.definition().contains("(double s, double2 b)"));
-        assert!(scale.definition().contains("make_double2((s * b.x), (s * b.y))"));
+        assert!(
+            scale
+                .definition()
+                .contains("make_double2((s * b.x), (s * b.y))")
+        );
         let dot = Helper::VectorDot(VectorType::Float4);
-        assert!(dot.definition().contains("return ((((a.x * b.x) + (a.y * b.y)) + (a.z * b.z)) + (a.w * b.w));"));
-        assert!(Helper::VectorRecip(VectorType::Int2).definition().contains("(1 / a.x)"));
+        assert!(
+            dot.definition()
+                .contains("return ((((a.x * b.x) + (a.y * b.y)) + (a.z * b.z)) + (a.w * b.w));")
+        );
+        assert!(
+            Helper::VectorRecip(VectorType::Int2)
+                .definition()
+                .contains("(1 / a.x)")
+        );
     }
 }

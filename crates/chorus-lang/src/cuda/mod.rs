@@ -87,3 +87,6 @@ pub fn print_module(module: &ir::Module) -> String {
 pub fn generate(module: &ir::Module) -> CudaSource {
     printer::ModulePrinter::new(module).print()
 }
+
+#[cfg(test)]
+mod tests;

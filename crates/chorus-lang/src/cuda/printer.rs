@@ -3,8 +3,8 @@
 use super::CudaSource;
 use super::helpers::{Header, Helper};
 use crate::ir::{
-    Block, Expr, ExprKind, Function, FunctionKind, Global, GlobalQualifier, LocalId, Module,
-    Stmt, StmtKind, SwitchCase,
+    Block, Expr, ExprKind, Function, FunctionKind, Global, GlobalQualifier, LocalId, Module, Stmt,
+    StmtKind, SwitchCase,
 };
 use crate::types::{Type, VectorType};
 use std::collections::{BTreeSet, HashSet};
@@ -60,14 +60,21 @@ impl<'m> ModulePrinter<'m> {
         // Sections are printed first so that what they use is known before the top is written.
         let structs = e.structs();
         let globals: Vec<String> = module.globals.iter().map(|g| e.global(g)).collect();
-        let prototypes: Vec<String> =
-            module.functions.iter().map(|f| format!("extern \"C\" {};", e.signature(f))).collect();
+        let prototypes: Vec<String> = module
+            .functions
+            .iter()
+            .map(|f| format!("extern \"C\" {};", e.signature(f)))
+            .collect();
         let definitions: Vec<String> = module.functions.iter().map(|f| e.definition(f)).collect();
 
         let mut sections: Vec<String> = Vec::new();
         if !e.needs.headers.is_empty() {
             sections.push(
-                e.needs.headers.iter().map(|h| format!("#include <{}>\n", h.file_name())).collect(),
+                e.needs
+                    .headers
+                    .iter()
+                    .map(|h| format!("#include <{}>\n", h.file_name()))
+                    .collect(),
             );
         }
         if !e.needs.helpers.is_empty() {
@@ -84,7 +91,10 @@ impl<'m> ModulePrinter<'m> {
             sections.push(prototypes.iter().map(|p| format!("{p}\n")).collect());
         }
         sections.extend(definitions);
-        CudaSource { code: sections.join("\n"), headers: e.needs.headers.iter().copied().collect() }
+        CudaSource {
+            code: sections.join("\n"),
+            headers: e.needs.headers.iter().copied().collect(),
+        }
     }
 }
 
@@ -246,7 +256,11 @@ impl<'m> Emitter<'m> {
             .map(|p| {
                 let local = &f.locals[p.local.0 as usize];
                 let t = self.c_type(&local.ty);
-                let restrict = if p.restrict && local.ty.pointer_depth() > 0 { " __restrict__" } else { "" };
+                let restrict = if p.restrict && local.ty.pointer_depth() > 0 {
+                    " __restrict__"
+                } else {
+                    ""
+                };
                 format!("{t}{restrict} {}", local.c_name)
             })
             .collect();
@@ -300,14 +314,24 @@ impl<'m> Emitter<'m> {
                 let init = self.converted(init);
                 self.line(&format!("{t} {name} = {};", init.text));
             }
-            StmtKind::SharedArray { local, element, dims, .. } => {
+            StmtKind::SharedArray {
+                local,
+                element,
+                dims,
+                ..
+            } => {
                 let t = self.c_type(element);
                 let name = self.local_name(*local);
-                let dims: String = dims.iter().map(|d| format!("[{}]", self.value(d).text)).collect();
+                let dims: String = dims
+                    .iter()
+                    .map(|d| format!("[{}]", self.value(d).text))
+                    .collect();
                 self.line(&format!("__shared__ {t} {name}{dims};"));
             }
             StmtKind::DynamicShared { locals } => {
-                self.line(&format!("extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];"));
+                self.line(&format!(
+                    "extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];"
+                ));
                 for local in locals {
                     let t = self.c_type(&self.local_type(*local));
                     let name = self.local_name(*local);
@@ -319,19 +343,30 @@ impl<'m> Emitter<'m> {
                 let v = self.converted(value);
                 self.line(&format!("{} = {};", p.text, v.text));
             }
-            StmtKind::If { cond, then, otherwise } => self.if_stmt(cond, then, otherwise.as_ref(), ""),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_ref(), ""),
             StmtKind::While { cond, body } => {
                 let c = self.exact(cond);
                 self.line(&format!("while ({}) {{", c.bare()));
                 self.braced_body(body);
                 self.line("}");
             }
-            StmtKind::For { init, cond, step, body } => self.for_stmt(init, cond.as_ref(), step, body),
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => self.for_stmt(init, cond.as_ref(), step, body),
             StmtKind::Break => self.line("break;"),
             StmtKind::Continue => self.line("continue;"),
-            StmtKind::Switch { scrutinee, cases, default } => {
-                self.switch_stmt(scrutinee, cases, default.as_ref())
-            }
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => self.switch_stmt(scrutinee, cases, default.as_ref()),
             StmtKind::Return(None) => self.line("return;"),
             StmtKind::Return(Some(value)) => {
                 let v = self.converted(value);
@@ -366,7 +401,18 @@ impl<'m> Emitter<'m> {
         match otherwise {
             None => self.line("}"),
             Some(block) => {
-                if let [Stmt { kind: StmtKind::If { cond, then, otherwise }, .. }] = block.stmts.as_slice() {
+                if let [
+                    Stmt {
+                        kind:
+                            StmtKind::If {
+                                cond,
+                                then,
+                                otherwise,
+                            },
+                        ..
+                    },
+                ] = block.stmts.as_slice()
+                {
                     self.if_stmt(cond, then, otherwise.as_ref(), "} else ");
                 } else {
                     self.line("} else {");
@@ -383,7 +429,9 @@ impl<'m> Emitter<'m> {
         self.depth += 1;
         for case in cases {
             for (i, value) in case.values.iter().enumerate() {
-                let label = self.literal(crate::ir::Literal::Int(*value), &scrutinee.ty).text;
+                let label = self
+                    .literal(crate::ir::Literal::Int(*value), &scrutinee.ty)
+                    .text;
                 let open = if i + 1 == case.values.len() { " {" } else { "" };
                 self.line(&format!("case {label}:{open}"));
             }
@@ -413,7 +461,13 @@ impl<'m> Emitter<'m> {
     /// share a non-pointer type; otherwise the variables are declared in a block around the loop.
     /// The steps are parallel: a step whose variable a later step reads goes through a
     /// temporary.
-    fn for_stmt(&mut self, init: &[(LocalId, Expr)], cond: Option<&Expr>, step: &[(LocalId, Expr)], body: &Block) {
+    fn for_stmt(
+        &mut self,
+        init: &[(LocalId, Expr)],
+        cond: Option<&Expr>,
+        step: &[(LocalId, Expr)],
+        body: &Block,
+    ) {
         let types: Vec<Type> = init.iter().map(|(l, _)| self.local_type(*l)).collect();
         let one_declaration = types.windows(2).all(|w| w[0] == w[1])
             && types.first().is_none_or(|t| t.pointer_depth() == 0);
@@ -469,7 +523,11 @@ impl<'m> Emitter<'m> {
                 steps.push(format!("{} = {temp}", self.local_name(*local)));
             }
         }
-        let c = if c.is_empty() { String::new() } else { format!(" {c}") };
+        let c = if c.is_empty() {
+            String::new()
+        } else {
+            format!(" {c}")
+        };
         self.line(&format!("for ({header_init};{c}; {}) {{", steps.join(", ")));
         self.braced_body(body);
         self.line("}");
@@ -490,9 +548,11 @@ fn reads_local(e: &Expr, id: LocalId) -> bool {
         ExprKind::Field { base, .. } => reads_local(base, id),
         ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } => any(args),
         ExprKind::Cast { value, .. } => reads_local(value, id),
-        ExprKind::Select { cond, then, otherwise } => {
-            reads_local(cond, id) || reads_local(then, id) || reads_local(otherwise, id)
-        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => reads_local(cond, id) || reads_local(then, id) || reads_local(otherwise, id),
         ExprKind::AddressOf(place) => reads_local(place, id),
         ExprKind::Construct(parts) => any(parts),
     }
