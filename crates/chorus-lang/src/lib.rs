@@ -13,7 +13,9 @@
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
 //! * [`ir`]: the typed intermediate representation every back end consumes.
 //! * [`cuda`]: the CUDA C printer.
+//! * [`check`]: the type checker, from expanded forms to [`ir::Module`].
 
+pub mod check;
 pub mod cuda;
 pub mod error;
 pub mod form;
@@ -28,3 +30,11 @@ pub use form::{Form, FormKind};
 pub use reader::{read_one, read_str};
 pub use span::Span;
 pub use types::Type;
+
+/// Checks the top-level forms of one compilation unit and returns its typed IR.
+///
+/// Macro expansion is not wired in yet: the forms must already be expanded (no `let*`, `when`,
+/// `unless`, kernel macros); [`check::check_module`] reports any that remain.
+pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
+    check::check_module(forms)
+}
