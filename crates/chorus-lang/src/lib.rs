@@ -38,3 +38,9 @@ pub use types::Type;
 pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
     check::check_module(forms)
 }
+
+/// Reads kernel text (`file` names it in spans and messages) and compiles it with
+/// [`compile_forms`].
+pub fn compile_str(text: &str, file: &str) -> Result<ir::Module> {
+    compile_forms(&read_str(text, file)?)
+}

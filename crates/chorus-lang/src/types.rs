@@ -395,7 +395,7 @@ impl Type {
             Type::Pointer(_) => Some((8, 8)),
             Type::CurandStateXorwow => Some((48, 8)),
             Type::Struct(name) => {
-                let def = structs.iter().find(|s| &*s.name == &**name)?;
+                let def = structs.iter().find(|s| *s.name == **name)?;
                 Some((def.size, def.align))
             }
         }

@@ -76,7 +76,10 @@ pub fn signatures_of(op: Builtin) -> impl Iterator<Item = (&'static str, &'stati
 /// True for the operators that take any number (at least one) of arguments and fold left over
 /// their binary signatures.
 pub fn folds_left(name: &str) -> bool {
-    matches!(name, "+" | "-" | "*" | "/" | "logand" | "logior" | "logxor" | "min" | "max")
+    matches!(
+        name,
+        "+" | "-" | "*" | "/" | "logand" | "logior" | "logxor" | "min" | "max"
+    )
 }
 
 /// The explicit conversions written as calls: every scalar type name (`(float x)`, `(uint -1)`,
@@ -131,7 +134,11 @@ fn ptr(t: Type) -> Type {
 }
 
 fn sig(op: Builtin, params: &[Type], result: Type) -> Signature {
-    Signature { op, params: params.to_vec(), result }
+    Signature {
+        op,
+        params: params.to_vec(),
+        result,
+    }
 }
 
 const INTEGERS: [ScalarType; 9] = [
@@ -160,7 +167,10 @@ const REAL_VECTORS: [VectorType; 6] = [
 
 fn build() -> Table {
     use ScalarType::*;
-    let mut t = Table { names: Vec::new(), map: HashMap::new() };
+    let mut t = Table {
+        names: Vec::new(),
+        map: HashMap::new(),
+    };
     let mut add = |name: &'static str, sigs: Vec<Signature>| {
         if !t.map.contains_key(name) {
             t.names.push(name);
@@ -168,16 +178,25 @@ fn build() -> Table {
         t.map.entry(name).or_default().extend(sigs);
     };
     let homogeneous = |op: Builtin, types: &[ScalarType], arity: usize| -> Vec<Signature> {
-        types.iter().map(|&x| sig(op, &vec![s(x); arity], s(x))).collect()
+        types
+            .iter()
+            .map(|&x| sig(op, &vec![s(x); arity], s(x)))
+            .collect()
     };
 
     // Arithmetic: scalars of one type, vectors component-wise, vector scaling (cl-cuda's
     // float3_scale, _scale_flipped, _scale_inverted), half2 component-wise for all four.
-    for (name, op) in [("+", Builtin::Add), ("-", Builtin::Sub), ("*", Builtin::Mul), ("/", Builtin::Div)] {
+    for (name, op) in [
+        ("+", Builtin::Add),
+        ("-", Builtin::Sub),
+        ("*", Builtin::Mul),
+        ("/", Builtin::Div),
+    ] {
         let mut sigs = homogeneous(op, &ARITHMETIC_SCALARS, 2);
         for vt in VectorType::ALL {
             let (vec, elem) = (v(vt), s(vt.element()));
-            let componentwise = matches!(op, Builtin::Add | Builtin::Sub) || vt == VectorType::Half2;
+            let componentwise =
+                matches!(op, Builtin::Add | Builtin::Sub) || vt == VectorType::Half2;
             if componentwise {
                 sigs.push(sig(op, &[vec.clone(), vec.clone()], vec.clone()));
             }
@@ -196,18 +215,35 @@ fn build() -> Table {
     }
     // Unary minus and reciprocal (cl-cuda's int_negate, float_recip, float3_negate …).
     let mut neg = homogeneous(Builtin::Neg, &ARITHMETIC_SCALARS, 1);
-    neg.extend(VectorType::ALL.iter().filter(|vt| vt.element() != UInt).map(|&vt| sig(Builtin::Neg, &[v(vt)], v(vt))));
+    neg.extend(
+        VectorType::ALL
+            .iter()
+            .filter(|vt| vt.element() != UInt)
+            .map(|&vt| sig(Builtin::Neg, &[v(vt)], v(vt))),
+    );
     add("-", neg);
     let mut recip = homogeneous(Builtin::Recip, &[Int, Float, Double, Half, BFloat16], 1);
-    recip.extend(REAL_VECTORS.iter().map(|&vt| sig(Builtin::Recip, &[v(vt)], v(vt))));
+    recip.extend(
+        REAL_VECTORS
+            .iter()
+            .map(|&vt| sig(Builtin::Recip, &[v(vt)], v(vt))),
+    );
     add("/", recip);
 
-    let integers_and_floats: Vec<ScalarType> = INTEGERS.iter().chain(FLOATS.iter()).copied().collect();
+    let integers_and_floats: Vec<ScalarType> =
+        INTEGERS.iter().chain(FLOATS.iter()).copied().collect();
     add("mod", homogeneous(Builtin::Rem, &integers_and_floats, 2));
     add("rem", homogeneous(Builtin::Rem, &integers_and_floats, 2));
     add("min", homogeneous(Builtin::Min, &ARITHMETIC_SCALARS, 2));
     add("max", homogeneous(Builtin::Max, &ARITHMETIC_SCALARS, 2));
-    add("abs", homogeneous(Builtin::Abs, &[Int8, Int16, Int, Int64, Float, Double, Half, BFloat16], 1));
+    add(
+        "abs",
+        homogeneous(
+            Builtin::Abs,
+            &[Int8, Int16, Int, Int64, Float, Double, Half, BFloat16],
+            1,
+        ),
+    );
 
     // Comparisons: any number type (half and bfloat16 through __heq …); = and /= also on bool.
     for (name, op) in [
@@ -218,8 +254,10 @@ fn build() -> Table {
         ("<=", Builtin::Le),
         (">=", Builtin::Ge),
     ] {
-        let mut sigs: Vec<Signature> =
-            ARITHMETIC_SCALARS.iter().map(|&x| sig(op, &[s(x), s(x)], Type::Bool)).collect();
+        let mut sigs: Vec<Signature> = ARITHMETIC_SCALARS
+            .iter()
+            .map(|&x| sig(op, &[s(x), s(x)], Type::Bool))
+            .collect();
         if matches!(op, Builtin::Eq | Builtin::Ne) {
             sigs.push(sig(op, &[Type::Bool, Type::Bool], Type::Bool));
         }
@@ -236,7 +274,12 @@ fn build() -> Table {
     // Shifts: the result has the left operand's type; the count is that type or an int.
     for (name, op) in [("shl", Builtin::Shl), ("shr", Builtin::Shr)] {
         let mut sigs = homogeneous(op, &INTEGERS, 2);
-        sigs.extend(INTEGERS.iter().filter(|&&x| x != Int).map(|&x| sig(op, &[s(x), s(Int)], s(x))));
+        sigs.extend(
+            INTEGERS
+                .iter()
+                .filter(|&&x| x != Int)
+                .map(|&x| sig(op, &[s(x), s(Int)], s(x))),
+        );
         add(name, sigs);
     }
 
@@ -278,7 +321,10 @@ fn build() -> Table {
     for (name, f) in unary_math {
         let sigs = match f {
             // cl-cuda: floor returns int (C's implicit conversion of floorf's result).
-            MathFn::Floor => FLOATS.iter().map(|&x| sig(Builtin::Math(f), &[s(x)], s(Int))).collect(),
+            MathFn::Floor => FLOATS
+                .iter()
+                .map(|&x| sig(Builtin::Math(f), &[s(x)], s(Int)))
+                .collect(),
             // The float-only intrinsics (__expf exists for double only as exp).
             MathFn::FastSin | MathFn::FastCos | MathFn::FastLog | MathFn::FastLog2 => {
                 vec![sig(Builtin::Math(f), &[s(Float)], s(Float))]
@@ -288,34 +334,77 @@ fn build() -> Table {
         };
         add(name, sigs);
     }
-    add("atan", homogeneous(Builtin::Math(MathFn::Atan2), &FLOATS, 2));
+    add(
+        "atan",
+        homogeneous(Builtin::Math(MathFn::Atan2), &FLOATS, 2),
+    );
     add("expt", homogeneous(Builtin::Math(MathFn::Pow), &FLOATS, 2));
-    add("hypot", homogeneous(Builtin::Math(MathFn::Hypot), &FLOATS, 2));
+    add(
+        "hypot",
+        homogeneous(Builtin::Math(MathFn::Hypot), &FLOATS, 2),
+    );
     add("fma", homogeneous(Builtin::Fma, &FLOATS, 3));
     add("__divide", homogeneous(Builtin::FastDivide, &FLOATS, 2));
-    add("__saturate", vec![sig(Builtin::Saturate, &[s(Float)], s(Float))]);
-    add("double-to-int-rn", vec![sig(Builtin::DoubleToIntRn, &[s(Double)], s(Int))]);
+    add(
+        "__saturate",
+        vec![sig(Builtin::Saturate, &[s(Float)], s(Float))],
+    );
+    add(
+        "double-to-int-rn",
+        vec![sig(Builtin::DoubleToIntRn, &[s(Double)], s(Int))],
+    );
     add(
         "dot",
-        REAL_VECTORS.iter().map(|&vt| sig(Builtin::Dot, &[v(vt), v(vt)], s(vt.element()))).collect(),
+        REAL_VECTORS
+            .iter()
+            .map(|&vt| sig(Builtin::Dot, &[v(vt), v(vt)], s(vt.element())))
+            .collect(),
     );
 
     // Integer intrinsics: __clz/__clzll, __popc/__popcll, __ffs/__ffsll return int; __brev keeps
     // the operand's type.
-    for (name, op) in [("clz", Builtin::Clz), ("popc", Builtin::Popc), ("ffs", Builtin::Ffs)] {
-        add(name, [Int, UInt, Int64, UInt64].iter().map(|&x| sig(op, &[s(x)], s(Int))).collect());
+    for (name, op) in [
+        ("clz", Builtin::Clz),
+        ("popc", Builtin::Popc),
+        ("ffs", Builtin::Ffs),
+    ] {
+        add(
+            name,
+            [Int, UInt, Int64, UInt64]
+                .iter()
+                .map(|&x| sig(op, &[s(x)], s(Int)))
+                .collect(),
+        );
     }
-    add("brev", homogeneous(Builtin::Brev, &[UInt, Int, UInt64, Int64], 1));
+    add(
+        "brev",
+        homogeneous(Builtin::Brev, &[UInt, Int, UInt64, Int64], 1),
+    );
 
     // Synchronisation and fences.
-    add("syncthreads", vec![sig(Builtin::SyncThreads, &[], Type::Void)]);
+    add(
+        "syncthreads",
+        vec![sig(Builtin::SyncThreads, &[], Type::Void)],
+    );
     add(
         "syncwarp",
-        vec![sig(Builtin::SyncWarp, &[], Type::Void), sig(Builtin::SyncWarp, &[s(UInt)], Type::Void)],
+        vec![
+            sig(Builtin::SyncWarp, &[], Type::Void),
+            sig(Builtin::SyncWarp, &[s(UInt)], Type::Void),
+        ],
     );
-    add("threadfence", vec![sig(Builtin::ThreadFence, &[], Type::Void)]);
-    add("threadfence-block", vec![sig(Builtin::ThreadFenceBlock, &[], Type::Void)]);
-    add("threadfence-system", vec![sig(Builtin::ThreadFenceSystem, &[], Type::Void)]);
+    add(
+        "threadfence",
+        vec![sig(Builtin::ThreadFence, &[], Type::Void)],
+    );
+    add(
+        "threadfence-block",
+        vec![sig(Builtin::ThreadFenceBlock, &[], Type::Void)],
+    );
+    add(
+        "threadfence-system",
+        vec![sig(Builtin::ThreadFenceSystem, &[], Type::Void)],
+    );
 
     // Warp collectives; the mask comes first, as a uint ((uint -1) is every lane).
     const SHUFFLED: [ScalarType; 7] = [Int, UInt, Int64, UInt64, Float, Double, Half];
@@ -333,7 +422,10 @@ fn build() -> Table {
         add(name, sigs);
     }
     let predicate = |op: Builtin, result: Type| {
-        vec![sig(op, &[s(UInt), Type::Bool], result.clone()), sig(op, &[s(UInt), s(Int)], result)]
+        vec![
+            sig(op, &[s(UInt), Type::Bool], result.clone()),
+            sig(op, &[s(UInt), s(Int)], result),
+        ]
     };
     add("ballot-sync", predicate(Builtin::BallotSync, s(UInt)));
     add("all-sync", predicate(Builtin::AllSync, s(Int)));
@@ -342,13 +434,22 @@ fn build() -> Table {
     const MATCHED: [ScalarType; 6] = [Int, UInt, Int64, UInt64, Float, Double];
     add(
         "match-any-sync",
-        MATCHED.iter().map(|&x| sig(Builtin::MatchAnySync, &[s(UInt), s(x)], s(UInt))).collect(),
+        MATCHED
+            .iter()
+            .map(|&x| sig(Builtin::MatchAnySync, &[s(UInt), s(x)], s(UInt)))
+            .collect(),
     );
     add(
         "match-all-sync",
         MATCHED
             .iter()
-            .map(|&x| sig(Builtin::MatchAllSync, &[s(UInt), s(x), ptr(s(Int))], s(UInt)))
+            .map(|&x| {
+                sig(
+                    Builtin::MatchAllSync,
+                    &[s(UInt), s(x), ptr(s(Int))],
+                    s(UInt),
+                )
+            })
             .collect(),
     );
     for (name, op) in [
@@ -360,7 +461,13 @@ fn build() -> Table {
         ("reduce-xor-sync", WarpReduceOp::Xor),
     ] {
         let op = Builtin::WarpReduce(op);
-        add(name, vec![sig(op, &[s(UInt), s(Int)], s(Int)), sig(op, &[s(UInt), s(UInt)], s(UInt))]);
+        add(
+            name,
+            vec![
+                sig(op, &[s(UInt), s(Int)], s(Int)),
+                sig(op, &[s(UInt), s(UInt)], s(UInt)),
+            ],
+        );
     }
 
     // Atomics, with the overload sets CUDA defines (sm_70 and newer).
@@ -373,40 +480,103 @@ fn build() -> Table {
                 } else {
                     vec![ptr(s(x)), s(x)]
                 };
-                Signature { op: Builtin::Atomic(op), params, result: s(x) }
+                Signature {
+                    op: Builtin::Atomic(op),
+                    params,
+                    result: s(x),
+                }
             })
             .collect()
     };
-    add("atomic-add", atomic(AtomicOp::Add, &[Int, UInt, UInt64, Float, Double, Half, BFloat16]));
+    add(
+        "atomic-add",
+        atomic(
+            AtomicOp::Add,
+            &[Int, UInt, UInt64, Float, Double, Half, BFloat16],
+        ),
+    );
     add("atomic-sub", atomic(AtomicOp::Sub, &[Int, UInt]));
-    add("atomic-exch", atomic(AtomicOp::Exch, &[Int, UInt, UInt64, Float]));
-    add("atomic-min", atomic(AtomicOp::Min, &[Int, UInt, Int64, UInt64]));
-    add("atomic-max", atomic(AtomicOp::Max, &[Int, UInt, Int64, UInt64]));
+    add(
+        "atomic-exch",
+        atomic(AtomicOp::Exch, &[Int, UInt, UInt64, Float]),
+    );
+    add(
+        "atomic-min",
+        atomic(AtomicOp::Min, &[Int, UInt, Int64, UInt64]),
+    );
+    add(
+        "atomic-max",
+        atomic(AtomicOp::Max, &[Int, UInt, Int64, UInt64]),
+    );
     add("atomic-inc", atomic(AtomicOp::Inc, &[UInt]));
     add("atomic-dec", atomic(AtomicOp::Dec, &[UInt]));
-    add("atomic-cas", atomic(AtomicOp::Cas, &[Int, UInt, UInt64, UInt16]));
+    add(
+        "atomic-cas",
+        atomic(AtomicOp::Cas, &[Int, UInt, UInt64, UInt16]),
+    );
     add("atomic-and", atomic(AtomicOp::And, &[Int, UInt, UInt64]));
     add("atomic-or", atomic(AtomicOp::Or, &[Int, UInt, UInt64]));
     add("atomic-xor", atomic(AtomicOp::Xor, &[Int, UInt, UInt64]));
 
     // Thread-block clusters (sm_90).
-    add("cluster-rank", vec![sig(Builtin::ClusterRank, &[], s(UInt))]);
-    add("cluster-barrier", vec![sig(Builtin::ClusterBarrier, &[], Type::Void)]);
-    add("threadfence-cluster", vec![sig(Builtin::ThreadFenceCluster, &[], Type::Void)]);
+    add(
+        "cluster-rank",
+        vec![sig(Builtin::ClusterRank, &[], s(UInt))],
+    );
+    add(
+        "cluster-barrier",
+        vec![sig(Builtin::ClusterBarrier, &[], Type::Void)],
+    );
+    add(
+        "threadfence-cluster",
+        vec![sig(Builtin::ThreadFenceCluster, &[], Type::Void)],
+    );
 
     // cuRAND XORWOW: seed, subsequence, offset, state.
     let state = ptr(Type::CurandStateXorwow);
     add(
         "curand-init-xorwow",
         vec![
-            sig(Builtin::CurandInit, &[s(Int), s(Int), s(Int), state.clone()], Type::Void),
-            sig(Builtin::CurandInit, &[s(UInt64), s(UInt64), s(UInt64), state.clone()], Type::Void),
+            sig(
+                Builtin::CurandInit,
+                &[s(Int), s(Int), s(Int), state.clone()],
+                Type::Void,
+            ),
+            sig(
+                Builtin::CurandInit,
+                &[s(UInt64), s(UInt64), s(UInt64), state.clone()],
+                Type::Void,
+            ),
         ],
     );
-    add("curand-uniform-float-xorwow", vec![sig(Builtin::CurandUniform, &[state.clone()], s(Float))]);
-    add("curand-uniform-double-xorwow", vec![sig(Builtin::CurandUniform, &[state.clone()], s(Double))]);
-    add("curand-normal-float-xorwow", vec![sig(Builtin::CurandNormal, &[state.clone()], s(Float))]);
-    add("curand-normal-double-xorwow", vec![sig(Builtin::CurandNormal, &[state], s(Double))]);
+    add(
+        "curand-uniform-float-xorwow",
+        vec![sig(
+            Builtin::CurandUniform,
+            std::slice::from_ref(&state),
+            s(Float),
+        )],
+    );
+    add(
+        "curand-uniform-double-xorwow",
+        vec![sig(
+            Builtin::CurandUniform,
+            std::slice::from_ref(&state),
+            s(Double),
+        )],
+    );
+    add(
+        "curand-normal-float-xorwow",
+        vec![sig(
+            Builtin::CurandNormal,
+            std::slice::from_ref(&state),
+            s(Float),
+        )],
+    );
+    add(
+        "curand-normal-double-xorwow",
+        vec![sig(Builtin::CurandNormal, &[state], s(Double))],
+    );
     t
 }
 
@@ -465,7 +635,11 @@ fn most_frequent_base(sg: &Signature) -> String {
         .map(|t| t.to_string().trim_end_matches('*').to_string())
         .collect();
     let count = |b: &String| bases.iter().filter(|x| *x == b).count();
-    bases.iter().max_by_key(|b| (count(b), b.as_str() != "void" && b.as_str() != "bool")).cloned().unwrap_or_default()
+    bases
+        .iter()
+        .max_by_key(|b| (count(b), b.as_str() != "void" && b.as_str() != "bool"))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Replaces whole type words `from` in `text` (so `int` does not match inside `uint` or `int*`
@@ -497,7 +671,10 @@ mod tests {
     #[test]
     fn describe_groups_homogeneous_overloads() {
         let text = describe(signatures("mod"));
-        assert!(text.starts_with("(T, T) → T for T in int8, uint8"), "{text}");
+        assert!(
+            text.starts_with("(T, T) → T for T in int8, uint8"),
+            "{text}"
+        );
         assert_eq!(describe(signatures("double-to-int-rn")), "(double) → int");
     }
 

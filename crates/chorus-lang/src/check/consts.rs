@@ -60,7 +60,13 @@ pub fn wrap(value: i128, ty: ScalarType) -> i128 {
 /// initialized with: literals, negated literals, casts of constants, integer arithmetic on
 /// constants, and vector or structure constructors of those.
 pub fn fold_initializer(e: &Expr) -> Option<Expr> {
-    let literal = |lit: Literal| Some(Expr { kind: ExprKind::Literal(lit), ty: e.ty.clone(), span: e.span.clone() });
+    let literal = |lit: Literal| {
+        Some(Expr {
+            kind: ExprKind::Literal(lit),
+            ty: e.ty.clone(),
+            span: e.span.clone(),
+        })
+    };
     if let Some(v) = int_value(e) {
         return literal(Literal::Int(v));
     }
@@ -68,19 +74,30 @@ pub fn fold_initializer(e: &Expr) -> Option<Expr> {
         ExprKind::Literal(_) => Some(e.clone()),
         ExprKind::Construct(parts) => {
             let parts: Option<Vec<Expr>> = parts.iter().map(fold_initializer).collect();
-            Some(Expr { kind: ExprKind::Construct(parts?), ty: e.ty.clone(), span: e.span.clone() })
+            Some(Expr {
+                kind: ExprKind::Construct(parts?),
+                ty: e.ty.clone(),
+                span: e.span.clone(),
+            })
         }
-        ExprKind::Builtin { op: Builtin::Neg, args } if args.len() == 1 => match fold_initializer(&args[0])?.kind {
+        ExprKind::Builtin {
+            op: Builtin::Neg,
+            args,
+        } if args.len() == 1 => match fold_initializer(&args[0])?.kind {
             ExprKind::Literal(Literal::Float(x)) => literal(Literal::Float(-x)),
             _ => None,
         },
         ExprKind::Cast { value, .. } => {
             let inner = fold_initializer(value)?;
-            let ExprKind::Literal(lit) = inner.kind else { return None };
+            let ExprKind::Literal(lit) = inner.kind else {
+                return None;
+            };
             let target = e.ty.scalar()?;
             match lit {
                 Literal::Int(v) if !target.is_integer() => literal(Literal::Float(v as f64)),
-                Literal::Float(x) if !target.is_integer() => literal(Literal::Float(round_to(x, target))),
+                Literal::Float(x) if !target.is_integer() => {
+                    literal(Literal::Float(round_to(x, target)))
+                }
                 _ => None,
             }
         }

@@ -20,7 +20,8 @@ use crate::types::{ScalarType, Type};
 
 /// True for the types arithmetic is defined on (see [`super::builtins::ARITHMETIC_SCALARS`]).
 pub fn is_arithmetic(ty: &Type) -> bool {
-    ty.scalar().is_some_and(|s| s.is_integer() || s.is_float() || is_half_like(s))
+    ty.scalar()
+        .is_some_and(|s| s.is_integer() || s.is_float() || is_half_like(s))
 }
 
 fn is_half_like(s: ScalarType) -> bool {
@@ -119,10 +120,10 @@ pub fn cost(e: &Expr, to: &Type) -> Option<u32> {
     if e.ty == *to {
         return Some(0);
     }
-    if let Some(lit) = literal(e) {
-        if let Some(c) = retype_literal(lit, to).map(|_| 1) {
-            return Some(c);
-        }
+    if let Some(lit) = literal(e)
+        && let Some(c) = retype_literal(lit, to).map(|_| 1)
+    {
+        return Some(c);
     }
     type_cost(&e.ty, to)
 }
@@ -133,14 +134,25 @@ pub fn coerce(e: Expr, to: &Type) -> Option<Expr> {
     if e.ty == *to {
         return Some(e);
     }
-    if let Some(lit) = literal(&e) {
-        if let Some(lit) = retype_literal(lit, to) {
-            return Some(Expr { kind: ExprKind::Literal(lit), ty: to.clone(), span: e.span });
-        }
+    if let Some(lit) = literal(&e)
+        && let Some(lit) = retype_literal(lit, to)
+    {
+        return Some(Expr {
+            kind: ExprKind::Literal(lit),
+            ty: to.clone(),
+            span: e.span,
+        });
     }
     type_cost(&e.ty, to)?;
     let span = e.span.clone();
-    Some(Expr { kind: ExprKind::Cast { value: Box::new(e), implicit: true }, ty: to.clone(), span })
+    Some(Expr {
+        kind: ExprKind::Cast {
+            value: Box::new(e),
+            implicit: true,
+        },
+        ty: to.clone(),
+        span,
+    })
 }
 
 /// The type C's usual arithmetic conversions give two operands, restricted to the implicit
@@ -151,10 +163,10 @@ pub fn common_type(a: &Expr, b: &Expr) -> Result<Type, String> {
         return Ok(a.ty.clone());
     }
     for (lit, other) in [(a, b), (b, a)] {
-        if let Some(l) = literal(lit) {
-            if retype_literal(l, &other.ty).is_some() {
-                return Ok(other.ty.clone());
-            }
+        if let Some(l) = literal(lit)
+            && retype_literal(l, &other.ty).is_some()
+        {
+            return Ok(other.ty.clone());
         }
     }
     let (x, y) = match (a.ty.scalar(), b.ty.scalar()) {
@@ -197,15 +209,24 @@ pub fn common_type(a: &Expr, b: &Expr) -> Result<Type, String> {
     if cost(a, &target).is_some() && cost(b, &target).is_some() {
         Ok(target)
     } else {
-        let bad = if cost(a, &target).is_none() { &a.ty } else { &b.ty };
-        Err(format!("{bad} does not convert implicitly to {target}; {}", fix(bad, &target)))
+        let bad = if cost(a, &target).is_none() {
+            &a.ty
+        } else {
+            &b.ty
+        };
+        Err(format!(
+            "{bad} does not convert implicitly to {target}; {}",
+            fix(bad, &target)
+        ))
     }
 }
 
 /// The common type of several operands (each literal adapting where it fits), or the index of
 /// the operand that does not fit and why.
 pub fn common_type_of(args: &[Expr]) -> Result<Type, (usize, String)> {
-    let Some(first) = args.first() else { return Err((0, "no operands".into())) };
+    let Some(first) = args.first() else {
+        return Err((0, "no operands".into()));
+    };
     // Operands merge left to right. While every operand so far is a literal, the accumulator is
     // the literal that carries the merged type; after that a non-literal stand-in of that type.
     let mut acc = first.clone();
@@ -214,7 +235,11 @@ pub fn common_type_of(args: &[Expr]) -> Result<Type, (usize, String)> {
         acc = match (literal(&acc), literal(arg)) {
             (Some(_), Some(_)) if ty == arg.ty => arg.clone(),
             (Some(_), Some(_)) => acc,
-            _ => Expr { kind: ExprKind::Index(crate::ir::IndexVar::WarpSize), ty, span: arg.span.clone() },
+            _ => Expr {
+                kind: ExprKind::Index(crate::ir::IndexVar::WarpSize),
+                ty,
+                span: arg.span.clone(),
+            },
         };
     }
     Ok(acc.ty)
@@ -247,7 +272,11 @@ pub fn fix(from: &Type, to: &Type) -> String {
 /// "a float" / "an int": the type with its article, for messages.
 pub fn a(ty: &Type) -> String {
     let text = ty.to_string();
-    let article = if text.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    let article = if text.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     format!("{article} {text}")
 }
 
@@ -257,11 +286,19 @@ mod tests {
     use crate::span::Span;
 
     fn var(ty: Type) -> Expr {
-        Expr { kind: ExprKind::Local(crate::ir::LocalId(0)), ty, span: Span::generated() }
+        Expr {
+            kind: ExprKind::Local(crate::ir::LocalId(0)),
+            ty,
+            span: Span::generated(),
+        }
     }
 
     fn lit(l: Literal, ty: Type) -> Expr {
-        Expr { kind: ExprKind::Literal(l), ty, span: Span::generated() }
+        Expr {
+            kind: ExprKind::Literal(l),
+            ty,
+            span: Span::generated(),
+        }
     }
 
     #[test]

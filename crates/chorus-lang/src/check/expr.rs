@@ -39,7 +39,10 @@ pub(super) const INDEX_VARIABLES: [(&str, IndexVar); 23] = [
 
 /// The index variable named `name`.
 pub(super) fn index_variable(name: &str) -> Option<IndexVar> {
-    INDEX_VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    INDEX_VARIABLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
 }
 
 /// `float4-x` → (float4, 0).
@@ -52,12 +55,26 @@ pub(super) fn vector_accessor(name: &str) -> Option<(VectorType, usize)> {
 
 /// Names that are statements, for the "is a statement" message.
 const STATEMENTS: &[&str] = &[
-    "let", "do", "while", "for", "break", "continue", "switch", "with-shared-memory",
-    "with-dynamic-shared-memory", "set", "progn", "return", "declare", "printf", "cuda-asm",
+    "let",
+    "do",
+    "while",
+    "for",
+    "break",
+    "continue",
+    "switch",
+    "with-shared-memory",
+    "with-dynamic-shared-memory",
+    "set",
+    "progn",
+    "return",
+    "declare",
+    "printf",
+    "cuda-asm",
 ];
 
 /// Macros the expander removes; seeing one means the forms were not expanded.
-pub(super) const EXPANDER_MACROS: &[&str] = &["let*", "when", "unless", "macrolet", "symbol-macrolet"];
+pub(super) const EXPANDER_MACROS: &[&str] =
+    &["let*", "when", "unless", "macrolet", "symbol-macrolet"];
 
 /// The type of an integer literal written with `suffix`.
 fn int_literal_type(value: i128, suffix: IntSuffix) -> std::result::Result<ScalarType, String> {
@@ -89,7 +106,11 @@ impl FnCx<'_> {
     pub(super) fn expr(&mut self, f: &Form) -> Result<Expr> {
         match &f.kind {
             FormKind::Int { value, suffix } => match int_literal_type(*value, *suffix) {
-                Ok(t) => Ok(node(ExprKind::Literal(Literal::Int(*value)), Type::Scalar(t), &f.span)),
+                Ok(t) => Ok(node(
+                    ExprKind::Literal(Literal::Int(*value)),
+                    Type::Scalar(t),
+                    &f.span,
+                )),
                 Err(m) => err(&f.span, m),
             },
             FormKind::Float { value, precision } => {
@@ -104,14 +125,19 @@ impl FnCx<'_> {
                 "a string can only be the format of printf or the text of cuda-asm",
             ),
             FormKind::Symbol(name) => self.variable(name, f),
-            FormKind::List(items) if items.is_empty() => {
-                Ok(node(ExprKind::Literal(Literal::Bool(false)), Type::Bool, &f.span))
-            }
+            FormKind::List(items) if items.is_empty() => Ok(node(
+                ExprKind::Literal(Literal::Bool(false)),
+                Type::Bool,
+                &f.span,
+            )),
             FormKind::List(items) => match f.as_call() {
                 Some((head, args)) => self.call(head, args, f),
                 None => err(
                     &items[0].span,
-                    format!("expected a function or operator name at the head of `{f}`, got `{}`", items[0]),
+                    format!(
+                        "expected a function or operator name at the head of `{f}`, got `{}`",
+                        items[0]
+                    ),
                 ),
             },
         }
@@ -120,16 +146,16 @@ impl FnCx<'_> {
     /// A symbol in expression position.
     fn variable(&mut self, name: &str, f: &Form) -> Result<Expr> {
         let e = self.variable_unrestricted(name, f)?;
-        if let ExprKind::Local(id) = e.kind {
-            if self.shared_dims.get(&id).copied().unwrap_or(0) >= 2 {
-                return err(
-                    &f.span,
-                    format!(
-                        "`{name}` is a {}-dimensional shared array; use it only through (aref {name} …)",
-                        self.shared_dims[&id]
-                    ),
-                );
-            }
+        if let ExprKind::Local(id) = e.kind
+            && self.shared_dims.get(&id).copied().unwrap_or(0) >= 2
+        {
+            return err(
+                &f.span,
+                format!(
+                    "`{name}` is a {}-dimensional shared array; use it only through (aref {name} …)",
+                    self.shared_dims[&id]
+                ),
+            );
         }
         Ok(e)
     }
@@ -137,8 +163,20 @@ impl FnCx<'_> {
     /// A symbol in expression position, multi-dimensional shared arrays allowed.
     fn variable_unrestricted(&mut self, name: &str, f: &Form) -> Result<Expr> {
         match name {
-            "t" => return Ok(node(ExprKind::Literal(Literal::Bool(true)), Type::Bool, &f.span)),
-            "nil" => return Ok(node(ExprKind::Literal(Literal::Bool(false)), Type::Bool, &f.span)),
+            "t" => {
+                return Ok(node(
+                    ExprKind::Literal(Literal::Bool(true)),
+                    Type::Bool,
+                    &f.span,
+                ));
+            }
+            "nil" => {
+                return Ok(node(
+                    ExprKind::Literal(Literal::Bool(false)),
+                    Type::Bool,
+                    &f.span,
+                ));
+            }
             _ => {}
         }
         if let Some(id) = self.lookup(name) {
@@ -171,12 +209,19 @@ impl FnCx<'_> {
             _ => {}
         }
         if STATEMENTS.contains(&head) {
-            return err(&f.span, format!("`{head}` is a statement and has no value; it cannot be used as an expression"));
+            return err(
+                &f.span,
+                format!(
+                    "`{head}` is a statement and has no value; it cannot be used as an expression"
+                ),
+            );
         }
         if EXPANDER_MACROS.contains(&head) {
             return err(
                 &f.span,
-                format!("`{head}` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand macros first"),
+                format!(
+                    "`{head}` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand macros first"
+                ),
             );
         }
         if let Some((target, source)) = builtins::cast_target(head) {
@@ -187,7 +232,14 @@ impl FnCx<'_> {
             return self.construct(head, Type::Vector(vt), &parts, args, f);
         }
         if let Some((vt, index)) = vector_accessor(head) {
-            return self.field(head, &Type::Vector(vt), index, Type::Scalar(vt.element()), args, f);
+            return self.field(
+                head,
+                &Type::Vector(vt),
+                index,
+                Type::Scalar(vt.element()),
+                args,
+                f,
+            );
         }
         if let Some(&(s, index)) = self.m.accessors.get(head) {
             let def = &self.m.structs[s];
@@ -211,13 +263,20 @@ impl FnCx<'_> {
         known.extend(self.m.constructors.keys().map(String::as_str));
         known.extend(super::toplevel::SPECIAL_FORMS.iter().copied());
         let hint = did_you_mean(head, known);
-        err(&f.span, format!("unknown function `{}`{hint}", display_name(head)))
+        err(
+            &f.span,
+            format!("unknown function `{}`{hint}", display_name(head)),
+        )
     }
 
     /// `(aref base i j…)`.
     fn aref(&mut self, args: &[Form], f: &Form) -> Result<Expr> {
-        let Some((base_form, index_forms)) = args.split_first().filter(|(_, i)| !i.is_empty()) else {
-            return err(&f.span, "aref needs an array and at least one index: (aref ARRAY INDEX…)");
+        let Some((base_form, index_forms)) = args.split_first().filter(|(_, i)| !i.is_empty())
+        else {
+            return err(
+                &f.span,
+                "aref needs an array and at least one index: (aref ARRAY INDEX…)",
+            );
         };
         let base = match base_form.as_symbol() {
             Some(name) => self.variable_unrestricted(name, base_form)?,
@@ -225,7 +284,13 @@ impl FnCx<'_> {
         };
         let depth = base.ty.pointer_depth();
         if depth == 0 {
-            return err(&base_form.span, format!("aref needs a pointer or array, but `{base_form}` has type {}", base.ty));
+            return err(
+                &base_form.span,
+                format!(
+                    "aref needs a pointer or array, but `{base_form}` has type {}",
+                    base.ty
+                ),
+            );
         }
         if index_forms.len() > depth {
             return err(
@@ -242,7 +307,10 @@ impl FnCx<'_> {
             if dims >= 2 && index_forms.len() + 1 < dims {
                 return err(
                     &f.span,
-                    format!("`{base_form}` is a {dims}-dimensional shared array; give at least {} indices", dims - 1),
+                    format!(
+                        "`{base_form}` is a {dims}-dimensional shared array; give at least {} indices",
+                        dims - 1
+                    ),
                 );
             }
         }
@@ -250,8 +318,15 @@ impl FnCx<'_> {
         for i in index_forms {
             let e = self.expr(i)?;
             if !e.ty.is_integer() {
-                let hint = if e.ty.scalar().is_some() { format!("; {}", fix(&e.ty, &Type::INT)) } else { String::new() };
-                return err(&i.span, format!("an array index must be an integer, got {}{hint}", a(&e.ty)));
+                let hint = if e.ty.scalar().is_some() {
+                    format!("; {}", fix(&e.ty, &Type::INT))
+                } else {
+                    String::new()
+                };
+                return err(
+                    &i.span,
+                    format!("an array index must be an integer, got {}{hint}", a(&e.ty)),
+                );
             }
             indices.push(e);
         }
@@ -259,7 +334,14 @@ impl FnCx<'_> {
         for _ in 0..indices.len() {
             ty = ty.pointee().cloned().expect("depth checked above");
         }
-        Ok(node(ExprKind::Aref { base: Box::new(base), indices }, ty, &f.span))
+        Ok(node(
+            ExprKind::Aref {
+                base: Box::new(base),
+                indices,
+            },
+            ty,
+            &f.span,
+        ))
     }
 
     /// `(if test a b)` in expression position.
@@ -276,15 +358,28 @@ impl FnCx<'_> {
             a_e.ty.clone()
         } else {
             convert::common_type(&a_e, &b_e).map_err(|m| {
-                crate::Error::new(&otherwise.span, format!("the two values of if must have one type: {m}"))
+                crate::Error::new(
+                    &otherwise.span,
+                    format!("the two values of if must have one type: {m}"),
+                )
             })?
         };
         if ty == Type::Void {
-            return err(&then.span, "the values of an if used as a value cannot be void");
+            return err(
+                &then.span,
+                "the values of an if used as a value cannot be void",
+            );
         }
-        let (a_e, b_e) = (coerce(a_e, &ty).expect("common type"), coerce(b_e, &ty).expect("common type"));
+        let (a_e, b_e) = (
+            coerce(a_e, &ty).expect("common type"),
+            coerce(b_e, &ty).expect("common type"),
+        );
         Ok(node(
-            ExprKind::Select { cond: Box::new(cond), then: Box::new(a_e), otherwise: Box::new(b_e) },
+            ExprKind::Select {
+                cond: Box::new(cond),
+                then: Box::new(a_e),
+                otherwise: Box::new(b_e),
+            },
             ty,
             &f.span,
         ))
@@ -299,7 +394,10 @@ impl FnCx<'_> {
             } else {
                 ""
             };
-            return err(&form.span, format!("the test of {what} must be bool, got {}{hint}", e.ty));
+            return err(
+                &form.span,
+                format!("the test of {what} must be bool, got {}{hint}", e.ty),
+            );
         }
         Ok(e)
     }
@@ -310,20 +408,30 @@ impl FnCx<'_> {
             return err(&f.span, "pointer takes one place: (pointer PLACE)");
         };
         let e = self.expr(place)?;
-        if let ExprKind::Local(id) = e.kind {
-            if self.shared_dims.get(&id).copied().unwrap_or(0) > 0 {
-                return err(&place.span, format!("`{place}` is a shared array and already a pointer; use it directly"));
-            }
+        if let ExprKind::Local(id) = e.kind
+            && self.shared_dims.get(&id).copied().unwrap_or(0) > 0
+        {
+            return err(
+                &place.span,
+                format!("`{place}` is a shared array and already a pointer; use it directly"),
+            );
         }
-        if let ExprKind::Global(id) = e.kind {
-            if self.m.globals[id.0 as usize].qualifiers.contains(&crate::ir::GlobalQualifier::Constant) {
-                return err(&place.span, format!("cannot take the address of :constant global `{place}`"));
-            }
+        if let ExprKind::Global(id) = e.kind
+            && self.m.globals[id.0 as usize]
+                .qualifiers
+                .contains(&crate::ir::GlobalQualifier::Constant)
+        {
+            return err(
+                &place.span,
+                format!("cannot take the address of :constant global `{place}`"),
+            );
         }
         if !self.is_place(&e) {
             return err(
                 &place.span,
-                format!("pointer needs a place (a variable, global, aref or accessor), got `{place}`"),
+                format!(
+                    "pointer needs a place (a variable, global, aref or accessor), got `{place}`"
+                ),
             );
         }
         let ty = e.ty.clone().pointer_to();
@@ -341,22 +449,42 @@ impl FnCx<'_> {
 
     /// `and` / `or`: any number of bools, short-circuit, folded left.
     fn logic(&mut self, head: &str, args: &[Form], f: &Form) -> Result<Expr> {
-        let op = if head == "and" { Builtin::And } else { Builtin::Or };
+        let op = if head == "and" {
+            Builtin::And
+        } else {
+            Builtin::Or
+        };
         let mut acc: Option<Expr> = None;
         for arg in args {
             let e = self.expr(arg)?;
             if e.ty != Type::Bool {
                 return err(
                     &arg.span,
-                    format!("`{head}` needs bool operands, got {}; compare explicitly, e.g. (/= x 0)", a(&e.ty)),
+                    format!(
+                        "`{head}` needs bool operands, got {}; compare explicitly, e.g. (/= x 0)",
+                        a(&e.ty)
+                    ),
                 );
             }
             acc = Some(match acc {
                 None => e,
-                Some(prev) => node(ExprKind::Builtin { op, args: vec![prev, e] }, Type::Bool, &f.span),
+                Some(prev) => node(
+                    ExprKind::Builtin {
+                        op,
+                        args: vec![prev, e],
+                    },
+                    Type::Bool,
+                    &f.span,
+                ),
             });
         }
-        Ok(acc.unwrap_or_else(|| node(ExprKind::Literal(Literal::Bool(head == "and")), Type::Bool, &f.span)))
+        Ok(acc.unwrap_or_else(|| {
+            node(
+                ExprKind::Literal(Literal::Bool(head == "and")),
+                Type::Bool,
+                &f.span,
+            )
+        }))
     }
 
     /// `(float x)`, `(uint -1)`, `(float-to-half f)`.
@@ -369,7 +497,10 @@ impl FnCx<'_> {
         f: &Form,
     ) -> Result<Expr> {
         let [arg] = args else {
-            return err(&f.span, format!("`{head}` converts one value: ({head} VALUE)"));
+            return err(
+                &f.span,
+                format!("`{head}` converts one value: ({head} VALUE)"),
+            );
         };
         let e = self.expr(arg)?;
         let target_ty = Type::Scalar(target);
@@ -377,26 +508,52 @@ impl FnCx<'_> {
             Some(src) => {
                 let src_ty = Type::Scalar(src);
                 coerce(e.clone(), &src_ty).ok_or_else(|| {
-                    crate::Error::new(&arg.span, format!("`{head}` converts a {src_ty}, got {}", a(&e.ty)))
+                    crate::Error::new(
+                        &arg.span,
+                        format!("`{head}` converts a {src_ty}, got {}", a(&e.ty)),
+                    )
                 })?
             }
             None => {
-                let convertible = e.ty.scalar().is_some() || (e.ty == Type::Bool && target.is_integer());
+                let convertible =
+                    e.ty.scalar().is_some() || (e.ty == Type::Bool && target.is_integer());
                 if !convertible {
-                    return err(&arg.span, format!("cannot convert {} to {target_ty}", a(&e.ty)));
+                    return err(
+                        &arg.span,
+                        format!("cannot convert {} to {target_ty}", a(&e.ty)),
+                    );
                 }
                 e
             }
         };
-        Ok(node(ExprKind::Cast { value: Box::new(value), implicit: false }, target_ty, &f.span))
+        Ok(node(
+            ExprKind::Cast {
+                value: Box::new(value),
+                implicit: false,
+            },
+            target_ty,
+            &f.span,
+        ))
     }
 
     /// A vector or structure constructor.
-    fn construct(&mut self, head: &str, ty: Type, parts: &[Type], args: &[Form], f: &Form) -> Result<Expr> {
+    fn construct(
+        &mut self,
+        head: &str,
+        ty: Type,
+        parts: &[Type],
+        args: &[Form],
+        f: &Form,
+    ) -> Result<Expr> {
         if args.len() != parts.len() {
             return err(
                 &f.span,
-                format!("`{head}` takes {} values ({}), got {}", parts.len(), list_types(parts), args.len()),
+                format!(
+                    "`{head}` takes {} values ({}), got {}",
+                    parts.len(),
+                    list_types(parts),
+                    args.len()
+                ),
             );
         }
         let mut values = Vec::new();
@@ -408,7 +565,12 @@ impl FnCx<'_> {
                 None => {
                     return err(
                         &arg.span,
-                        format!("value {} of `{head}` must be {want}, got {}; {}", i + 1, a(&got), fix(&got, want)),
+                        format!(
+                            "value {} of `{head}` must be {want}, got {}; {}",
+                            i + 1,
+                            a(&got),
+                            fix(&got, want)
+                        ),
                     );
                 }
             }
@@ -417,9 +579,20 @@ impl FnCx<'_> {
     }
 
     /// A vector component or structure field: `(float4-x v)`, `(pair-x p)`.
-    fn field(&mut self, head: &str, owner: &Type, index: usize, ty: Type, args: &[Form], f: &Form) -> Result<Expr> {
+    fn field(
+        &mut self,
+        head: &str,
+        owner: &Type,
+        index: usize,
+        ty: Type,
+        args: &[Form],
+        f: &Form,
+    ) -> Result<Expr> {
         let [arg] = args else {
-            return err(&f.span, format!("`{head}` takes one {owner}: ({head} VALUE)"));
+            return err(
+                &f.span,
+                format!("`{head}` takes one {owner}: ({head} VALUE)"),
+            );
         };
         let base = self.expr(arg)?;
         if base.ty != *owner {
@@ -428,9 +601,19 @@ impl FnCx<'_> {
             } else {
                 String::new()
             };
-            return err(&arg.span, format!("`{head}` needs {}, got {}{hint}", a(owner), a(&base.ty)));
+            return err(
+                &arg.span,
+                format!("`{head}` needs {}, got {}{hint}", a(owner), a(&base.ty)),
+            );
         }
-        Ok(node(ExprKind::Field { base: Box::new(base), index }, ty, &f.span))
+        Ok(node(
+            ExprKind::Field {
+                base: Box::new(base),
+                index,
+            },
+            ty,
+            &f.span,
+        ))
     }
 
     /// A call of a function of the module.
@@ -482,7 +665,14 @@ impl FnCx<'_> {
             }
         }
         let ret = self.m.functions[id.0 as usize].ret.clone();
-        Ok(node(ExprKind::Call { function: id, args: values }, ret, &f.span))
+        Ok(node(
+            ExprKind::Call {
+                function: id,
+                args: values,
+            },
+            ret,
+            &f.span,
+        ))
     }
 
     /// A call of a table built-in.
@@ -500,7 +690,10 @@ impl FnCx<'_> {
                 // (+ x), (* x), (min x): the value itself.
                 let e = args.pop().expect("one argument");
                 if !is_arithmetic(&e.ty) && !matches!(e.ty, Type::Vector(_)) {
-                    return err(&e.span, format!("`{head}` needs a number, got {}", a(&e.ty)));
+                    return err(
+                        &e.span,
+                        format!("`{head}` needs a number, got {}", a(&e.ty)),
+                    );
                 }
                 return Ok(e);
             }
@@ -517,15 +710,24 @@ impl FnCx<'_> {
 
 /// `int, float*`.
 fn list_types(types: &[Type]) -> String {
-    types.iter().map(Type::to_string).collect::<Vec<_>>().join(", ")
+    types
+        .iter()
+        .map(Type::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// True when every overload of `sigs` whose parameters are all arithmetic scalars has one
 /// parameter type throughout (so C's usual arithmetic conversions decide the overload).
 fn is_homogeneous(sigs: &[&Signature]) -> bool {
-    let scalar_sigs: Vec<&&Signature> =
-        sigs.iter().filter(|s| s.params.iter().all(is_arithmetic)).collect();
-    !scalar_sigs.is_empty() && scalar_sigs.iter().all(|s| s.params.iter().all(|p| *p == s.params[0]))
+    let scalar_sigs: Vec<&&Signature> = sigs
+        .iter()
+        .filter(|s| s.params.iter().all(is_arithmetic))
+        .collect();
+    !scalar_sigs.is_empty()
+        && scalar_sigs
+            .iter()
+            .all(|s| s.params.iter().all(|p| *p == s.params[0]))
 }
 
 /// Resolves a built-in call against the overload table and inserts the implicit conversions.
@@ -537,14 +739,27 @@ fn is_homogeneous(sigs: &[&Signature]) -> bool {
 /// 3. The overload whose implicit conversions cost least (ties: the earlier in the table).
 pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> {
     let all = builtins::signatures(name);
-    let sigs: Vec<&Signature> = all.iter().filter(|s| s.params.len() == args.len()).collect();
+    let sigs: Vec<&Signature> = all
+        .iter()
+        .filter(|s| s.params.len() == args.len())
+        .collect();
     if sigs.is_empty() {
         let mut arities: Vec<usize> = all.iter().map(|s| s.params.len()).collect();
         arities.sort_unstable();
         arities.dedup();
-        let expected = arities.iter().map(usize::to_string).collect::<Vec<_>>().join(" or ");
+        let expected = arities
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
         let plural = if arities == [1] { "" } else { "s" };
-        return err(span, format!("`{name}` takes {expected} argument{plural}, got {}", args.len()));
+        return err(
+            span,
+            format!(
+                "`{name}` takes {expected} argument{plural}, got {}",
+                args.len()
+            ),
+        );
     }
     let apply = |sg: &Signature, args: Vec<Expr>| -> Expr {
         let args: Vec<Expr> = args
@@ -552,9 +767,16 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
             .zip(&sg.params)
             .map(|(e, p)| coerce(e, p).expect("resolution checked the conversion"))
             .collect();
-        node(ExprKind::Builtin { op: sg.op, args }, sg.result.clone(), span)
+        node(
+            ExprKind::Builtin { op: sg.op, args },
+            sg.result.clone(),
+            span,
+        )
     };
-    if let Some(sg) = sigs.iter().find(|s| s.params.iter().zip(&args).all(|(p, e)| *p == e.ty)) {
+    if let Some(sg) = sigs
+        .iter()
+        .find(|s| s.params.iter().zip(&args).all(|(p, e)| *p == e.ty))
+    {
         return Ok(apply(sg, args));
     }
     if args.iter().all(|e| is_arithmetic(&e.ty)) && is_homogeneous(&sigs) {
@@ -570,7 +792,12 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
     let best = sigs
         .iter()
         .filter_map(|s| {
-            let costs: Option<Vec<u32>> = s.params.iter().zip(&args).map(|(p, e)| cost(e, p)).collect();
+            let costs: Option<Vec<u32>> = s
+                .params
+                .iter()
+                .zip(&args)
+                .map(|(p, e)| cost(e, p))
+                .collect();
             costs.map(|c| (c.iter().sum::<u32>(), *s))
         })
         .min_by_key(|(c, _)| *c);
@@ -590,7 +817,11 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
 }
 
 /// Whether `storage` may be the target of `set`, with the reason when not.
-pub(super) fn assignable_storage(storage: &LocalStorage, dims: usize, name: &str) -> std::result::Result<(), String> {
+pub(super) fn assignable_storage(
+    storage: &LocalStorage,
+    dims: usize,
+    name: &str,
+) -> std::result::Result<(), String> {
     match storage {
         LocalStorage::Register => Ok(()),
         LocalStorage::Shared if dims == 0 => Ok(()),

@@ -36,7 +36,11 @@ fn err<T>(span: &Span, message: impl Into<String>) -> Result<T> {
 
 /// An expression node.
 fn node(kind: ExprKind, ty: Type, span: &Span) -> Expr {
-    Expr { kind, ty, span: span.clone() }
+    Expr {
+        kind,
+        ty,
+        span: span.clone(),
+    }
 }
 
 /// What an enclosing `break`/`continue` would leave.
@@ -86,14 +90,27 @@ impl<'m> FnCx<'m> {
     fn declare(&mut self, name: &str, ty: Type, storage: LocalStorage) -> LocalId {
         let id = LocalId(self.locals.len() as u32);
         let c_name = self.namer.fresh(name);
-        self.locals.push(Local { name: name.into(), c_name, ty, storage });
-        self.scopes.last_mut().expect("a scope is always open").push((name.to_string(), id));
+        self.locals.push(Local {
+            name: name.into(),
+            c_name,
+            ty,
+            storage,
+        });
+        self.scopes
+            .last_mut()
+            .expect("a scope is always open")
+            .push((name.to_string(), id));
         id
     }
 
     /// The innermost local named `name`.
     fn lookup(&self, name: &str) -> Option<LocalId> {
-        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|(_, id)| *id)
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| *id)
     }
 
     /// Runs `f` in a new scope.
@@ -114,7 +131,12 @@ impl<'m> FnCx<'m> {
 
     /// Names a variable reference could have meant, for "did you mean" hints.
     fn visible_variables(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.scopes.iter().flatten().map(|(n, _)| n.clone()).collect();
+        let mut names: Vec<String> = self
+            .scopes
+            .iter()
+            .flatten()
+            .map(|(n, _)| n.clone())
+            .collect();
         names.extend(self.m.globals.iter().map(|g| g.name.to_string()));
         names.extend(expr::INDEX_VARIABLES.iter().map(|(n, _)| n.to_string()));
         names
@@ -125,15 +147,19 @@ impl<'m> FnCx<'m> {
 /// variable.
 fn binding_name<'f>(form: &'f Form, what: &str) -> Result<&'f str> {
     match form.as_symbol() {
-        Some(name) if name.starts_with(':') || name == "t" || name == "nil" => {
-            err(&form.span, format!("{what} must be a variable name, not the constant `{name}`"))
-        }
+        Some(name) if name.starts_with(':') || name == "t" || name == "nil" => err(
+            &form.span,
+            format!("{what} must be a variable name, not the constant `{name}`"),
+        ),
         Some(name) if expr::index_variable(name).is_some() => err(
             &form.span,
             format!("`{name}` is an index variable and cannot be rebound; choose another name"),
         ),
         Some(name) => Ok(name),
-        None => err(&form.span, format!("{what} must be a variable name, got `{form}`")),
+        None => err(
+            &form.span,
+            format!("{what} must be a variable name, got `{form}`"),
+        ),
     }
 }
 
@@ -151,7 +177,9 @@ fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
 
 /// `; did you mean `x`?` or nothing.
 fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    suggest(name, candidates).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
+    suggest(name, candidates)
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default()
 }
 
 /// Levenshtein distance over characters.
@@ -173,16 +201,30 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// Parses a type name (`float*`, `pair`), with a hint when it is unknown.
 fn parse_type(form: &Form, structs: &[ir::StructDef]) -> Result<Type> {
     let Some(name) = form.as_symbol() else {
-        return err(&form.span, format!("expected a type name such as `float` or `int*`, got `{form}`"));
+        return err(
+            &form.span,
+            format!("expected a type name such as `float` or `int*`, got `{form}`"),
+        );
     };
     if let Some(ty) = Type::parse(name, |n| structs.iter().any(|s| &*s.name == n)) {
         return Ok(ty);
     }
     let base = name.trim_end_matches('*');
     let stars = &name[base.len()..];
-    let mut known: Vec<String> = ["void", "bool", "curand-state-xorwow"].iter().map(|s| s.to_string()).collect();
-    known.extend(crate::types::ScalarType::ALL.iter().map(|t| t.name().to_string()));
-    known.extend(crate::types::VectorType::ALL.iter().map(|t| t.name().to_string()));
+    let mut known: Vec<String> = ["void", "bool", "curand-state-xorwow"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    known.extend(
+        crate::types::ScalarType::ALL
+            .iter()
+            .map(|t| t.name().to_string()),
+    );
+    known.extend(
+        crate::types::VectorType::ALL
+            .iter()
+            .map(|t| t.name().to_string()),
+    );
     known.extend(structs.iter().map(|s| s.name.to_string()));
     let hint = suggest(base, known.iter().map(String::as_str))
         .map(|s| format!("; did you mean `{s}{stars}`?"))

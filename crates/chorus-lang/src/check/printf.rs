@@ -47,7 +47,11 @@ pub fn conversions(format: &str) -> Result<Vec<Conversion>, String> {
             } else if c == '*' {
                 text.push(c);
                 chars.next();
-                out.push(Conversion { text: "*".into(), kind: '*', length: String::new() });
+                out.push(Conversion {
+                    text: "*".into(),
+                    kind: '*',
+                    length: String::new(),
+                });
             } else {
                 break;
             }
@@ -63,7 +67,9 @@ pub fn conversions(format: &str) -> Result<Vec<Conversion>, String> {
         }
         text.push_str(&length);
         let Some(kind) = chars.next() else {
-            return Err(format!("the printf format ends inside the conversion `{text}`"));
+            return Err(format!(
+                "the printf format ends inside the conversion `{text}`"
+            ));
         };
         text.push(kind);
         if !"diouxXcsfFeEgGaAp".contains(kind) {
@@ -81,16 +87,35 @@ pub fn promote(e: Expr) -> Result<Expr, String> {
     let to = match &e.ty {
         Type::Scalar(Float) => Type::DOUBLE,
         Type::Bool | Type::Scalar(Int8 | UInt8 | Int16 | UInt16) => Type::INT,
-        Type::Scalar(Half) => return Err("printf cannot print a half; convert it: (half-to-float …)".into()),
+        Type::Scalar(Half) => {
+            return Err("printf cannot print a half; convert it: (half-to-float …)".into());
+        }
         Type::Scalar(BFloat16) => {
             return Err("printf cannot print a bfloat16; convert it: (bfloat16-to-float …)".into());
         }
-        Type::Scalar(Fp8 | Fp4) => return Err(format!("printf cannot print {}; convert it: (float …)", a(&e.ty))),
+        Type::Scalar(Fp8 | Fp4) => {
+            return Err(format!(
+                "printf cannot print {}; convert it: (float …)",
+                a(&e.ty)
+            ));
+        }
         Type::Scalar(_) | Type::Pointer(_) => return Ok(e),
-        other => return Err(format!("printf cannot print {}; print its components", a(other))),
+        other => {
+            return Err(format!(
+                "printf cannot print {}; print its components",
+                a(other)
+            ));
+        }
     };
     let span = e.span.clone();
-    Ok(Expr { kind: ExprKind::Cast { value: Box::new(e), implicit: true }, ty: to, span })
+    Ok(Expr {
+        kind: ExprKind::Cast {
+            value: Box::new(e),
+            implicit: true,
+        },
+        ty: to,
+        span,
+    })
 }
 
 /// Checks that an argument of (promoted) type `ty` suits `conv`.
@@ -99,11 +124,18 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
     match conv.kind {
         '*' => match ty {
             Type::Scalar(ScalarType::Int) => Ok(()),
-            _ => Err(format!("a `*` width or precision in printf takes an int, got {}", a(ty))),
+            _ => Err(format!(
+                "a `*` width or precision in printf takes an int, got {}",
+                a(ty)
+            )),
         },
         'd' | 'i' | 'o' | 'u' | 'x' | 'X' | 'c' => {
             let Some(s) = ty.scalar().filter(|s| s.is_integer()) else {
-                return Err(format!("printf conversion `{}` needs an integer, got {}", conv.text, a(ty)));
+                return Err(format!(
+                    "printf conversion `{}` needs an integer, got {}",
+                    conv.text,
+                    a(ty)
+                ));
             };
             match (s.size() == 8, wide) {
                 (true, false) => Err(format!(
@@ -123,15 +155,27 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
         }
         'f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A' => match ty {
             Type::Scalar(ScalarType::Double) => Ok(()),
-            _ => Err(format!("printf conversion `{}` needs a floating value, got {}", conv.text, a(ty))),
+            _ => Err(format!(
+                "printf conversion `{}` needs a floating value, got {}",
+                conv.text,
+                a(ty)
+            )),
         },
         's' => match ty.pointee().and_then(Type::scalar) {
             Some(ScalarType::Int8 | ScalarType::UInt8) => Ok(()),
-            _ => Err(format!("printf conversion `{}` needs a pointer to int8 or uint8 characters, got {}", conv.text, a(ty))),
+            _ => Err(format!(
+                "printf conversion `{}` needs a pointer to int8 or uint8 characters, got {}",
+                conv.text,
+                a(ty)
+            )),
         },
         'p' => match ty {
             Type::Pointer(_) => Ok(()),
-            _ => Err(format!("printf conversion `{}` needs a pointer, got {}", conv.text, a(ty))),
+            _ => Err(format!(
+                "printf conversion `{}` needs a pointer, got {}",
+                conv.text,
+                a(ty)
+            )),
         },
         _ => Err(format!("unsupported printf conversion `{}`", conv.text)),
     }
@@ -143,7 +187,13 @@ mod tests {
 
     #[test]
     fn counts_conversions() {
-        let kinds = |f: &str| conversions(f).unwrap().into_iter().map(|c| c.kind).collect::<String>();
+        let kinds = |f: &str| {
+            conversions(f)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.kind)
+                .collect::<String>()
+        };
         assert_eq!(kinds("x=%d y=%5.2f %% %s"), "dfs");
         assert_eq!(kinds("%*d %-08lld"), "*dd");
         assert!(conversions("oops %").is_err());

@@ -7,12 +7,18 @@ use super::names::display_name;
 use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
-use crate::ir::{Block, Builtin, Expr, ExprKind, GlobalQualifier, LocalId, LocalStorage, Stmt, StmtKind, SwitchCase};
+use crate::ir::{
+    Block, Builtin, Expr, ExprKind, GlobalQualifier, LocalId, LocalStorage, Stmt, StmtKind,
+    SwitchCase,
+};
 use crate::types::Type;
 
 /// `(name ...)` forms that are statements.
 fn stmt(kind: StmtKind, form: &Form) -> Stmt {
-    Stmt { kind, span: form.span.clone() }
+    Stmt {
+        kind,
+        span: form.span.clone(),
+    }
 }
 
 impl FnCx<'_> {
@@ -41,10 +47,16 @@ impl FnCx<'_> {
     fn stmt(&mut self, f: &Form, out: &mut Vec<Stmt>) -> Result<()> {
         let Some((head, args)) = f.as_call() else {
             return match &f.kind {
-                FormKind::List(items) if !items.is_empty() => {
-                    err(&items[0].span, format!("expected a statement or function name at the head of `{f}`"))
-                }
-                _ => err(&f.span, format!("`{f}` is not a statement; a statement is a form such as (set …) or a call")),
+                FormKind::List(items) if !items.is_empty() => err(
+                    &items[0].span,
+                    format!("expected a statement or function name at the head of `{f}`"),
+                ),
+                _ => err(
+                    &f.span,
+                    format!(
+                        "`{f}` is not a statement; a statement is a form such as (set …) or a call"
+                    ),
+                ),
             };
         };
         let s = match head {
@@ -70,14 +82,26 @@ impl FnCx<'_> {
             "cuda-asm" => match args {
                 [text] => match &text.kind {
                     FormKind::Str(s) => stmt(StmtKind::Asm(s.clone()), f),
-                    _ => return err(&text.span, "cuda-asm takes one string literal: (cuda-asm \"…\")"),
+                    _ => {
+                        return err(
+                            &text.span,
+                            "cuda-asm takes one string literal: (cuda-asm \"…\")",
+                        );
+                    }
                 },
-                _ => return err(&f.span, "cuda-asm takes one string literal: (cuda-asm \"…\")"),
+                _ => {
+                    return err(
+                        &f.span,
+                        "cuda-asm takes one string literal: (cuda-asm \"…\")",
+                    );
+                }
             },
             _ if EXPANDER_MACROS.contains(&head) => {
                 return err(
                     &f.span,
-                    format!("`{head}` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand macros first"),
+                    format!(
+                        "`{head}` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand macros first"
+                    ),
                 );
             }
             _ => {
@@ -90,7 +114,9 @@ impl FnCx<'_> {
                 if !effect {
                     return err(
                         &f.span,
-                        format!("the value of `{f}` is not used; a statement must have an effect (set, a call, …)"),
+                        format!(
+                            "the value of `{f}` is not used; a statement must have an effect (set, a call, …)"
+                        ),
                     );
                 }
                 stmt(StmtKind::Expr(e), f)
@@ -110,22 +136,36 @@ impl FnCx<'_> {
         let cond = self.condition(&args[0], "if")?;
         let then = self.branch(&args[1])?;
         let otherwise = args.get(2).map(|e| self.branch(e)).transpose()?;
-        Ok(stmt(StmtKind::If { cond, then, otherwise }, f))
+        Ok(stmt(
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            },
+            f,
+        ))
     }
 
     /// `(let ((var init)…) body…)`: the inits see the enclosing scope (parallel binding).
     fn let_stmt(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
         let Some((bindings, body)) = args.split_first() else {
-            return err(&f.span, "let needs a list of bindings: (let ((VAR INIT)…) body…)");
+            return err(
+                &f.span,
+                "let needs a list of bindings: (let ((VAR INIT)…) body…)",
+            );
         };
         let mut inits: Vec<(&str, Expr)> = Vec::new();
         for b in binding_list(bindings, "let", "(let ((VAR INIT)…) body…)")? {
-            let Some([name, init]) = b.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok()) else {
+            let Some([name, init]) = b.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok())
+            else {
                 return err(&b.span, format!("a let binding is (VAR INIT), got `{b}`"));
             };
             let name_str = binding_name(name, "a let binding")?;
             if inits.iter().any(|(n, _)| *n == name_str) {
-                return err(&name.span, format!("`{name_str}` is bound twice in one let"));
+                return err(
+                    &name.span,
+                    format!("`{name_str}` is bound twice in one let"),
+                );
             }
             let e = self.value(init)?;
             inits.push((name_str, e));
@@ -135,7 +175,10 @@ impl FnCx<'_> {
             for (name, init) in inits {
                 let local = cx.declare(name, init.ty.clone(), LocalStorage::Register);
                 let span = init.span.clone();
-                stmts.push(Stmt { kind: StmtKind::Declare { local, init }, span });
+                stmts.push(Stmt {
+                    kind: StmtKind::Declare { local, init },
+                    span,
+                });
             }
             stmts.extend(cx.stmts(body)?.stmts);
             Ok(Block { stmts })
@@ -163,7 +206,12 @@ impl FnCx<'_> {
             let (name, init, step) = match b.as_list() {
                 Some([n, i]) => (n, i, None),
                 Some([n, i, s]) => (n, i, Some(s)),
-                _ => return err(&b.span, format!("a do binding is (VAR INIT [STEP]), got `{b}`")),
+                _ => {
+                    return err(
+                        &b.span,
+                        format!("a do binding is (VAR INIT [STEP]), got `{b}`"),
+                    );
+                }
             };
             let name_str = binding_name(name, "a do variable")?;
             if vars.iter().any(|(_, n, _, _)| *n == name_str) {
@@ -173,15 +221,28 @@ impl FnCx<'_> {
             vars.push((name, name_str, e, step));
         }
         let Some((test, results)) = end.as_list().and_then(|l| l.split_first()) else {
-            return err(&end.span, format!("malformed do: the end clause is (END-TEST [RESULT…]); expected {usage}"));
+            return err(
+                &end.span,
+                format!("malformed do: the end clause is (END-TEST [RESULT…]); expected {usage}"),
+            );
         };
         let block = self.scoped(|cx| {
             let mut locals: Vec<(LocalId, Expr)> = Vec::new();
             for (_, name, init, _) in &vars {
-                locals.push((cx.declare(name, init.ty.clone(), LocalStorage::Register), init.clone()));
+                locals.push((
+                    cx.declare(name, init.ty.clone(), LocalStorage::Register),
+                    init.clone(),
+                ));
             }
             let end_test = cx.condition(test, "do")?;
-            let cond = node(ExprKind::Builtin { op: Builtin::Not, args: vec![end_test] }, Type::Bool, &test.span);
+            let cond = node(
+                ExprKind::Builtin {
+                    op: Builtin::Not,
+                    args: vec![end_test],
+                },
+                Type::Bool,
+                &test.span,
+            );
             let mut steps = Vec::new();
             for ((_, name, _, step), (local, _)) in vars.iter().zip(&locals) {
                 if let Some(step) = step {
@@ -191,17 +252,33 @@ impl FnCx<'_> {
             let body = cx.inside(Jump::Loop, |cx| cx.body(body))?;
             let result = cx.stmts(results)?;
             if result.stmts.is_empty() {
-                return Ok(StmtKind::For { init: locals, cond: Some(cond), step: steps, body });
+                return Ok(StmtKind::For {
+                    init: locals,
+                    cond: Some(cond),
+                    step: steps,
+                    body,
+                });
             }
             // The result forms see the variables, so they are declared before the loop.
             let mut stmts: Vec<Stmt> = locals
                 .into_iter()
                 .map(|(local, init)| {
                     let span = init.span.clone();
-                    Stmt { kind: StmtKind::Declare { local, init }, span }
+                    Stmt {
+                        kind: StmtKind::Declare { local, init },
+                        span,
+                    }
                 })
                 .collect();
-            stmts.push(stmt(StmtKind::For { init: Vec::new(), cond: Some(cond), step: steps, body }, f));
+            stmts.push(stmt(
+                StmtKind::For {
+                    init: Vec::new(),
+                    cond: Some(cond),
+                    step: steps,
+                    body,
+                },
+                f,
+            ));
             stmts.extend(result.stmts);
             Ok(StmtKind::Block(Block { stmts }))
         })?;
@@ -216,7 +293,12 @@ impl FnCx<'_> {
         coerce(e, &want).ok_or_else(|| {
             crate::Error::new(
                 &step.span,
-                format!("the step of `{}` must be {want}, got {}; {}", display_name(name), a(&got), fix(&got, &want)),
+                format!(
+                    "the step of `{}` must be {want}, got {}; {}",
+                    display_name(name),
+                    a(&got),
+                    fix(&got, &want)
+                ),
             )
         })
     }
@@ -236,7 +318,9 @@ impl FnCx<'_> {
         let Some((head, body)) = args.split_first() else {
             return err(&f.span, format!("malformed for: expected {usage}"));
         };
-        let Some([name, init, test, step]) = head.as_list().and_then(|l| <&[Form; 4]>::try_from(l).ok()) else {
+        let Some([name, init, test, step]) =
+            head.as_list().and_then(|l| <&[Form; 4]>::try_from(l).ok())
+        else {
             return err(&head.span, format!("malformed for: expected {usage}"));
         };
         let name_str = binding_name(name, "the for variable")?;
@@ -246,7 +330,12 @@ impl FnCx<'_> {
             let cond = cx.condition(test, "for")?;
             let step = cx.step_value(step, local, name_str)?;
             let body = cx.inside(Jump::Loop, |cx| cx.body(body))?;
-            Ok(StmtKind::For { init: vec![(local, init)], cond: Some(cond), step: vec![(local, step)], body })
+            Ok(StmtKind::For {
+                init: vec![(local, init)],
+                cond: Some(cond),
+                step: vec![(local, step)],
+                body,
+            })
         })?;
         Ok(stmt(kind, f))
     }
@@ -257,7 +346,10 @@ impl FnCx<'_> {
             return err(&f.span, format!("`{head}` takes no arguments: ({head})"));
         }
         match self.jumps.last() {
-            None => err(&f.span, format!("`{head}` outside a loop; it is allowed only inside do, while and for")),
+            None => err(
+                &f.span,
+                format!("`{head}` outside a loop; it is allowed only inside do, while and for"),
+            ),
             Some(Jump::Switch) => err(
                 &f.span,
                 format!(
@@ -265,30 +357,52 @@ impl FnCx<'_> {
                      ends the switch; move the switch out of the loop test, or use an if"
                 ),
             ),
-            Some(Jump::Loop) => Ok(stmt(if head == "break" { StmtKind::Break } else { StmtKind::Continue }, f)),
+            Some(Jump::Loop) => Ok(stmt(
+                if head == "break" {
+                    StmtKind::Break
+                } else {
+                    StmtKind::Continue
+                },
+                f,
+            )),
         }
     }
 
     /// `(switch expr (label stmt…)… (t stmt…))`.
     fn switch(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
         let Some((scrutinee_form, clauses)) = args.split_first() else {
-            return err(&f.span, "switch needs a value and clauses: (switch VALUE (LABEL stmt…)… (t stmt…))");
+            return err(
+                &f.span,
+                "switch needs a value and clauses: (switch VALUE (LABEL stmt…)… (t stmt…))",
+            );
         };
         let scrutinee = self.expr(scrutinee_form)?;
         let Some(scalar) = scrutinee.ty.scalar().filter(|s| s.is_integer()) else {
-            return err(&scrutinee_form.span, format!("switch needs an integer value, got {}", a(&scrutinee.ty)));
+            return err(
+                &scrutinee_form.span,
+                format!("switch needs an integer value, got {}", a(&scrutinee.ty)),
+            );
         };
         let mut cases: Vec<SwitchCase> = Vec::new();
         let mut seen: Vec<(i128, &Form)> = Vec::new();
         let mut default: Option<(crate::ir::Block, &Form)> = None;
         for clause in clauses {
             let Some((label, body)) = clause.as_list().and_then(|l| l.split_first()) else {
-                return err(&clause.span, format!("a switch clause is (LABEL stmt…), got `{clause}`"));
+                return err(
+                    &clause.span,
+                    format!("a switch clause is (LABEL stmt…), got `{clause}`"),
+                );
             };
             let block = self.inside(Jump::Switch, |cx| cx.body(body))?;
             if matches!(label.as_symbol(), Some("t" | "otherwise" | "default")) {
                 if let Some((_, prev)) = default {
-                    return err(&label.span, format!("switch has two default clauses (the first at {})", prev.span));
+                    return err(
+                        &label.span,
+                        format!(
+                            "switch has two default clauses (the first at {})",
+                            prev.span
+                        ),
+                    );
                 }
                 default = Some((block, label));
                 continue;
@@ -308,33 +422,61 @@ impl FnCx<'_> {
             for lf in label_forms {
                 let e = self.expr(lf)?;
                 let Some(v) = consts::int_value(&e) else {
-                    return err(&lf.span, format!("a switch label must be an integer constant, got `{lf}`"));
+                    return err(
+                        &lf.span,
+                        format!("a switch label must be an integer constant, got `{lf}`"),
+                    );
                 };
                 let (lo, hi) = super::convert::int_range(scalar);
                 if !(lo..=hi).contains(&v) {
-                    return err(&lf.span, format!("switch label {v} does not fit the switch value's type {}", scrutinee.ty));
+                    return err(
+                        &lf.span,
+                        format!(
+                            "switch label {v} does not fit the switch value's type {}",
+                            scrutinee.ty
+                        ),
+                    );
                 }
                 if let Some((_, prev)) = seen.iter().find(|(x, _)| *x == v) {
-                    return err(&lf.span, format!("duplicate switch label {v} (also at {})", prev.span));
+                    return err(
+                        &lf.span,
+                        format!("duplicate switch label {v} (also at {})", prev.span),
+                    );
                 }
                 seen.push((v, lf));
                 values.push(v);
             }
-            cases.push(SwitchCase { values, body: block });
+            cases.push(SwitchCase {
+                values,
+                body: block,
+            });
         }
-        Ok(stmt(StmtKind::Switch { scrutinee, cases, default: default.map(|(b, _)| b) }, f))
+        Ok(stmt(
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default: default.map(|(b, _)| b),
+            },
+            f,
+        ))
     }
 
     /// `(with-shared-memory ((var TYPE dim…)…) body…)`.
     fn shared_memory(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
         let usage = "(with-shared-memory ((VAR TYPE DIM…)…) body…)";
         let Some((specs, body)) = args.split_first() else {
-            return err(&f.span, format!("with-shared-memory needs a list of arrays: {usage}"));
+            return err(
+                &f.span,
+                format!("with-shared-memory needs a list of arrays: {usage}"),
+            );
         };
         let mut arrays = Vec::new();
         for spec in binding_list(specs, "with-shared-memory", usage)? {
             let Some([name, ty_form, dims @ ..]) = spec.as_list() else {
-                return err(&spec.span, format!("a shared-memory spec is (VAR TYPE DIM…), got `{spec}`"));
+                return err(
+                    &spec.span,
+                    format!("a shared-memory spec is (VAR TYPE DIM…), got `{spec}`"),
+                );
             };
             let name_str = binding_name(name, "a shared variable")?;
             let element = parse_type(ty_form, &self.m.structs)?;
@@ -345,7 +487,10 @@ impl FnCx<'_> {
             let mut sizes = Vec::new();
             for d in dims {
                 let e = self.expr(d)?;
-                match consts::int_value(&e).filter(|v| *v > 0).and_then(|v| u64::try_from(v).ok()) {
+                match consts::int_value(&e)
+                    .filter(|v| *v > 0)
+                    .and_then(|v| u64::try_from(v).ok())
+                {
                     Some(v) => sizes.push(v),
                     None => {
                         return err(
@@ -370,7 +515,15 @@ impl FnCx<'_> {
                 }
                 let local = cx.declare(name, ty, LocalStorage::Shared);
                 cx.shared_dims.insert(local, sizes.len());
-                stmts.push(stmt(StmtKind::SharedArray { local, element, dims, sizes }, f));
+                stmts.push(stmt(
+                    StmtKind::SharedArray {
+                        local,
+                        element,
+                        dims,
+                        sizes,
+                    },
+                    f,
+                ));
             }
             stmts.extend(cx.stmts(body)?.stmts);
             Ok(Block { stmts })
@@ -382,12 +535,19 @@ impl FnCx<'_> {
     fn dynamic_shared_memory(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
         let usage = "(with-dynamic-shared-memory ((VAR TYPE)…) body…)";
         let Some((specs, body)) = args.split_first() else {
-            return err(&f.span, format!("with-dynamic-shared-memory needs a list of variables: {usage}"));
+            return err(
+                &f.span,
+                format!("with-dynamic-shared-memory needs a list of variables: {usage}"),
+            );
         };
         let mut vars = Vec::new();
         for spec in binding_list(specs, "with-dynamic-shared-memory", usage)? {
-            let Some([name, ty_form]) = spec.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok()) else {
-                return err(&spec.span, format!("a dynamic shared-memory spec is (VAR TYPE), got `{spec}`"));
+            let Some([name, ty_form]) = spec.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok())
+            else {
+                return err(
+                    &spec.span,
+                    format!("a dynamic shared-memory spec is (VAR TYPE), got `{spec}`"),
+                );
             };
             let name_str = binding_name(name, "a shared variable")?;
             let ty = parse_type(ty_form, &self.m.structs)?;
@@ -397,8 +557,10 @@ impl FnCx<'_> {
             vars.push((name_str, ty));
         }
         let block = self.scoped(|cx| {
-            let locals: Vec<LocalId> =
-                vars.into_iter().map(|(n, t)| cx.declare(n, t.pointer_to(), LocalStorage::DynamicShared)).collect();
+            let locals: Vec<LocalId> = vars
+                .into_iter()
+                .map(|(n, t)| cx.declare(n, t.pointer_to(), LocalStorage::DynamicShared))
+                .collect();
             let mut stmts = vec![stmt(StmtKind::DynamicShared { locals }, f)];
             stmts.extend(cx.stmts(body)?.stmts);
             Ok(Block { stmts })
@@ -425,7 +587,10 @@ impl FnCx<'_> {
                 if g.qualifiers.contains(&GlobalQualifier::Constant) {
                     return err(
                         &place_form.span,
-                        format!("`{}` is a :constant global; device code cannot write it (set it from the host)", g.name),
+                        format!(
+                            "`{}` is a :constant global; device code cannot write it (set it from the host)",
+                            g.name
+                        ),
                     );
                 }
                 format!("global {}", g.name)
@@ -433,7 +598,10 @@ impl FnCx<'_> {
             ExprKind::Aref { .. } => format!("element {place_form}"),
             ExprKind::Field { .. } if self.is_place(&place) => format!("field {place_form}"),
             ExprKind::Index(_) => {
-                return err(&place_form.span, format!("`{place_form}` is an index variable and cannot be assigned"));
+                return err(
+                    &place_form.span,
+                    format!("`{place_form}` is an index variable and cannot be assigned"),
+                );
             }
             _ => {
                 return err(
@@ -450,7 +618,12 @@ impl FnCx<'_> {
         let Some(value) = coerce(value, &place.ty) else {
             return err(
                 &value_form.span,
-                format!("cannot store {} in {} {what}; {}", a(&got), place.ty, fix(&got, &place.ty)),
+                format!(
+                    "cannot store {} in {} {what}; {}",
+                    a(&got),
+                    place.ty,
+                    fix(&got, &place.ty)
+                ),
             );
         };
         Ok(stmt(StmtKind::Assign { place, value }, f))
@@ -461,8 +634,14 @@ impl FnCx<'_> {
         let name = self.fn_name.clone();
         match (args, &self.ret) {
             ([], Type::Void) => Ok(stmt(StmtKind::Return(None), f)),
-            ([], ret) => err(&f.span, format!("`{name}` returns {ret}; return needs a value: (return VALUE)")),
-            ([v], Type::Void) => err(&v.span, format!("`{name}` returns void, so return takes no value")),
+            ([], ret) => err(
+                &f.span,
+                format!("`{name}` returns {ret}; return needs a value: (return VALUE)"),
+            ),
+            ([v], Type::Void) => err(
+                &v.span,
+                format!("`{name}` returns void, so return takes no value"),
+            ),
             ([v], ret) => {
                 let ret = ret.clone();
                 let e = self.value(v)?;
@@ -471,7 +650,11 @@ impl FnCx<'_> {
                     Some(e) => Ok(stmt(StmtKind::Return(Some(e)), f)),
                     None => err(
                         &v.span,
-                        format!("`{name}` returns {ret}, but this value is {}; {}", a(&got), fix(&got, &ret)),
+                        format!(
+                            "`{name}` returns {ret}, but this value is {}; {}",
+                            a(&got),
+                            fix(&got, &ret)
+                        ),
                     ),
                 }
             }
@@ -482,12 +665,19 @@ impl FnCx<'_> {
     /// `(printf "format" args…)`.
     fn printf(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
         let Some((format_form, arg_forms)) = args.split_first() else {
-            return err(&f.span, "printf needs a format string: (printf \"…\" args…)");
+            return err(
+                &f.span,
+                "printf needs a format string: (printf \"…\" args…)",
+            );
         };
         let FormKind::Str(format) = &format_form.kind else {
-            return err(&format_form.span, "the format of printf must be a string literal");
+            return err(
+                &format_form.span,
+                "the format of printf must be a string literal",
+            );
         };
-        let conversions = printf::conversions(format).map_err(|m| crate::Error::new(&format_form.span, m))?;
+        let conversions =
+            printf::conversions(format).map_err(|m| crate::Error::new(&format_form.span, m))?;
         if conversions.len() != arg_forms.len() {
             return err(
                 &f.span,
@@ -507,7 +697,13 @@ impl FnCx<'_> {
             printf::check(conv, &e.ty).map_err(|m| crate::Error::new(&arg.span, m))?;
             out.push(e);
         }
-        Ok(stmt(StmtKind::Printf { format: format.clone(), args: out }, f))
+        Ok(stmt(
+            StmtKind::Printf {
+                format: format.clone(),
+                args: out,
+            },
+            f,
+        ))
     }
 }
 
@@ -516,6 +712,9 @@ fn binding_list<'f>(form: &'f Form, what: &str, usage: &str) -> Result<&'f [Form
     match &form.kind {
         FormKind::List(items) => Ok(items),
         FormKind::Symbol(s) if s == "nil" => Ok(&[]),
-        _ => err(&form.span, format!("malformed {what}: expected a list of bindings, got `{form}`; {usage}")),
+        _ => err(
+            &form.span,
+            format!("malformed {what}: expected a list of bindings, got `{form}`; {usage}"),
+        ),
     }
 }

@@ -43,11 +43,17 @@ pub(super) struct ModuleCx {
 
 impl ModuleCx {
     pub fn global(&self, name: &str) -> Option<GlobalId> {
-        self.globals.iter().position(|g| &*g.name == name).map(|i| GlobalId(i as u32))
+        self.globals
+            .iter()
+            .position(|g| &*g.name == name)
+            .map(|i| GlobalId(i as u32))
     }
 
     pub fn function(&self, name: &str) -> Option<FunctionId> {
-        self.functions.iter().position(|f| f.name == name).map(|i| FunctionId(i as u32))
+        self.functions
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| FunctionId(i as u32))
     }
 }
 
@@ -77,7 +83,9 @@ pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
             _ => {
                 return err(
                     &form.span,
-                    format!("expected defkernel, defglobal or defkernel-struct at top level, got `{form}`"),
+                    format!(
+                        "expected defkernel, defglobal or defkernel-struct at top level, got `{form}`"
+                    ),
                 );
             }
         }
@@ -97,7 +105,11 @@ pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
     for (i, body) in bodies.into_iter().enumerate() {
         out.push(check_function(&m, FunctionId(i as u32), body)?);
     }
-    Ok(ir::Module { structs: m.structs, globals: m.globals, functions: out })
+    Ok(ir::Module {
+        structs: m.structs,
+        globals: m.globals,
+        functions: out,
+    })
 }
 
 /// True when `name` is taken by the language itself as a function-position name.
@@ -111,25 +123,61 @@ fn is_language_name(name: &str) -> bool {
 
 /// Forms with their own syntax.
 pub(super) const SPECIAL_FORMS: &[&str] = &[
-    "if", "let", "do", "while", "for", "break", "continue", "switch", "with-shared-memory",
-    "with-dynamic-shared-memory", "set", "progn", "return", "declare", "printf", "cuda-asm",
-    "aref", "pointer", "and", "or", "values",
+    "if",
+    "let",
+    "do",
+    "while",
+    "for",
+    "break",
+    "continue",
+    "switch",
+    "with-shared-memory",
+    "with-dynamic-shared-memory",
+    "set",
+    "progn",
+    "return",
+    "declare",
+    "printf",
+    "cuda-asm",
+    "aref",
+    "pointer",
+    "and",
+    "or",
+    "values",
 ];
 
 /// Checks that a new function-namespace name is free.
 fn check_function_name(m: &ModuleCx, name: &str, span: &Span) -> Result<()> {
     if is_language_name(name) {
-        return err(span, format!("`{name}` is a built-in name of the kernel language; choose another name"));
+        return err(
+            span,
+            format!("`{name}` is a built-in name of the kernel language; choose another name"),
+        );
     }
     if let Some(id) = m.function(name) {
         let prev = &m.functions[id.0 as usize].span;
-        return err(span, format!("function `{name}` is already defined at {prev}"));
+        return err(
+            span,
+            format!("function `{name}` is already defined at {prev}"),
+        );
     }
     if let Some(&s) = m.constructors.get(name) {
-        return err(span, format!("`{name}` is the constructor of structure `{}`", m.structs[s].name));
+        return err(
+            span,
+            format!(
+                "`{name}` is the constructor of structure `{}`",
+                m.structs[s].name
+            ),
+        );
     }
     if let Some(&(s, _)) = m.accessors.get(name) {
-        return err(span, format!("`{name}` is an accessor of structure `{}`", m.structs[s].name));
+        return err(
+            span,
+            format!(
+                "`{name}` is an accessor of structure `{}`",
+                m.structs[s].name
+            ),
+        );
     }
     Ok(())
 }
@@ -137,29 +185,48 @@ fn check_function_name(m: &ModuleCx, name: &str, span: &Span) -> Result<()> {
 fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     let usage = "expected (defkernel-struct NAME (FIELD TYPE)…)";
     let Some((name_form, fields)) = args.split_first() else {
-        return err(&form.span, format!("defkernel-struct needs a name; {usage}"));
+        return err(
+            &form.span,
+            format!("defkernel-struct needs a name; {usage}"),
+        );
     };
     let name = binding_name(name_form, "a structure name")?;
     if Type::parse(name, |_| false).is_some() || name == "curand-state-xorwow" {
-        return err(&name_form.span, format!("`{name}` is a built-in type; choose another structure name"));
+        return err(
+            &name_form.span,
+            format!("`{name}` is a built-in type; choose another structure name"),
+        );
     }
     if let Some(prev) = m.structs.iter().find(|s| &*s.name == name) {
-        return err(&name_form.span, format!("structure `{name}` is already defined at {}", prev.span));
+        return err(
+            &name_form.span,
+            format!("structure `{name}` is already defined at {}", prev.span),
+        );
     }
     if fields.is_empty() {
-        return err(&form.span, format!("structure `{name}` has no fields; {usage}"));
+        return err(
+            &form.span,
+            format!("structure `{name}` has no fields; {usage}"),
+        );
     }
     let index = m.structs.len();
     let mut field_names = names::Namer::default();
     let mut out: Vec<StructField> = Vec::new();
     let (mut offset, mut align) = (0usize, 1usize);
     for field in fields {
-        let Some([fname, fty]) = field.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok()) else {
-            return err(&field.span, format!("a structure field is (NAME TYPE), got `{field}`"));
+        let Some([fname, fty]) = field.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok())
+        else {
+            return err(
+                &field.span,
+                format!("a structure field is (NAME TYPE), got `{field}`"),
+            );
         };
         let fname_str = binding_name(fname, "a field name")?;
         if out.iter().any(|f| &*f.name == fname_str) {
-            return err(&fname.span, format!("structure `{name}` already has a field `{fname_str}`"));
+            return err(
+                &fname.span,
+                format!("structure `{name}` already has a field `{fname_str}`"),
+            );
         }
         // The structure itself may appear only behind a pointer.
         let ty = match parse_type(fty, &m.structs) {
@@ -167,7 +234,12 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
             Err(e) => match Type::parse(fty.as_symbol().unwrap_or(""), |n| n == name) {
                 Some(ty @ Type::Pointer(_)) => ty,
                 Some(_) => {
-                    return err(&fty.span, format!("structure `{name}` cannot contain itself; use a pointer `{name}*`"));
+                    return err(
+                        &fty.span,
+                        format!(
+                            "structure `{name}` cannot contain itself; use a pointer `{name}*`"
+                        ),
+                    );
                 }
                 None => return Err(e),
             },
@@ -188,8 +260,9 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     let accessor_names: Vec<String> = out.iter().map(|f| format!("{name}-{}", f.name)).collect();
     let constructor = format!("make-{name}");
     for candidate in accessor_names.iter().chain(std::iter::once(&constructor)) {
-        check_function_name(m, candidate, &name_form.span)
-            .map_err(|e| crate::Error::new(&e.span, format!("structure `{name}` defines {}", e.message)))?;
+        check_function_name(m, candidate, &name_form.span).map_err(|e| {
+            crate::Error::new(&e.span, format!("structure `{name}` defines {}", e.message))
+        })?;
     }
     for (i, accessor) in accessor_names.into_iter().enumerate() {
         m.accessors.insert(accessor, (index, i));
@@ -209,18 +282,25 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
 fn define_global(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     let usage = "expected (defglobal NAME INIT [QUALIFIER | (QUALIFIER…)])";
     if !(2..=3).contains(&args.len()) {
-        return err(&form.span, format!("defglobal takes a name, an initial value and optional qualifiers; {usage}"));
+        return err(
+            &form.span,
+            format!("defglobal takes a name, an initial value and optional qualifiers; {usage}"),
+        );
     }
     let name = binding_name(&args[0], "a global name")?;
     if let Some(id) = m.global(name) {
         let prev = &m.globals[id.0 as usize].span;
-        return err(&args[0].span, format!("global `{name}` is already defined at {prev}"));
+        return err(
+            &args[0].span,
+            format!("global `{name}` is already defined at {prev}"),
+        );
     }
     let init = {
         let mut cx = FnCx::new(m, name, Type::Void);
         cx.expr(&args[1])?
     };
-    let Some(init) = consts::fold_initializer(&init).filter(|e| consts::is_constant_type(&e.ty)) else {
+    let Some(init) = consts::fold_initializer(&init).filter(|e| consts::is_constant_type(&e.ty))
+    else {
         return err(
             &args[1].span,
             format!(
@@ -261,7 +341,9 @@ fn parse_qualifiers(form: &Form) -> Result<Vec<GlobalQualifier>> {
             _ => {
                 return err(
                     &item.span,
-                    format!("unknown global qualifier `{item}`; expected :device, :constant, :shared, :managed or :restrict"),
+                    format!(
+                        "unknown global qualifier `{item}`; expected :device, :constant, :shared, :managed or :restrict"
+                    ),
                 );
             }
         };
@@ -273,11 +355,21 @@ fn parse_qualifiers(form: &Form) -> Result<Vec<GlobalQualifier>> {
     use GlobalQualifier::*;
     for (a, b) in [(Constant, Shared), (Constant, Managed), (Shared, Managed)] {
         if out.contains(&a) && out.contains(&b) {
-            return err(&form.span, format!("a global cannot be both {} and {}", qualifier_name(a), qualifier_name(b)));
+            return err(
+                &form.span,
+                format!(
+                    "a global cannot be both {} and {}",
+                    qualifier_name(a),
+                    qualifier_name(b)
+                ),
+            );
         }
     }
     if out.is_empty() {
-        return err(&form.span, "the qualifier list is empty; leave it out for the default :device");
+        return err(
+            &form.span,
+            "the qualifier list is empty; leave it out for the default :device",
+        );
     }
     Ok(out)
 }
@@ -298,10 +390,17 @@ pub(super) struct PendingBody<'f> {
     body: &'f [Form],
 }
 
-fn declare_function<'f>(m: &mut ModuleCx, form: &'f Form, args: &'f [Form]) -> Result<PendingBody<'f>> {
+fn declare_function<'f>(
+    m: &mut ModuleCx,
+    form: &'f Form,
+    args: &'f [Form],
+) -> Result<PendingBody<'f>> {
     let usage = "expected (defkernel NAME (RESULT-TYPE ((ARG TYPE)…)) body…)";
     let [name_form, signature, body @ ..] = args else {
-        return err(&form.span, format!("defkernel needs a name and a signature; {usage}"));
+        return err(
+            &form.span,
+            format!("defkernel needs a name and a signature; {usage}"),
+        );
     };
     // NAME or (NAME :device).
     let (name, device) = match name_form.as_list() {
@@ -312,15 +411,30 @@ fn declare_function<'f>(m: &mut ModuleCx, form: &'f Form, args: &'f [Form]) -> R
         None => (binding_name(name_form, "a function name")?, false),
     };
     check_function_name(m, name, &name_form.span)?;
-    let Some([ret_form, params_form]) = signature.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok()) else {
-        return err(&signature.span, format!("malformed signature `{signature}`; {usage}"));
+    let Some([ret_form, params_form]) = signature
+        .as_list()
+        .and_then(|l| <&[Form; 2]>::try_from(l).ok())
+    else {
+        return err(
+            &signature.span,
+            format!("malformed signature `{signature}`; {usage}"),
+        );
     };
     let ret = parse_type(ret_form, &m.structs)?;
-    let kind = if ret == Type::Void && !device { FunctionKind::Kernel } else { FunctionKind::Device };
+    let kind = if ret == Type::Void && !device {
+        FunctionKind::Kernel
+    } else {
+        FunctionKind::Device
+    };
     let param_forms: &[Form] = match &params_form.kind {
         FormKind::List(items) => items,
         FormKind::Symbol(s) if s == "nil" => &[],
-        _ => return err(&params_form.span, format!("the parameters must be a list ((ARG TYPE)…), got `{params_form}`")),
+        _ => {
+            return err(
+                &params_form.span,
+                format!("the parameters must be a list ((ARG TYPE)…), got `{params_form}`"),
+            );
+        }
     };
     let mut params: Vec<ParamSig> = Vec::new();
     for p in param_forms {
@@ -328,21 +442,41 @@ fn declare_function<'f>(m: &mut ModuleCx, form: &'f Form, args: &'f [Form]) -> R
         let (pname, pty, restrict) = match parts {
             [n, t] => (n, t, false),
             [n, t, kw] if kw.is_symbol(":restrict") => (n, t, true),
-            [_, _, kw] => return err(&kw.span, format!("unknown parameter qualifier `{kw}`; expected :restrict")),
-            _ => return err(&p.span, format!("a parameter is (NAME TYPE) or (NAME TYPE :restrict), got `{p}`")),
+            [_, _, kw] => {
+                return err(
+                    &kw.span,
+                    format!("unknown parameter qualifier `{kw}`; expected :restrict"),
+                );
+            }
+            _ => {
+                return err(
+                    &p.span,
+                    format!("a parameter is (NAME TYPE) or (NAME TYPE :restrict), got `{p}`"),
+                );
+            }
         };
         let pname_str = binding_name(pname, "a parameter name")?;
         if params.iter().any(|q| q.name == pname_str) {
-            return err(&pname.span, format!("duplicate parameter `{pname_str}` in `{name}`"));
+            return err(
+                &pname.span,
+                format!("duplicate parameter `{pname_str}` in `{name}`"),
+            );
         }
         let ty = parse_type(pty, &m.structs)?;
         if ty == Type::Void {
             return err(&pty.span, "a parameter cannot have type void");
         }
         if restrict && ty.pointee().is_none() {
-            return err(&p.span, format!(":restrict applies to pointers; `{pname_str}` has type {ty}"));
+            return err(
+                &p.span,
+                format!(":restrict applies to pointers; `{pname_str}` has type {ty}"),
+            );
         }
-        params.push(ParamSig { name: pname_str.to_string(), ty, restrict });
+        params.push(ParamSig {
+            name: pname_str.to_string(),
+            ty,
+            restrict,
+        });
     }
     m.functions.push(FnSig {
         name: name.to_string(),
@@ -361,15 +495,18 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
     let params: Vec<Param> = sig
         .params
         .iter()
-        .map(|p| Param { local: cx.declare(&p.name, p.ty.clone(), LocalStorage::Register), restrict: p.restrict })
+        .map(|p| Param {
+            local: cx.declare(&p.name, p.ty.clone(), LocalStorage::Register),
+            restrict: p.restrict,
+        })
         .collect();
     let mut body = pending.body;
     let mut launch_bounds = None;
-    if let Some((first, rest)) = body.split_first() {
-        if let Some(("declare", specs)) = first.as_call() {
-            launch_bounds = cx.declarations(sig, specs)?;
-            body = rest;
-        }
+    if let Some((first, rest)) = body.split_first()
+        && let Some(("declare", specs)) = first.as_call()
+    {
+        launch_bounds = cx.declarations(sig, specs)?;
+        body = rest;
     }
     let body = cx.body(body)?;
     Ok(Function {
@@ -391,16 +528,27 @@ impl FnCx<'_> {
         let mut bounds = None;
         for spec in specs {
             let Some(("launch-bounds", values)) = spec.as_call() else {
-                return err(&spec.span, format!("unknown declaration `{spec}`; expected (launch-bounds MAX-THREADS [MIN-BLOCKS [MAX-CLUSTER]])"));
+                return err(
+                    &spec.span,
+                    format!(
+                        "unknown declaration `{spec}`; expected (launch-bounds MAX-THREADS [MIN-BLOCKS [MAX-CLUSTER]])"
+                    ),
+                );
             };
             if sig.kind != FunctionKind::Kernel {
                 return err(
                     &spec.span,
-                    format!("launch-bounds applies only to kernels; `{}` is a device function", sig.name),
+                    format!(
+                        "launch-bounds applies only to kernels; `{}` is a device function",
+                        sig.name
+                    ),
                 );
             }
             if !(1..=3).contains(&values.len()) {
-                return err(&spec.span, "launch-bounds takes 1 to 3 values: (launch-bounds MAX-THREADS [MIN-BLOCKS [MAX-CLUSTER]])");
+                return err(
+                    &spec.span,
+                    "launch-bounds takes 1 to 3 values: (launch-bounds MAX-THREADS [MIN-BLOCKS [MAX-CLUSTER]])",
+                );
             }
             if bounds.is_some() {
                 return err(&spec.span, "launch-bounds is declared twice");
@@ -408,10 +556,18 @@ impl FnCx<'_> {
             let mut nums = Vec::new();
             for v in values {
                 let e = self.expr(v)?;
-                match consts::int_value(&e).and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0) {
+                match consts::int_value(&e)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                {
                     Some(n) => nums.push(n),
                     None => {
-                        return err(&v.span, format!("a launch bound must be a positive integer constant, got `{v}`"));
+                        return err(
+                            &v.span,
+                            format!(
+                                "a launch bound must be a positive integer constant, got `{v}`"
+                            ),
+                        );
                     }
                 }
             }

@@ -1,0 +1,625 @@
+//! The checker on valid programs: the IR it produces, written out by a compact dump
+//! (`dump`) so that each test states the IR it expects.
+
+use chorus_lang::check::builtins;
+use chorus_lang::ir::{
+    Block, Builtin, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalStorage,
+    Module, StmtKind,
+};
+use chorus_lang::types::{ScalarType, VectorType};
+use chorus_lang::{Type, compile_str};
+use std::fmt::Write;
+
+fn check(text: &str) -> Module {
+    match compile_str(text, "test.lisp") {
+        Ok(m) => m,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The IR of every function, one statement per line.
+fn dump(m: &Module) -> String {
+    let mut out = String::new();
+    for f in &m.functions {
+        dump_function(m, f, &mut out);
+    }
+    out
+}
+
+/// The IR of the only function of `text`'s module.
+fn body(text: &str) -> String {
+    let m = check(text);
+    dump(&m)
+}
+
+fn dump_function(m: &Module, f: &Function, out: &mut String) {
+    let kind = match f.kind {
+        FunctionKind::Kernel => "kernel",
+        FunctionKind::Device => "device",
+    };
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| {
+            let l = &f.locals[p.local.0 as usize];
+            format!(
+                "{} {}{}",
+                l.ty,
+                l.c_name,
+                if p.restrict { " restrict" } else { "" }
+            )
+        })
+        .collect();
+    write!(out, "{kind} {} {}({})", f.ret, f.c_name, params.join(", ")).unwrap();
+    if let Some(lb) = f.launch_bounds {
+        write!(
+            out,
+            " launch-bounds {} {:?} {:?}",
+            lb.max_threads, lb.min_blocks, lb.max_cluster
+        )
+        .unwrap();
+    }
+    out.push('\n');
+    dump_block(m, f, &f.body, 1, out);
+}
+
+fn dump_block(m: &Module, f: &Function, b: &Block, depth: usize, out: &mut String) {
+    for s in &b.stmts {
+        let pad = "  ".repeat(depth);
+        let e = |e: &Expr| expr(m, f, e);
+        let local = |id: &chorus_lang::ir::LocalId| &f.locals[id.0 as usize];
+        match &s.kind {
+            StmtKind::Block(inner) => {
+                writeln!(out, "{pad}{{").unwrap();
+                dump_block(m, f, inner, depth + 1, out);
+                writeln!(out, "{pad}}}").unwrap();
+            }
+            StmtKind::Declare { local: l, init } => {
+                let l = local(l);
+                writeln!(out, "{pad}{} {} = {}", l.ty, l.c_name, e(init)).unwrap();
+            }
+            StmtKind::SharedArray {
+                local: l,
+                element,
+                dims,
+                sizes,
+            } => {
+                let l = local(l);
+                assert_eq!(l.storage, LocalStorage::Shared);
+                let dims: Vec<String> = dims.iter().map(e).collect();
+                writeln!(
+                    out,
+                    "{pad}shared {element} {}{sizes:?} dims {dims:?} : {}",
+                    l.c_name, l.ty
+                )
+                .unwrap();
+            }
+            StmtKind::DynamicShared { locals } => {
+                let names: Vec<String> = locals
+                    .iter()
+                    .map(|l| {
+                        assert_eq!(local(l).storage, LocalStorage::DynamicShared);
+                        format!("{} {}", local(l).ty, local(l).c_name)
+                    })
+                    .collect();
+                writeln!(out, "{pad}dynamic-shared {}", names.join(", ")).unwrap();
+            }
+            StmtKind::Assign { place, value } => {
+                assert_eq!(place.ty, value.ty, "assignment types");
+                writeln!(out, "{pad}{} = {}", e(place), e(value)).unwrap();
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                writeln!(out, "{pad}if {}", e(cond)).unwrap();
+                dump_block(m, f, then, depth + 1, out);
+                if let Some(o) = otherwise {
+                    writeln!(out, "{pad}else").unwrap();
+                    dump_block(m, f, o, depth + 1, out);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                writeln!(out, "{pad}while {}", e(cond)).unwrap();
+                dump_block(m, f, body, depth + 1, out);
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => {
+                let init: Vec<String> = init
+                    .iter()
+                    .map(|(l, v)| format!("{} {} = {}", local(l).ty, local(l).c_name, e(v)))
+                    .collect();
+                let step: Vec<String> = step
+                    .iter()
+                    .map(|(l, v)| format!("{} = {}", local(l).c_name, e(v)))
+                    .collect();
+                let cond = cond.as_ref().map(e).unwrap_or_default();
+                writeln!(
+                    out,
+                    "{pad}for ({}; {cond}; {})",
+                    init.join(", "),
+                    step.join(", ")
+                )
+                .unwrap();
+                dump_block(m, f, body, depth + 1, out);
+            }
+            StmtKind::Break => writeln!(out, "{pad}break").unwrap(),
+            StmtKind::Continue => writeln!(out, "{pad}continue").unwrap(),
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => {
+                writeln!(out, "{pad}switch {}", e(scrutinee)).unwrap();
+                for c in cases {
+                    writeln!(out, "{pad}case {:?}", c.values).unwrap();
+                    dump_block(m, f, &c.body, depth + 1, out);
+                }
+                if let Some(d) = default {
+                    writeln!(out, "{pad}default").unwrap();
+                    dump_block(m, f, d, depth + 1, out);
+                }
+            }
+            StmtKind::Return(v) => match v {
+                Some(v) => writeln!(out, "{pad}return {}", e(v)).unwrap(),
+                None => writeln!(out, "{pad}return").unwrap(),
+            },
+            StmtKind::Expr(v) => writeln!(out, "{pad}{}", e(v)).unwrap(),
+            StmtKind::Printf { format, args } => {
+                let args: Vec<String> = args.iter().map(e).collect();
+                writeln!(out, "{pad}printf {format:?} {}", args.join(" ")).unwrap();
+            }
+            StmtKind::Asm(text) => writeln!(out, "{pad}asm {text:?}").unwrap(),
+        }
+    }
+}
+
+/// An expression as a compact S-expression; every operator shows its result type.
+fn expr(m: &Module, f: &Function, e: &Expr) -> String {
+    let sub = |x: &Expr| expr(m, f, x);
+    let list = |xs: &[Expr]| xs.iter().map(sub).collect::<Vec<_>>().join(" ");
+    match &e.kind {
+        ExprKind::Literal(Literal::Bool(b)) => b.to_string(),
+        ExprKind::Literal(Literal::Int(v)) if e.ty == Type::INT => v.to_string(),
+        ExprKind::Literal(Literal::Int(v)) => format!("{v}:{}", e.ty),
+        ExprKind::Literal(Literal::Float(v)) => format!("{v:?}:{}", e.ty),
+        ExprKind::Local(l) => f.locals[l.0 as usize].c_name.clone(),
+        ExprKind::Global(g) => format!("@{}", m.globals[g.0 as usize].c_name),
+        ExprKind::Index(v) => format!("{v:?}"),
+        ExprKind::Aref { base, indices } => {
+            let idx: String = indices.iter().map(|i| format!("[{}]", sub(i))).collect();
+            format!("{}{idx}", sub(base))
+        }
+        ExprKind::Field { base, index } => {
+            let name = match &base.ty {
+                Type::Vector(v) => v.components()[*index].to_string(),
+                Type::Struct(s) => m.struct_def(s).unwrap().fields[*index].c_name.clone(),
+                other => panic!("field of {other}"),
+            };
+            format!("{}.{name}", sub(base))
+        }
+        ExprKind::Builtin { op, args } => {
+            // The IR invariant: the arguments have exactly the types of one table signature.
+            let types: Vec<Type> = args.iter().map(|a| a.ty.clone()).collect();
+            if !matches!(op, Builtin::And | Builtin::Or) {
+                assert!(
+                    builtins::names()
+                        .flat_map(builtins::signatures)
+                        .any(|s| s.op == *op && s.params == types && s.result == e.ty),
+                    "{op:?} {types:?} -> {} is not in the table",
+                    e.ty
+                );
+            }
+            format!("({op:?}:{} {})", e.ty, list(args))
+        }
+        ExprKind::Call { function, args } => {
+            format!(
+                "(call {} {})",
+                m.functions[function.0 as usize].c_name,
+                list(args)
+            )
+        }
+        ExprKind::Cast { value, implicit } => {
+            let kind = if *implicit { "implicit" } else { "cast" };
+            format!("({kind} {} {})", e.ty, sub(value))
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            format!("(? {} {} {})", sub(cond), sub(then), sub(otherwise))
+        }
+        ExprKind::AddressOf(v) => format!("&{}", sub(v)),
+        ExprKind::Construct(parts) => format!("{{{} {}}}", e.ty, list(parts)),
+    }
+}
+
+/// Compares a dump with the expected text, ignoring the common indentation of the latter.
+#[track_caller]
+fn assert_ir(actual: &str, expected: &str) {
+    let lines: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
+    let indent = lines
+        .iter()
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let expected: String = lines
+        .iter()
+        .map(|l| format!("{}\n", &l[indent..]))
+        .collect();
+    assert_eq!(actual, expected, "\nactual:\n{actual}");
+}
+
+#[test]
+fn vec_add() {
+    let ir = body(
+        "(defkernel vec-add-kernel (void ((a float*) (b float*) (c float*) (n int)))
+           (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
+             (if (< i n)
+                 (set (aref c i)
+                      (+ (aref a i) (aref b i))))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void vec_add_kernel(float* a, float* b, float* c, int n)
+          {
+            int i = (Add:int (Mul:int BlockDim(X) BlockIdx(X)) ThreadIdx(X))
+            if (Lt:bool i n)
+              c[i] = (Add:float a[i] b[i])
+          }
+        ",
+    );
+}
+
+#[test]
+fn if_with_return_in_a_device_function() {
+    let ir = body(
+        "(defkernel sign (int ((a int)))
+           (if (= a 0)
+               (return 0)
+               (return 1)))",
+    );
+    assert_ir(
+        &ir,
+        "
+        device int sign(int a)
+          if (Eq:bool a 0)
+            return 0
+          else
+            return 1
+        ",
+    );
+}
+
+#[test]
+fn let_binds_in_parallel_and_shadows_with_fresh_names() {
+    let ir = body(
+        "(defkernel swap (void ((x int) (y float)))
+           (let ((x y) (y x))
+             (let ((x 1))
+               (set y x))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void swap(int x, float y)
+          {
+            float x_1 = y
+            int y_1 = x
+            {
+              int x_2 = 1
+              y_1 = x_2
+            }
+          }
+        ",
+    );
+}
+
+#[test]
+fn empty_let_is_a_block() {
+    let ir = body("(defkernel k (void ((a int*))) (let () (set (aref a 0) 1)))");
+    assert_ir(&ir, "kernel void k(int* a)\n  {\n    a[0] = 1\n  }");
+}
+
+#[test]
+fn do_with_two_variables_steps_in_parallel() {
+    let ir = body(
+        "(defkernel k (void ((out int*)))
+           (do ((a 0 (+ a 1))
+                (b 0 (+ a b)))
+               ((> a 15))
+             (set (aref out a) b)))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* out)
+          for (int a = 0, int b = 0; (Not:bool (Gt:bool a 15)); a = (Add:int a 1), b = (Add:int a b))
+            out[a] = b
+        ",
+    );
+}
+
+#[test]
+fn do_result_forms_run_after_the_loop_and_see_the_variables() {
+    let ir = body(
+        "(defkernel count-to (int ((n int)))
+           (do ((i 0 (+ i 1))) ((>= i n) (return i))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        device int count_to(int n)
+          {
+            int i = 0
+            for (; (Not:bool (Ge:bool i n)); i = (Add:int i 1))
+            return i
+          }
+        ",
+    );
+}
+
+#[test]
+fn with_shared_memory_one_and_two_dimensions() {
+    let ir = body(
+        "(defkernel k (void ((out float*)))
+           (with-shared-memory ((a int 16)
+                                (b float 16 (+ 16 2))
+                                (c float))
+             (set (aref a thread-idx-x) 1)
+             (set (aref b 1 thread-idx-x) 2.0)
+             (set c (aref b 0 1))
+             (set (aref out 0) c)))",
+    );
+    assert_ir(
+        &ir,
+        r#"
+        kernel void k(float* out)
+          {
+            shared int a[16] dims ["16"] : int*
+            shared float b[16, 18] dims ["16", "(Add:int 16 2)"] : float**
+            shared float c[] dims [] : float
+            a[ThreadIdx(X)] = 1
+            b[1][ThreadIdx(X)] = 2.0:float
+            c = b[0][1]
+            out[0] = c
+          }
+        "#,
+    );
+}
+
+#[test]
+fn set_on_variable_accessor_and_aref() {
+    let ir = body(
+        "(defkernel k (void ((v float4*) (z float*)))
+           (let ((x 0.0) (y (aref v 0)))
+             (set x 1.0)
+             (set (float4-y y) 1.0)
+             (set (float4-x (aref v 0)) x)
+             (set (aref z 0) (float4-w y))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(float4* v, float* z)
+          {
+            float x = 0.0:float
+            float4 y = v[0]
+            x = 1.0:float
+            y.y = 1.0:float
+            v[0].x = x
+            z[0] = y.w
+          }
+        ",
+    );
+}
+
+#[test]
+fn progn_flattens_and_for_switch_break_continue() {
+    let ir = body(
+        "(defkernel k (void ((a int*) (b int*) (n int)))
+           (progn
+             (for (i 0 (< i n) (+ i 1))
+               (set (aref a i) i)
+               (if (= i 2) (break))
+               (if (= i 1) (continue)))
+             (switch (aref a 0)
+               (1 (set (aref b 0) 10))
+               ((values 2 3) (set (aref b 0) 20))
+               ((4 5) (set (aref b 0) 25))
+               (t (set (aref b 0) 30)))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* a, int* b, int n)
+          for (int i = 0; (Lt:bool i n); i = (Add:int i 1))
+            a[i] = i
+            if (Eq:bool i 2)
+              break
+            if (Eq:bool i 1)
+              continue
+          switch a[0]
+          case [1]
+            b[0] = 10
+          case [2, 3]
+            b[0] = 20
+          case [4, 5]
+            b[0] = 25
+          default
+            b[0] = 30
+        ",
+    );
+}
+
+#[test]
+fn while_loop() {
+    let ir = body(
+        "(defkernel k (void ((a int*)))
+           (let ((i 0))
+             (while (< i 10)
+               (set i (+ i 1)))
+             (set (aref a 0) i)))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* a)
+          {
+            int i = 0
+            while (Lt:bool i 10)
+              i = (Add:int i 1)
+            a[0] = i
+          }
+        ",
+    );
+}
+
+#[test]
+fn dynamic_shared_memory_with_launch_bounds_and_restrict() {
+    let ir = body(
+        "(defkernel fill (void ((a int* :restrict)))
+           (declare (launch-bounds 32 4))
+           (with-dynamic-shared-memory ((s int) (t2 float))
+             (set (aref s thread-idx-x) thread-idx-x)
+             (syncthreads)
+             (set (aref a thread-idx-x) (aref s thread-idx-x))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void fill(int* a restrict) launch-bounds 32 Some(4) None
+          {
+            dynamic-shared int* s, float* t2
+            s[ThreadIdx(X)] = ThreadIdx(X)
+            (SyncThreads:void )
+            a[ThreadIdx(X)] = s[ThreadIdx(X)]
+          }
+        ",
+    );
+}
+
+#[test]
+fn device_functions_are_called_for_values_and_effects() {
+    let m = check(
+        "(defkernel k (void ((a float*)))
+           (store a (twice 1.5))
+           (set (aref a 1) (twice 2)))
+         (defkernel twice (float ((x float))) (return (* 2 x)))
+         (defkernel (store :device) (void ((p float*) (v float)))
+           (set (aref p 0) v))",
+    );
+    assert_ir(
+        &dump(&m),
+        "
+        kernel void k(float* a)
+          (call store a (call twice 1.5:float))
+          a[1] = (call twice 2.0:float)
+        device float twice(float x)
+          return (Mul:float 2.0:float x)
+        device void store(float* p, float v)
+          p[0] = v
+        ",
+    );
+}
+
+#[test]
+fn defkernel_struct_layout_accessors_and_constructor() {
+    let m = check(
+        "(defkernel-struct pair (x int) (y int))
+         (defkernel-struct particle (tag uint8) (pos float4) (p pair) (next particle*) (d double3))
+         (defkernel k (void ((ps particle*) (q pair)))
+           (let ((p (make-pair 1 (pair-y q))))
+             (set (pair-x p) 3)
+             (set (pair-y (particle-p (aref ps 0))) (pair-x p))
+             (set (particle-next (aref ps 0)) ps)))",
+    );
+    let pair = m.struct_def("pair").unwrap();
+    assert_eq!((pair.size, pair.align), (8, 4));
+    assert_eq!(
+        pair.fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+        [0, 4]
+    );
+    let particle = m.struct_def("particle").unwrap();
+    assert_eq!(
+        particle.fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+        [0, 16, 32, 40, 48]
+    );
+    assert_eq!((particle.size, particle.align), (80, 16));
+    assert_eq!(m.layout(&Type::Struct("particle".into())), Some((80, 16)));
+    assert_ir(
+        &dump(&m),
+        "
+        kernel void k(particle* ps, pair q)
+          {
+            pair p = {pair 1 q.y}
+            p.x = 3
+            ps[0].p.y = p.x
+            ps[0].next = ps
+          }
+        ",
+    );
+}
+
+#[test]
+fn defglobal_types_qualifiers_and_constant_folding() {
+    let m = check(
+        "(defglobal foo 0)
+         (defglobal bar 0 :constant)
+         (defglobal origin (float3 1.0 (- 2.0) 3) (:device :constant))
+         (defglobal big 5000000000)
+         (defglobal mask (uint -1) :managed)
+         (defglobal cells (* 16 16))
+         (defkernel k (void ((out int*)))
+           (set foo (+ foo 1))
+           (set (aref out 0) (+ foo bar cells)))",
+    );
+    let g: Vec<String> = m
+        .globals
+        .iter()
+        .map(|g| {
+            let init = match &g.init.kind {
+                ExprKind::Literal(l) => format!("{l:?}"),
+                ExprKind::Construct(parts) => format!(
+                    "{:?}",
+                    parts
+                        .iter()
+                        .map(|p| match p.kind {
+                            ExprKind::Literal(l) => l,
+                            _ => panic!("not folded"),
+                        })
+                        .collect::<Vec<_>>()
+                ),
+                other => panic!("not folded: {other:?}"),
+            };
+            format!("{} {} {:?} {init}", g.ty, g.c_name, g.qualifiers)
+        })
+        .collect();
+    assert_eq!(
+        g,
+        [
+            "int foo [Device] Int(0)",
+            "int bar [Constant] Int(0)",
+            "float3 origin [Device, Constant] [Float(1.0), Float(-2.0), Float(3.0)]",
+            "int64 big [Device] Int(5000000000)",
+            "uint mask [Managed] Int(4294967295)",
+            "int cells [Device] Int(256)",
+        ]
+    );
+    assert_eq!(m.globals[1].qualifiers, [GlobalQualifier::Constant]);
+    assert_ir(
+        &dump(&m),
+        "
+        kernel void k(int* out)
+          @foo = (Add:int @foo 1)
+          out[0] = (Add:int (Add:int @foo @bar) @cells)
+        ",
+    );
+}
