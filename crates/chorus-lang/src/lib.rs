@@ -8,6 +8,7 @@
 //!
 //! * [`span`] and [`form`]: S-expressions that remember where they came from.
 //! * [`reader`]: kernel text to forms.
+//! * [`expand`]: the macro expander and the macro-time Lisp it runs macros with.
 //! * [`error`]: the one error type of the front end; every error names a [`span::Span`].
 //! * [`types`]: the kernel types, their C spellings, sizes and alignments.
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
@@ -18,6 +19,7 @@
 pub mod check;
 pub mod cuda;
 pub mod error;
+pub mod expand;
 pub mod form;
 pub mod host;
 pub mod ir;
@@ -26,6 +28,7 @@ pub mod span;
 pub mod types;
 
 pub use error::{Error, Result};
+pub use expand::{Expander, expand_str};
 pub use form::{Form, FormKind};
 pub use reader::{read_one, read_str};
 pub use span::Span;

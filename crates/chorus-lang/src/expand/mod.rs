@@ -1,0 +1,879 @@
+//! The macro expander: kernel macros, symbol macros, `macrolet`, `symbol-macrolet` and the
+//! built-in macros, applied to the forms the reader makes, before the checker sees them.
+//!
+//! # What it does
+//! [`Expander::expand_unit`] takes the top-level forms of a compilation unit. It first registers
+//! every `(defkernelmacro NAME LAMBDA-LIST body…)` and `(defkernel-symbol-macro NAME EXPANSION)`
+//! (so the order of definitions does not matter), then returns the other top-level forms
+//! (`defkernel`, `defglobal`, `defkernel-struct`) fully expanded: no macro call, symbol macro,
+//! `macrolet`, `symbol-macrolet`, `let*`, `when` or `unless` is left. `macrolet` and
+//! `symbol-macrolet` become `(let () body…)`, which keeps their C block. A top-level macro call
+//! may expand into top-level forms, and a top-level `progn` is spliced.
+//!
+//! # Code walking
+//! The expander knows the binding structure of the core forms that reach the checker, so that it
+//! does not expand binding names and lets a variable shadow a symbol macro of the same name in
+//! its scope:
+//! * `defkernel NAME-OR-(NAME :device) (RET ((arg TYPE [:restrict])…)) body…`: the parameters are
+//!   variables in the body; a leading `declare` is left alone.
+//! * `defglobal NAME INIT [QUALIFIERS]` (only `INIT` is expanded), `defkernel-struct` (left alone).
+//! * `let ((var init)…) body…` (the inits are outside the scope of the variables),
+//!   `do ((var init step)…) (test) body…`, `for (var init test step) body…`,
+//!   `with-shared-memory ((var type dim…)…) body…`, `with-dynamic-shared-memory ((var type)…) body…`
+//!   (each variable is in scope after its own specification).
+//! * `switch expr (key statement…)…`: keys are expanded, except `t`, `otherwise` and `default`.
+//! * `declare`, `quote` and `function` forms are left alone; type names are never expanded (they
+//!   appear only in positions the walker skips, or as the head of a cast, which is a call).
+//! * Every other list (`if`, `while`, `set`, `progn`, `return`, `break`, `continue`, `printf`,
+//!   `cuda-asm`, built-in and user function calls, `aref`, accessors) has its arguments expanded.
+//!
+//! A form head is looked up in this order: a local `macrolet` macro, a global macro (user macros
+//! may shadow core forms such as `if`, as in cl-cuda), a core form, a function call. A symbol is a
+//! symbol macro if the innermost binding of its name is a `symbol-macrolet` one, or if no local
+//! binding has that name and a global symbol macro does.
+//!
+//! # Spans
+//! Macro output keeps the spans of forms copied from the call's arguments; forms a macro makes get
+//! the span of the call. A symbol macro's expansion gets the span of the symbol it replaces.
+//!
+//! # Gensyms
+//! `gensym`, `with-gensyms`, `once-only` and `make-symbol` make symbols named `#:PREFIXN`
+//! (`#:g1`, `#:i2`), with a counter per [`Expander`]. The reader rejects names starting with
+//! `#:`, so they cannot collide with a symbol of the source; the printer writes them as `#:g1`.
+//!
+//! # Limits
+//! Expansion stops with an error at the macro call when expansions nest more than
+//! [`MAX_EXPANSION_DEPTH`] deep (a macro that expands into itself), when one unit needs more than
+//! [`MAX_EXPANSIONS`] expansions, or when forms nest more than [`MAX_FORM_DEPTH`] deep. Expansion
+//! runs on a thread with a large stack, so deep but legal input does not overflow the stack.
+
+mod builtin;
+mod lambda_list;
+pub mod lisp;
+
+use crate::error::{Error, Result};
+use crate::form::Form;
+use crate::span::Span;
+pub use lisp::LispMacro;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How deeply macro expansions may nest (an expansion that contains a macro call whose
+/// expansion contains a macro call, …, or a macro expanding into itself).
+pub const MAX_EXPANSION_DEPTH: usize = 1_000;
+
+/// How many macro expansions one top-level form (or one call of [`Expander::expand_all`]) may
+/// take.
+pub const MAX_EXPANSIONS: u64 = 100_000;
+
+/// How deeply the forms the expander walks may nest.
+pub const MAX_FORM_DEPTH: usize = 2_000;
+
+/// The stack of the expansion thread: deep recursion in macro code and deeply nested output
+/// stay within it long before the limits above are reached.
+const STACK_SIZE: usize = 256 << 20;
+
+/// A macro written in Rust: it receives the whole call form and a context (its span, `gensym`)
+/// and returns the expansion.
+pub type RustMacro = dyn Fn(&Form, &MacroContext) -> Result<Form> + Send + Sync;
+
+/// What a macro call is expanded with.
+#[derive(Clone)]
+enum Macro {
+    Lisp(Arc<LispMacro>),
+    Rust(Arc<RustMacro>),
+}
+
+/// What a macro sees besides its call form: its name, the call's span (for the forms it makes)
+/// and the expander's gensym counter.
+pub struct MacroContext<'a> {
+    name: &'a str,
+    call: &'a Form,
+    gensyms: &'a AtomicU64,
+}
+
+impl MacroContext<'_> {
+    /// The name of the macro being expanded.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// The whole call form.
+    pub fn call(&self) -> &Form {
+        self.call
+    }
+
+    /// The span of the call: give it to the forms the macro makes.
+    pub fn span(&self) -> &Span {
+        &self.call.span
+    }
+
+    /// A fresh symbol `#:PREFIXN` (the prefix folded to lower case) with the call's span; no
+    /// other symbol of the unit has its name.
+    pub fn gensym(&self, prefix: &str) -> Form {
+        let n = self.gensyms.fetch_add(1, Ordering::Relaxed) + 1;
+        let prefix: String = prefix.chars().flat_map(char::to_lowercase).collect();
+        Form::symbol(
+            format!("{}{prefix}{n}", crate::reader::GENSYM_PREFIX),
+            self.span().clone(),
+        )
+    }
+}
+
+/// The global macro definitions of a compilation unit, and the expansion of its forms.
+///
+/// An expander starts with the built-in macros `let*`, `when` and `unless`. Definitions persist
+/// across calls, so one expander can serve several units that share macros.
+pub struct Expander {
+    macros: HashMap<String, Macro>,
+    symbol_macros: HashMap<String, Form>,
+    gensyms: AtomicU64,
+}
+
+impl Default for Expander {
+    fn default() -> Self {
+        Expander::new()
+    }
+}
+
+impl fmt::Debug for Expander {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut macros: Vec<&str> = self.macros.keys().map(String::as_str).collect();
+        macros.sort_unstable();
+        let mut symbol_macros: Vec<&str> = self.symbol_macros.keys().map(String::as_str).collect();
+        symbol_macros.sort_unstable();
+        f.debug_struct("Expander")
+            .field("macros", &macros)
+            .field("symbol_macros", &symbol_macros)
+            .finish()
+    }
+}
+
+/// Reads `text` and expands it as one unit with a fresh [`Expander`].
+pub fn expand_str(text: &str, file: &str) -> Result<Vec<Form>> {
+    let forms = crate::reader::read_str(text, file)?;
+    Expander::new().expand_unit(&forms)
+}
+
+impl Expander {
+    /// An expander with the built-in macros `let*`, `when` and `unless`.
+    pub fn new() -> Expander {
+        let mut expander = Expander {
+            macros: HashMap::new(),
+            symbol_macros: HashMap::new(),
+            gensyms: AtomicU64::new(0),
+        };
+        expander.define_rust_macro("let*", builtin::let_star);
+        expander.define_rust_macro("when", builtin::when);
+        expander.define_rust_macro("unless", builtin::unless);
+        expander
+    }
+
+    /// Defines (or redefines) the global macro `name` as a Rust function.
+    pub fn define_rust_macro(
+        &mut self,
+        name: &str,
+        expand: impl Fn(&Form, &MacroContext) -> Result<Form> + Send + Sync + 'static,
+    ) {
+        self.macros
+            .insert(name.to_string(), Macro::Rust(Arc::new(expand)));
+    }
+
+    /// Defines (or redefines) a global macro from a `(defkernelmacro NAME LAMBDA-LIST body…)`
+    /// form; returns its name.
+    pub fn define_macro(&mut self, form: &Form) -> Result<String> {
+        let Some(("defkernelmacro", [name, lambda_list, body @ ..])) = form.as_call() else {
+            return Err(Error::new(
+                &form.span,
+                format!("expected (defkernelmacro name lambda-list body…), found `{form}`"),
+            ));
+        };
+        let name = macro_name(name)?;
+        let lisp_macro = LispMacro::new(&name, lambda_list, body)?;
+        self.macros
+            .insert(name.clone(), Macro::Lisp(Arc::new(lisp_macro)));
+        Ok(name)
+    }
+
+    /// Defines (or redefines) a global symbol macro from a
+    /// `(defkernel-symbol-macro NAME EXPANSION)` form; returns its name.
+    pub fn define_symbol_macro(&mut self, form: &Form) -> Result<String> {
+        let Some(("defkernel-symbol-macro", [name, expansion])) = form.as_call() else {
+            return Err(Error::new(
+                &form.span,
+                format!("expected (defkernel-symbol-macro name expansion), found `{form}`"),
+            ));
+        };
+        let name = symbol_macro_name(name)?;
+        self.symbol_macros.insert(name.clone(), expansion.clone());
+        Ok(name)
+    }
+
+    /// Whether `name` is a global macro (built-in, Rust or `defkernelmacro`).
+    pub fn is_macro(&self, name: &str) -> bool {
+        self.macros.contains_key(name)
+    }
+
+    /// Whether `name` is a global symbol macro.
+    pub fn is_symbol_macro(&self, name: &str) -> bool {
+        self.symbol_macros.contains_key(name)
+    }
+
+    /// A fresh gensym (see [`MacroContext::gensym`]) with `span`.
+    pub fn gensym(&self, prefix: &str, span: &Span) -> Form {
+        let call = Form::symbol("gensym", span.clone());
+        MacroContext {
+            name: "gensym",
+            call: &call,
+            gensyms: &self.gensyms,
+        }
+        .gensym(prefix)
+    }
+
+    /// Expands `form` once if it is a global macro call or a global symbol macro, as Common Lisp's
+    /// `macroexpand-1`: the expansion and `true`, or the form itself and `false`.
+    pub fn expand_macro_1(&self, form: &Form) -> Result<(Form, bool)> {
+        on_big_stack(|| {
+            let mut walker = Walker::new(self);
+            Ok(match walker.expand_1(form)? {
+                Some(expansion) => (expansion, true),
+                None => (form.clone(), false),
+            })
+        })
+    }
+
+    /// Expands `form` until it is no longer a macro call or symbol macro, as `macroexpand`;
+    /// subforms are not expanded. Returns whether any expansion happened.
+    pub fn expand_macro(&self, form: &Form) -> Result<(Form, bool)> {
+        on_big_stack(|| {
+            let mut walker = Walker::new(self);
+            let mut current = form.clone();
+            let mut expanded = false;
+            while let Some(next) = walker.expand_1(&current)? {
+                walker.count_expansion(&current, expanded as usize)?;
+                current = next;
+                expanded = true;
+            }
+            Ok((current, expanded))
+        })
+    }
+
+    /// Expands `form` (a statement or an expression) completely, with the global definitions and
+    /// no local bindings.
+    pub fn expand_all(&self, form: &Form) -> Result<Form> {
+        on_big_stack(|| Walker::new(self).walk(form))
+    }
+
+    /// Registers the unit's macro and symbol-macro definitions, then returns its other top-level
+    /// forms fully expanded (see the module documentation).
+    pub fn expand_unit(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
+        on_big_stack(|| {
+            let mut defined: HashMap<String, Span> = HashMap::new();
+            for form in forms {
+                let name = match form.as_call() {
+                    Some(("defkernelmacro", _)) => self.define_macro(form)?,
+                    Some(("defkernel-symbol-macro", _)) => {
+                        format!("symbol macro {}", self.define_symbol_macro(form)?)
+                    }
+                    _ => continue,
+                };
+                if let Some(previous) = defined.insert(name.clone(), form.span.clone()) {
+                    return Err(Error::new(
+                        &form.span,
+                        format!("`{name}` is defined twice in this unit (first at {previous})"),
+                    ));
+                }
+            }
+            let mut out = Vec::new();
+            for form in forms {
+                if matches!(
+                    form.as_call(),
+                    Some(("defkernelmacro" | "defkernel-symbol-macro", _))
+                ) {
+                    continue;
+                }
+                let mut walker = Walker::new(self);
+                walker.walk_top(form, &mut out)?;
+                // Definitions that a top-level macro call produced apply to the forms after it.
+                for definition in std::mem::take(&mut walker.late_definitions) {
+                    self.define_late(&definition)?;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn define_late(&mut self, definition: &Form) -> Result<()> {
+        match definition.as_call() {
+            Some(("defkernelmacro", _)) => self.define_macro(definition).map(drop),
+            _ => self.define_symbol_macro(definition).map(drop),
+        }
+    }
+
+    fn call(&self, name: &str, definition: &Macro, form: &Form) -> Result<Form> {
+        let cx = MacroContext {
+            name,
+            call: form,
+            gensyms: &self.gensyms,
+        };
+        match definition {
+            Macro::Lisp(m) => m.expand(form, &cx),
+            Macro::Rust(f) => f(form, &cx),
+        }
+    }
+}
+
+/// Runs `f` on a thread with a [`STACK_SIZE`] stack.
+fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("chorus-expand".into())
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(scope, f);
+        match thread {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(e) => Err(Error::new(
+                &Span::generated(),
+                format!("the macro expander could not start its thread: {e}"),
+            )),
+        }
+    })
+}
+
+fn macro_name(form: &Form) -> Result<String> {
+    match form.as_symbol() {
+        Some(name) if !matches!(name, "t" | "nil") && !name.starts_with(':') => {
+            Ok(name.to_string())
+        }
+        _ => Err(Error::new(
+            &form.span,
+            format!("expected a macro name, found `{form}`"),
+        )),
+    }
+}
+
+fn symbol_macro_name(form: &Form) -> Result<String> {
+    match form.as_symbol() {
+        Some(name) if lambda_list::is_bindable(name) => Ok(name.to_string()),
+        _ => Err(Error::new(
+            &form.span,
+            format!("expected a symbol-macro name (not t, nil or a keyword), found `{form}`"),
+        )),
+    }
+}
+
+/// A variable binding in scope: a variable (`None`) or a `symbol-macrolet` symbol macro.
+type VarBinding = (String, Option<Form>);
+
+/// One walk over forms: the local scopes and the limits.
+struct Walker<'e> {
+    expander: &'e Expander,
+    vars: Vec<VarBinding>,
+    macros: Vec<(String, Macro)>,
+    expansions: u64,
+    /// Macro expansions whose output is being walked, innermost last.
+    active: usize,
+    depth: usize,
+    /// `defkernelmacro`/`defkernel-symbol-macro` forms that top-level macro calls produced.
+    late_definitions: Vec<Form>,
+}
+
+impl<'e> Walker<'e> {
+    fn new(expander: &'e Expander) -> Walker<'e> {
+        Walker {
+            expander,
+            vars: Vec::new(),
+            macros: Vec::new(),
+            expansions: 0,
+            active: 0,
+            depth: 0,
+            late_definitions: Vec::new(),
+        }
+    }
+
+    fn lookup_macro(&self, name: &str) -> Option<Macro> {
+        if let Some((_, m)) = self.macros.iter().rev().find(|(n, _)| n == name) {
+            return Some(m.clone());
+        }
+        self.expander.macros.get(name).cloned()
+    }
+
+    fn lookup_symbol_macro(&self, name: &str) -> Option<&Form> {
+        match self.vars.iter().rev().find(|(n, _)| n == name) {
+            Some((_, binding)) => binding.as_ref(),
+            None => self.expander.symbol_macros.get(name),
+        }
+    }
+
+    /// One expansion step of `form` in the current scope, if it is a macro call or symbol macro.
+    fn expand_1(&mut self, form: &Form) -> Result<Option<Form>> {
+        if let Some(name) = form.as_symbol() {
+            return Ok(self
+                .lookup_symbol_macro(name)
+                .map(|e| lisp::respan(e, &form.span)));
+        }
+        let Some((name, _)) = form.as_call() else {
+            return Ok(None);
+        };
+        match self.lookup_macro(name) {
+            Some(definition) => self.expander.call(name, &definition, form).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Counts one expansion of `form`, `in_place` expansions deep at its position.
+    fn count_expansion(&mut self, form: &Form, in_place: usize) -> Result<()> {
+        self.expansions += 1;
+        if self.expansions > MAX_EXPANSIONS {
+            return Err(Error::new(
+                &form.span,
+                format!(
+                    "more than {MAX_EXPANSIONS} macro expansions; is a macro expanding forever?"
+                ),
+            ));
+        }
+        if self.active + in_place >= MAX_EXPANSION_DEPTH {
+            let what = match form.as_call() {
+                Some((name, _)) => format!("the macro `{name}`"),
+                None => format!("the symbol macro `{form}`"),
+            };
+            return Err(Error::new(
+                &form.span,
+                format!(
+                    "macro expansion nests more than {MAX_EXPANSION_DEPTH} deep at {what}; does \
+                     it expand into itself?"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Expands a top-level form into `out`.
+    fn walk_top(&mut self, form: &Form, out: &mut Vec<Form>) -> Result<()> {
+        let mut current = form.clone();
+        let mut in_place = 0;
+        loop {
+            match current.as_call() {
+                Some(("defkernel", _)) => {
+                    out.push(self.walk_defkernel(&current)?);
+                    return Ok(());
+                }
+                Some(("defglobal", _)) => {
+                    // (defglobal name init qualifiers…): only the initializer is code.
+                    let items = current.as_list().unwrap_or_default();
+                    let walked = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| {
+                            if i == 2 {
+                                self.walk(item)
+                            } else {
+                                Ok(item.clone())
+                            }
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    out.push(Form::list(walked, current.span.clone()));
+                    return Ok(());
+                }
+                Some(("defkernel-struct", _)) => {
+                    out.push(current);
+                    return Ok(());
+                }
+                Some(("defkernelmacro" | "defkernel-symbol-macro", _)) => {
+                    self.late_definitions.push(current);
+                    return Ok(());
+                }
+                Some(("progn", items)) => {
+                    self.active += in_place;
+                    for item in items {
+                        self.walk_top(item, out)?;
+                    }
+                    self.active -= in_place;
+                    return Ok(());
+                }
+                _ => {}
+            }
+            match self.expand_1(&current)? {
+                Some(next) => {
+                    self.count_expansion(&current, in_place)?;
+                    in_place += 1;
+                    current = next;
+                }
+                None => {
+                    return Err(Error::new(
+                        &current.span,
+                        format!(
+                            "expected defkernel, defglobal, defkernel-struct, defkernelmacro or \
+                             defkernel-symbol-macro at top level, found `{current}`"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn walk_defkernel(&mut self, form: &Form) -> Result<Form> {
+        let Some([head, name, signature, body @ ..]) = form.as_list() else {
+            // Malformed: the checker reports it; there is no body to expand.
+            return Ok(form.clone());
+        };
+        let params: Vec<String> = signature
+            .as_list()
+            .and_then(|s| s.get(1))
+            .and_then(Form::as_list)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| {
+                p.as_list()
+                    .and_then(|p| p.first())
+                    .and_then(Form::as_symbol)
+            })
+            .map(str::to_string)
+            .collect();
+        let mark = self.vars.len();
+        self.vars.extend(params.into_iter().map(|p| (p, None)));
+        let body = self.walk_all(body);
+        self.vars.truncate(mark);
+        let mut out = vec![head.clone(), name.clone(), signature.clone()];
+        out.extend(body?);
+        Ok(Form::list(out, form.span.clone()))
+    }
+
+    fn walk_all(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
+        forms.iter().map(|f| self.walk(f)).collect()
+    }
+
+    /// Expands `form` completely in the current scope.
+    fn walk(&mut self, form: &Form) -> Result<Form> {
+        if self.depth >= MAX_FORM_DEPTH {
+            return Err(Error::new(
+                &form.span,
+                format!("forms nest more than {MAX_FORM_DEPTH} deep here"),
+            ));
+        }
+        self.depth += 1;
+        let result = self.walk_expanding(form);
+        self.depth -= 1;
+        result
+    }
+
+    fn walk_expanding(&mut self, form: &Form) -> Result<Form> {
+        let mut in_place = 0;
+        let mut current = None;
+        while let Some(next) = self.expand_1(current.as_ref().unwrap_or(form))? {
+            self.count_expansion(current.as_ref().unwrap_or(form), in_place)?;
+            in_place += 1;
+            current = Some(next);
+        }
+        self.active += in_place;
+        let result = self.walk_core(current.as_ref().unwrap_or(form));
+        self.active -= in_place;
+        result
+    }
+
+    /// Walks a form that is not a macro call: a core form, a call, or an atom.
+    fn walk_core(&mut self, form: &Form) -> Result<Form> {
+        let Some(items) = form.as_list() else {
+            return Ok(form.clone());
+        };
+        let Some((head, args)) = items.split_first() else {
+            return Ok(form.clone());
+        };
+        let rebuild = |args: Vec<Form>| {
+            let mut all = Vec::with_capacity(args.len() + 1);
+            all.push(head.clone());
+            all.extend(args);
+            Form::list(all, form.span.clone())
+        };
+        let Some(name) = head.as_symbol() else {
+            return Ok(Form::list(self.walk_all(items)?, form.span.clone()));
+        };
+        match name {
+            "declare" | "quote" | "function" => Ok(form.clone()),
+            "unquote" | "unquote-splicing" => Err(Error::new(
+                &form.span,
+                "a comma (`,` or `,@`) is only meaningful inside a backquote in macro code",
+            )),
+            "quasiquote" => Err(Error::new(
+                &form.span,
+                "a backquote is only meaningful in macro code (defkernelmacro, macrolet)",
+            )),
+            "let" => self.walk_let(form, head, args),
+            "do" => self.walk_do(args).map(rebuild),
+            "for" => self.walk_for(args).map(rebuild),
+            "with-shared-memory" | "with-dynamic-shared-memory" => {
+                self.walk_shared(args).map(rebuild)
+            }
+            "switch" => self.walk_switch(args).map(rebuild),
+            "macrolet" => self.walk_macrolet(form, head, args),
+            "symbol-macrolet" => self.walk_symbol_macrolet(form, head, args),
+            _ => self.walk_all(args).map(rebuild),
+        }
+    }
+
+    /// Walks `body` with `vars` bound as variables.
+    fn walk_scoped(&mut self, vars: Vec<VarBinding>, body: &[Form]) -> Result<Vec<Form>> {
+        let mark = self.vars.len();
+        self.vars.extend(vars);
+        let result = self.walk_all(body);
+        self.vars.truncate(mark);
+        result
+    }
+
+    fn walk_let(&mut self, form: &Form, head: &Form, args: &[Form]) -> Result<Form> {
+        let Some((bindings, body)) = args.split_first() else {
+            return Ok(form.clone());
+        };
+        let Some(binding_list) = bindings.as_list() else {
+            // `(let nil …)` or malformed: no variables; the checker judges the rest.
+            let body = self.walk_all(body)?;
+            return Ok(list_with(
+                vec![head.clone(), bindings.clone()],
+                body,
+                &form.span,
+            ));
+        };
+        let mut new_bindings = Vec::with_capacity(binding_list.len());
+        let mut vars = Vec::new();
+        for binding in binding_list {
+            match binding.as_list() {
+                Some([var, init]) => {
+                    new_bindings.push(Form::list(
+                        vec![var.clone(), self.walk(init)?],
+                        binding.span.clone(),
+                    ));
+                    vars.extend(var.as_symbol().map(|v| (v.to_string(), None)));
+                }
+                Some([var]) => {
+                    new_bindings.push(binding.clone());
+                    vars.extend(var.as_symbol().map(|v| (v.to_string(), None)));
+                }
+                _ => {
+                    new_bindings.push(binding.clone());
+                    vars.extend(binding.as_symbol().map(|v| (v.to_string(), None)));
+                }
+            }
+        }
+        let body = self.walk_scoped(vars, body)?;
+        Ok(list_with(
+            vec![
+                head.clone(),
+                Form::list(new_bindings, bindings.span.clone()),
+            ],
+            body,
+            &form.span,
+        ))
+    }
+
+    fn walk_do(&mut self, args: &[Form]) -> Result<Vec<Form>> {
+        let Some((Some(specs), rest)) = args
+            .split_first()
+            .map(|(s, r)| (s.as_list().map(|l| (s, l)), r))
+        else {
+            return self.walk_all(args);
+        };
+        let (specs_form, specs) = specs;
+        // The inits are evaluated outside the loop's scope; steps, test and body inside it.
+        let mut inits = Vec::with_capacity(specs.len());
+        let mut vars = Vec::new();
+        for spec in specs {
+            match spec.as_list() {
+                Some([var, init, step @ ..]) => {
+                    inits.push((spec, var, Some(self.walk(init)?), step));
+                    vars.extend(var.as_symbol().map(|v| (v.to_string(), None)));
+                }
+                _ => inits.push((spec, spec, None, &[][..])),
+            }
+        }
+        let mark = self.vars.len();
+        self.vars.extend(vars);
+        let result = (|| {
+            let mut new_specs = Vec::with_capacity(inits.len());
+            for (spec, var, init, step) in inits {
+                match init {
+                    Some(init) => {
+                        let step = self.walk_all(step)?;
+                        new_specs.push(list_with(vec![var.clone(), init], step, &spec.span));
+                    }
+                    None => new_specs.push(spec.clone()),
+                }
+            }
+            let mut out = vec![Form::list(new_specs, specs_form.span.clone())];
+            out.extend(self.walk_all(rest)?);
+            Ok(out)
+        })();
+        self.vars.truncate(mark);
+        result
+    }
+
+    fn walk_for(&mut self, args: &[Form]) -> Result<Vec<Form>> {
+        let Some((spec, body)) = args.split_first() else {
+            return Ok(Vec::new());
+        };
+        let Some([var, init, rest @ ..]) = spec.as_list() else {
+            return self.walk_all(args);
+        };
+        let init = self.walk(init)?;
+        let vars: Vec<VarBinding> = var
+            .as_symbol()
+            .map(|v| (v.to_string(), None))
+            .into_iter()
+            .collect();
+        let mark = self.vars.len();
+        self.vars.extend(vars);
+        let result = (|| {
+            let rest = self.walk_all(rest)?;
+            let mut out = vec![list_with(vec![var.clone(), init], rest, &spec.span)];
+            out.extend(self.walk_all(body)?);
+            Ok(out)
+        })();
+        self.vars.truncate(mark);
+        result
+    }
+
+    fn walk_shared(&mut self, args: &[Form]) -> Result<Vec<Form>> {
+        let Some((Some(specs), body)) = args
+            .split_first()
+            .map(|(s, b)| (s.as_list().map(|l| (s, l)), b))
+        else {
+            return self.walk_all(args);
+        };
+        let (specs_form, specs) = specs;
+        let mark = self.vars.len();
+        let result = (|| {
+            let mut new_specs = Vec::with_capacity(specs.len());
+            for spec in specs {
+                match spec.as_list() {
+                    Some([var, ty, dims @ ..]) => {
+                        let dims = self.walk_all(dims)?;
+                        new_specs.push(list_with(vec![var.clone(), ty.clone()], dims, &spec.span));
+                        self.vars
+                            .extend(var.as_symbol().map(|v| (v.to_string(), None)));
+                    }
+                    _ => new_specs.push(spec.clone()),
+                }
+            }
+            let mut out = vec![Form::list(new_specs, specs_form.span.clone())];
+            out.extend(self.walk_all(body)?);
+            Ok(out)
+        })();
+        self.vars.truncate(mark);
+        result
+    }
+
+    fn walk_switch(&mut self, args: &[Form]) -> Result<Vec<Form>> {
+        let Some((subject, clauses)) = args.split_first() else {
+            return Ok(Vec::new());
+        };
+        let mut out = vec![self.walk(subject)?];
+        for clause in clauses {
+            match clause.as_list() {
+                Some([key, body @ ..]) => {
+                    let is_default = ["t", "otherwise", "default"]
+                        .iter()
+                        .any(|d| key.is_symbol(d));
+                    let key = if is_default {
+                        key.clone()
+                    } else {
+                        self.walk(key)?
+                    };
+                    let body = self.walk_all(body)?;
+                    out.push(list_with(vec![key], body, &clause.span));
+                }
+                _ => out.push(clause.clone()),
+            }
+        }
+        Ok(out)
+    }
+
+    fn walk_macrolet(&mut self, form: &Form, head: &Form, args: &[Form]) -> Result<Form> {
+        let Some((definitions, body)) = args.split_first() else {
+            return Err(Error::new(
+                &form.span,
+                "expected (macrolet ((name lambda-list body…)…) statement…)",
+            ));
+        };
+        let Some(definitions_list) = definitions
+            .as_list()
+            .or(definitions.is_nil().then_some(&[][..]))
+        else {
+            return Err(Error::new(
+                &definitions.span,
+                format!(
+                    "expected a list of macro definitions (name lambda-list body…), found `{definitions}`"
+                ),
+            ));
+        };
+        let mut local = Vec::with_capacity(definitions_list.len());
+        for definition in definitions_list {
+            let Some([name, lambda_list, macro_body @ ..]) = definition.as_list() else {
+                return Err(Error::new(
+                    &definition.span,
+                    format!(
+                        "expected a macro definition (name lambda-list body…), found `{definition}`"
+                    ),
+                ));
+            };
+            let name = macro_name(name)?;
+            let lisp_macro = LispMacro::new(&name, lambda_list, macro_body)?;
+            local.push((name, Macro::Lisp(Arc::new(lisp_macro))));
+        }
+        let mark = self.macros.len();
+        self.macros.extend(local);
+        let body = self.walk_all(body);
+        self.macros.truncate(mark);
+        Ok(empty_let(form, head, definitions, body?))
+    }
+
+    fn walk_symbol_macrolet(&mut self, form: &Form, head: &Form, args: &[Form]) -> Result<Form> {
+        let Some((definitions, body)) = args.split_first() else {
+            return Err(Error::new(
+                &form.span,
+                "expected (symbol-macrolet ((symbol expansion)…) statement…)",
+            ));
+        };
+        let Some(definitions_list) = definitions
+            .as_list()
+            .or(definitions.is_nil().then_some(&[][..]))
+        else {
+            return Err(Error::new(
+                &definitions.span,
+                format!("expected a list of (symbol expansion), found `{definitions}`"),
+            ));
+        };
+        let mut local = Vec::with_capacity(definitions_list.len());
+        for definition in definitions_list {
+            let Some([name, expansion]) = definition.as_list() else {
+                return Err(Error::new(
+                    &definition.span,
+                    format!("expected (symbol expansion), found `{definition}`"),
+                ));
+            };
+            local.push((symbol_macro_name(name)?, Some(expansion.clone())));
+        }
+        let body = self.walk_scoped(local, body)?;
+        Ok(empty_let(form, head, definitions, body))
+    }
+}
+
+/// `(let () body…)`, what `macrolet` and `symbol-macrolet` leave: a block without variables.
+fn empty_let(form: &Form, head: &Form, definitions: &Form, body: Vec<Form>) -> Form {
+    list_with(
+        vec![
+            Form::symbol("let", head.span.clone()),
+            Form::list(vec![], definitions.span.clone()),
+        ],
+        body,
+        &form.span,
+    )
+}
+
+/// The list of `start` followed by `rest`.
+fn list_with(mut start: Vec<Form>, rest: Vec<Form>, span: &Span) -> Form {
+    start.extend(rest);
+    Form::list(start, span.clone())
+}
