@@ -1,0 +1,342 @@
+//! Launching kernels: grid and block sizes, arguments checked against the kernel's signature,
+//! and cluster launches (`cuLaunchKernelEx`, sm_90).
+
+use crate::driver::cu;
+use crate::error::{Error, Result};
+use crate::memory::MemoryBlock;
+use crate::module::{Function, Signature};
+use crate::stream::{Stream, current_stream};
+use chorus_lang::host::KernelValue;
+use chorus_lang::types::Type;
+use cudarc::driver::sys::{self, CUdeviceptr};
+use std::ffi::c_void;
+
+/// Three extents (grid, block or cluster sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `(x, y, z)`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    /// `x · y · z` (in 64 bits, so it cannot overflow).
+    pub fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Dim3 {
+        Dim3::new(x, 1, 1)
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Dim3 {
+        Dim3::new(x, y, 1)
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+
+/// How to launch: grid and block sizes, dynamic shared memory, stream, and cluster size.
+///
+/// `LaunchConfig::grid(4).block(256)` is one 1-D launch of 4 × 256 threads on the current
+/// stream ([`crate::with_stream`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchConfig<'s> {
+    /// Blocks in the grid (the seed's `:grid-dim`).
+    pub grid: Dim3,
+    /// Threads in a block (`:block-dim`).
+    pub block: Dim3,
+    /// Dynamic shared memory in bytes (`:shared-mem`).
+    pub shared_mem: u32,
+    /// The stream (`:stream`); `None` means the thread's current stream.
+    pub stream: Option<&'s Stream>,
+    /// Blocks per cluster (sm_90 and newer); launches through `cuLaunchKernelEx`.
+    pub cluster: Option<Dim3>,
+}
+
+impl Default for LaunchConfig<'_> {
+    fn default() -> Self {
+        LaunchConfig {
+            grid: Dim3::new(1, 1, 1),
+            block: Dim3::new(1, 1, 1),
+            shared_mem: 0,
+            stream: None,
+            cluster: None,
+        }
+    }
+}
+
+impl<'s> LaunchConfig<'s> {
+    /// A launch of `grid` blocks of one thread.
+    pub fn grid(grid: impl Into<Dim3>) -> LaunchConfig<'s> {
+        LaunchConfig { grid: grid.into(), ..LaunchConfig::default() }
+    }
+
+    /// Sets the block size.
+    pub fn block(mut self, block: impl Into<Dim3>) -> LaunchConfig<'s> {
+        self.block = block.into();
+        self
+    }
+
+    /// Sets the dynamic shared memory in bytes.
+    pub fn shared_mem(mut self, bytes: u32) -> LaunchConfig<'s> {
+        self.shared_mem = bytes;
+        self
+    }
+
+    /// Launches on `stream` instead of the current stream.
+    pub fn stream(mut self, stream: &'s Stream) -> LaunchConfig<'s> {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Groups blocks into clusters of `cluster` (sm_90+); the grid must be a multiple of it.
+    pub fn cluster(mut self, cluster: impl Into<Dim3>) -> LaunchConfig<'s> {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        for (what, d) in [("grid", self.grid), ("block", self.block)] {
+            if d.volume() == 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{what} size ({}, {}, {}) has a zero extent",
+                    d.x, d.y, d.z
+                )));
+            }
+        }
+        if let Some(c) = self.cluster {
+            let divides = c.volume() != 0
+                && self.grid.x % c.x == 0
+                && self.grid.y % c.y == 0
+                && self.grid.z % c.z == 0;
+            if !divides {
+                return Err(Error::InvalidArgument(format!(
+                    "cluster size ({}, {}, {}) must divide the grid ({}, {}, {})",
+                    c.x, c.y, c.z, self.grid.x, self.grid.y, self.grid.z
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a [`KernelArg`] says its type is.
+#[derive(Clone, Debug, PartialEq)]
+enum ArgType {
+    /// A value or pointer of this kernel type.
+    Typed(Type),
+    /// A raw device address: accepted for any pointer parameter.
+    AnyPointer,
+}
+
+/// The bytes a [`KernelArg`] passes.
+#[derive(Clone, Debug)]
+enum ArgData<'a> {
+    Bytes(&'a [u8]),
+    Pointer(CUdeviceptr),
+}
+
+/// One kernel argument: a device pointer or the bytes of a value, with the type they claim,
+/// checked against the kernel's parameter types at launch when the kernel's signature is known.
+#[derive(Clone, Debug)]
+pub struct KernelArg<'a> {
+    ty: ArgType,
+    data: ArgData<'a>,
+}
+
+impl<'a> KernelArg<'a> {
+    /// A value passed by value (`int`, `float3`, a `defkernel-struct` whose Rust type implements
+    /// [`KernelValue`]).
+    pub fn value<T: KernelValue>(value: &'a T) -> KernelArg<'a> {
+        KernelArg { ty: ArgType::Typed(T::kernel_type()), data: ArgData::Bytes(bytemuck::bytes_of(value)) }
+    }
+
+    /// A memory block, passed as its device pointer (`T*`).
+    pub fn block<T: KernelValue>(block: &MemoryBlock<T>) -> KernelArg<'a> {
+        KernelArg {
+            ty: ArgType::Typed(T::kernel_type().pointer_to()),
+            data: ArgData::Pointer(block.device_ptr()),
+        }
+    }
+
+    /// A device pointer of a known element type.
+    pub fn typed_pointer(ptr: CUdeviceptr, pointee: Type) -> KernelArg<'a> {
+        KernelArg { ty: ArgType::Typed(pointee.pointer_to()), data: ArgData::Pointer(ptr) }
+    }
+
+    /// A raw device address, accepted for any pointer parameter (the seed's raw device-ptr
+    /// argument).
+    pub fn device_ptr(ptr: CUdeviceptr) -> KernelArg<'a> {
+        KernelArg { ty: ArgType::AnyPointer, data: ArgData::Pointer(ptr) }
+    }
+
+    /// Bytes claimed to be a value of `ty` (their length is checked against its layout).
+    pub fn raw(ty: Type, bytes: &'a [u8]) -> KernelArg<'a> {
+        KernelArg { ty: ArgType::Typed(ty), data: ArgData::Bytes(bytes) }
+    }
+
+    /// The type it claims, as the kernel language spells it (`float*`, or `pointer`).
+    pub fn type_name(&self) -> String {
+        match &self.ty {
+            ArgType::Typed(t) => t.to_string(),
+            ArgType::AnyPointer => "a device pointer".to_owned(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        match self.data {
+            ArgData::Bytes(b) => b.len(),
+            ArgData::Pointer(_) => size_of::<CUdeviceptr>(),
+        }
+    }
+
+    /// The address the driver reads the argument from.
+    fn address(&self) -> *mut c_void {
+        match &self.data {
+            ArgData::Bytes(b) => b.as_ptr() as *mut c_void,
+            ArgData::Pointer(p) => p as *const CUdeviceptr as *mut c_void,
+        }
+    }
+}
+
+/// Checks `args` against a kernel's parameters: count, types, and byte sizes.
+pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> {
+    let f = signature.function();
+    if f.params.len() != args.len() {
+        return Err(Error::ArgumentCount {
+            kernel: f.name.to_string(),
+            expected: f.params.len(),
+            got: args.len(),
+        });
+    }
+    for (i, (param, arg)) in f.params.iter().zip(args).enumerate() {
+        let expected = &f.locals[param.local.0 as usize].ty;
+        let matches = match &arg.ty {
+            ArgType::AnyPointer => expected.pointee().is_some(),
+            ArgType::Typed(t) => t == expected,
+        };
+        let size_ok = signature.module.layout(expected).is_some_and(|(size, _)| size == arg.size());
+        if !matches || !size_ok {
+            let mut got = arg.type_name();
+            if matches {
+                got.push_str(&format!(" of {} bytes", arg.size()));
+            }
+            return Err(Error::ArgumentType {
+                kernel: f.name.to_string(),
+                index: i + 1,
+                expected: expected.to_string(),
+                got,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Launches `function` with `args` (asynchronously, as CUDA does). Arguments are checked
+/// against the kernel's signature when the function carries one (functions of a [`Program`]
+/// built from kernel text or IR); raw CUDA C kernels are passed the bytes as they are.
+///
+/// [`Program`]: crate::Program
+pub fn launch(function: &Function, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
+    config.validate()?;
+    if let Some(signature) = function.signature() {
+        check_arguments(signature, args)?;
+    }
+    // The driver reads each argument through a pointer to it; 16 cover nearly every kernel
+    // without a heap allocation.
+    let mut inline = [std::ptr::null_mut::<c_void>(); 16];
+    let mut heap = Vec::new();
+    let params: &mut [*mut c_void] = if args.len() <= inline.len() {
+        for (slot, arg) in inline.iter_mut().zip(args) {
+            *slot = arg.address();
+        }
+        &mut inline[..args.len()]
+    } else {
+        heap.extend(args.iter().map(KernelArg::address));
+        &mut heap
+    };
+    let stream = config.stream.map_or_else(current_stream, Stream::raw);
+    let (g, b) = (config.grid, config.block);
+    match config.cluster {
+        None => cu!(cuLaunchKernel(
+            function.raw(),
+            g.x,
+            g.y,
+            g.z,
+            b.x,
+            b.y,
+            b.z,
+            config.shared_mem,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut()
+        )),
+        Some(c) => {
+            // SAFETY: a plain C struct; all-zero is valid before the fields are set.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attr.value.clusterDim.x = c.x;
+            attr.value.clusterDim.y = c.y;
+            attr.value.clusterDim.z = c.z;
+            let launch = sys::CUlaunchConfig {
+                gridDimX: g.x,
+                gridDimY: g.y,
+                gridDimZ: g.z,
+                blockDimX: b.x,
+                blockDimY: b.y,
+                blockDimZ: b.z,
+                sharedMemBytes: config.shared_mem,
+                hStream: stream,
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            cu!(cuLaunchKernelEx(&launch, function.raw(), params.as_mut_ptr(), std::ptr::null_mut()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_validation() {
+        assert!(LaunchConfig::grid(4).block(256).validate().is_ok());
+        let e = LaunchConfig::grid(0).block(256).validate().unwrap_err().to_string();
+        assert!(e.contains("grid size (0, 1, 1)"), "{e}");
+        assert!(LaunchConfig::grid(4).cluster(2).validate().is_ok());
+        let e = LaunchConfig::grid(3).cluster(2).validate().unwrap_err().to_string();
+        assert!(e.contains("must divide"), "{e}");
+        assert_eq!(Dim3::from((2, 3)), Dim3::new(2, 3, 1));
+        assert_eq!(Dim3::from([2, 3, 4]).volume(), 24);
+    }
+
+    #[test]
+    fn arguments_report_their_types() {
+        let n = 3i32;
+        assert_eq!(KernelArg::value(&n).type_name(), "int");
+        assert_eq!(KernelArg::typed_pointer(0, Type::FLOAT).type_name(), "float*");
+        assert_eq!(KernelArg::device_ptr(0).type_name(), "a device pointer");
+        assert_eq!(KernelArg::value(&1.5f64).size(), 8);
+    }
+}

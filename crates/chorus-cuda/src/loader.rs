@@ -1,0 +1,341 @@
+//! Finding the CUDA driver and NVRTC, and loading them before cudarc does.
+//!
+//! cudarc's `culib()` panics when a library is missing, and it only asks the system loader. So
+//! each library is probed once here: first by the names cudarc will use (the system loader),
+//! then by absolute path in the places a toolkit lives (`CUDA_PATH`, `CUDA_HOME`,
+//! `/usr/local/cuda*`, pip's `site-packages/nvidia/*/lib`). A library loaded by absolute path is
+//! kept loaded for the life of the process, so that cudarc's later `dlopen` by soname finds it.
+//! Every symbol this crate calls is checked at probe time, so a driver too old for the bindings
+//! is reported as missing instead of panicking at the first call.
+
+use crate::nvcc::toolkit_roots;
+use libloading::Library;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// What the probe of one library found.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    /// Where it was loaded from (`None` when the system loader found it by name).
+    pub(crate) path: Option<PathBuf>,
+    /// Why it is absent, when it is.
+    pub(crate) missing: Option<String>,
+}
+
+impl Probe {
+    pub(crate) fn present(&self) -> bool {
+        self.missing.is_none()
+    }
+}
+
+/// Driver entry points this crate calls (checked before the first call).
+const DRIVER_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDeviceGet",
+    "cuDeviceGetCount",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceCanAccessPeer",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxCreate_v4",
+    "cuCtxDestroy_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxGetDevice",
+    "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2",
+    "cuCtxSynchronize",
+    "cuCtxEnablePeerAccess",
+    "cuCtxDisablePeerAccess",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocHost_v2",
+    "cuMemFreeHost",
+    "cuMemAllocManaged",
+    "cuMemGetInfo_v2",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemcpyDtoD_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpy2D_v2",
+    "cuMemsetD8_v2",
+    "cuMemsetD16_v2",
+    "cuMemsetD32_v2",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuModuleGetGlobal_v2",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuOccupancyMaxPotentialBlockSize",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamQuery",
+    "cuStreamWaitEvent",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime_v2",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphDestroy",
+    "cuGraphExecDestroy",
+];
+
+/// NVRTC entry points this crate calls.
+const NVRTC_SYMBOLS: &[&str] = &[
+    "nvrtcVersion",
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcDestroyProgram",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcGetErrorString",
+];
+
+/// The driver library, probed once.
+pub(crate) fn driver() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let probe = probe("cuda", &driver_dirs(), DRIVER_SYMBOLS, || unsafe {
+            // SAFETY: only asks the system loader whether cudarc's names resolve.
+            cudarc::driver::sys::is_culib_present()
+        });
+        match &probe.missing {
+            None => crate::settings::message(format!(
+                "CUDA driver loaded{}",
+                probe.path.as_ref().map(|p| format!(" from {}", p.display())).unwrap_or_default()
+            )),
+            Some(why) => crate::settings::message(format!("no CUDA driver: {why}")),
+        }
+        probe
+    })
+}
+
+/// NVRTC, probed once.
+pub(crate) fn nvrtc() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        probe("nvrtc", &toolkit_lib_dirs(), NVRTC_SYMBOLS, || unsafe {
+            // SAFETY: as above, for NVRTC.
+            cudarc::nvrtc::sys::is_culib_present()
+        })
+    })
+}
+
+fn probe(
+    name: &str,
+    dirs: &[PathBuf],
+    symbols: &[&str],
+    cudarc_finds_it: impl Fn() -> bool,
+) -> Probe {
+    let file_names = cudarc::get_lib_name_candidates(name);
+    let mut path = None;
+    if !cudarc_finds_it() {
+        match preload(&file_names, dirs) {
+            Some(found) => path = Some(found),
+            None => {
+                return Probe {
+                    path: None,
+                    missing: Some(format!(
+                        "none of {} in the system loader's path or in {}",
+                        file_names.join(", "),
+                        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                    )),
+                };
+            }
+        }
+        if !cudarc_finds_it() {
+            return Probe {
+                path,
+                missing: Some(format!("loaded {name} by path, but not by its soname")),
+            };
+        }
+    }
+    let missing = missing_symbols(&file_names, path.as_deref(), symbols);
+    Probe {
+        path,
+        missing: (!missing.is_empty())
+            .then(|| format!("the {name} library lacks {} (too old?)", missing.join(", "))),
+    }
+}
+
+/// Loads the first of `file_names` found in `dirs` by absolute path and keeps it loaded.
+fn preload(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
+    static KEPT: std::sync::Mutex<Vec<Library>> = std::sync::Mutex::new(Vec::new());
+    for dir in dirs {
+        for file in file_names {
+            let candidate = dir.join(file);
+            if !candidate.is_file() {
+                continue;
+            }
+            // SAFETY: loading a CUDA library runs its initialisers, which is what cudarc would do.
+            if let Ok(lib) = unsafe { Library::new(&candidate) } {
+                KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(lib);
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// The symbols of `symbols` the library lacks.
+fn missing_symbols(file_names: &[String], path: Option<&Path>, symbols: &[&str]) -> Vec<String> {
+    // SAFETY: the library is already loaded (by cudarc's names or our preload); this opens
+    // another reference to it.
+    let lib = match path {
+        Some(p) => unsafe { Library::new(p) }.ok(),
+        None => file_names.iter().find_map(|n| unsafe { Library::new(n) }.ok()),
+    };
+    let Some(lib) = lib else { return vec!["(could not reopen the library)".into()] };
+    symbols
+        .iter()
+        .filter(|s| {
+            // SAFETY: only the address is looked up; nothing is called.
+            unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err()
+        })
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+/// Where the driver library may be when the system loader does not find it.
+fn driver_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/nvidia/lib64",
+        "/usr/local/nvidia/lib",
+        "/usr/lib/wsl/lib",
+        "/run/opengl-driver/lib",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    // A toolkit's lib64 holds only a stub libcuda under stubs/, which is not searched.
+    dirs.extend(toolkit_lib_dirs());
+    dirs
+}
+
+/// The toolkit's library directories: `$CUDA_PATH`, `$CUDA_HOME`, the conventional install
+/// roots, the directory above a found nvcc, and pip's `nvidia/*/lib`.
+pub(crate) fn toolkit_lib_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for root in toolkit_roots_all() {
+        for sub in ["lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"] {
+            dirs.push(root.join(sub));
+        }
+    }
+    for site in site_packages() {
+        let nvidia = site.join("nvidia");
+        for sub in ["cu13/lib", "cu12/lib", "cuda_nvrtc/lib", "cuda_runtime/lib"] {
+            dirs.push(nvidia.join(sub));
+        }
+    }
+    dirs.retain(|d| d.is_dir());
+    dirs.dedup();
+    dirs
+}
+
+/// The toolkit's header directories (for `cuda_fp16.h` and friends under NVRTC).
+pub(crate) fn toolkit_include_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(lib) = nvrtc().path.as_ref().and_then(|p| p.parent()) {
+        dirs.push(lib.with_file_name("include"));
+    }
+    for root in toolkit_roots_all() {
+        dirs.push(root.join("include"));
+        dirs.push(root.join("targets/x86_64-linux/include"));
+    }
+    for site in site_packages() {
+        for sub in ["cu13/include", "cu12/include", "cuda_runtime/include", "cuda_nvrtc/include"] {
+            dirs.push(site.join("nvidia").join(sub));
+        }
+    }
+    dirs.retain(|d| d.join("cuda_fp16.h").is_file());
+    dirs.dedup();
+    dirs
+}
+
+/// `$CUDA_PATH`, `$CUDA_HOME`, the directory above nvcc's `bin`, and the install roots.
+fn toolkit_roots_all() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    for var in ["CUDA_PATH", "CUDA_HOME", "CUDA_ROOT"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            roots.push(PathBuf::from(v));
+        }
+    }
+    if let Some(nvcc) = crate::nvcc::find_nvcc()
+        && let Some(root) = nvcc.parent().and_then(Path::parent)
+    {
+        roots.push(root.to_path_buf());
+    }
+    roots.extend(toolkit_roots());
+    roots
+}
+
+/// Python `site-packages` / `dist-packages` directories that pip installs into.
+fn site_packages() -> Vec<PathBuf> {
+    let mut bases: Vec<PathBuf> = vec!["/usr/local/lib".into(), "/usr/lib".into()];
+    if let Some(home) = std::env::var_os("HOME") {
+        bases.push(PathBuf::from(home).join(".local/lib"));
+    }
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(v) = std::env::var_os(var) {
+            bases.push(PathBuf::from(v).join("lib"));
+        }
+    }
+    let mut out: Vec<PathBuf> = std::env::var_os("PYTHONPATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for base in bases {
+        let Ok(entries) = std::fs::read_dir(&base) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("python3") {
+                out.push(entry.path().join("site-packages"));
+                out.push(entry.path().join("dist-packages"));
+            }
+        }
+    }
+    out.retain(|d| d.is_dir());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_do_not_panic_and_explain_absence() {
+        for probe in [driver(), nvrtc()] {
+            if let Some(why) = &probe.missing {
+                assert!(!why.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn include_dirs_hold_cuda_fp16() {
+        for dir in toolkit_include_dirs() {
+            assert!(dir.join("cuda_fp16.h").is_file());
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! NVRTC: compiling CUDA C in process.
+
+use crate::compile::{ImageKind, compile_error};
+use crate::error::{Error, Result};
+use crate::loader;
+use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
+use std::ffi::{CStr, CString};
+
+/// NVRTC's version, as `(major, minor)`.
+pub fn nvrtc_version() -> Result<(u32, u32)> {
+    ensure_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded; the function writes two ints.
+    check("nvrtcVersion", unsafe { sys::nvrtcVersion(&mut major, &mut minor) })?;
+    Ok((major.max(0) as u32, minor.max(0) as u32))
+}
+
+fn ensure_nvrtc() -> Result<()> {
+    match &loader::nvrtc().missing {
+        None => Ok(()),
+        Some(why) => Err(Error::NvrtcNotFound { reason: why.clone() }),
+    }
+}
+
+fn check(call: &str, result: nvrtcResult) -> Result<()> {
+    if result == nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: NVRTC is loaded; it returns a static string.
+    let text = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(result)) };
+    Err(Error::Compile {
+        compiler: "nvrtc".into(),
+        name: call.into(),
+        log: format!("{call}: {}", text.to_string_lossy()),
+        excerpt: String::new(),
+    })
+}
+
+/// Destroys the program on every path out of [`nvrtc_compile`].
+struct Program(nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram and destroyed once.
+        unsafe { sys::nvrtcDestroyProgram(&mut self.0) };
+    }
+}
+
+/// The options NVRTC is given besides the user's: C++17, the architecture (`-arch=sm_XY`,
+/// which lets NVRTC emit both PTX and cubin) and the toolkit's include directories (for
+/// `cuda_fp16.h`, `cuda_bf16.h` …).
+pub(crate) fn nvrtc_options(arch: (u32, u32), user: &[String]) -> Vec<String> {
+    let mut options = vec!["--std=c++17".to_owned()];
+    if !user.iter().any(|o| crate::is_arch_option(o)) {
+        options.push(format!("--gpu-architecture=sm_{}{}", arch.0, arch.1));
+    }
+    for dir in loader::toolkit_include_dirs() {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    // `-arch=native` is an nvcc option NVRTC does not know; the architecture is explicit here.
+    options.extend(user.iter().filter(|o| *o != "-arch=native").cloned());
+    options
+}
+
+/// Compiles `source` with NVRTC to PTX or cubin with exactly `options`. On failure the error
+/// has NVRTC's log and the source lines it points at.
+pub fn nvrtc_compile(source: &str, name: &str, kind: ImageKind, options: &[String]) -> Result<Vec<u8>> {
+    ensure_nvrtc()?;
+    let src = CString::new(source)
+        .map_err(|_| Error::InvalidArgument("kernel source contains NUL".into()))?;
+    let file = CString::new(format!("{}.cu", chorus_lang::ir::c_identifier(name)))
+        .map_err(|_| Error::InvalidArgument("kernel name contains NUL".into()))?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: NVRTC is loaded; the strings are NUL-terminated and outlive the call.
+    check("nvrtcCreateProgram", unsafe {
+        sys::nvrtcCreateProgram(&mut raw, src.as_ptr(), file.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+    })?;
+    let program = Program(raw);
+    let c_options: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::InvalidArgument("a compiler option contains NUL".into()))?;
+    let pointers: Vec<*const std::ffi::c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
+    crate::settings::message(format!("compiling {name} with NVRTC {options:?}"));
+    // SAFETY: the program is valid; `pointers` holds `len` NUL-terminated options.
+    let compiled = unsafe { sys::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
+    if compiled != nvrtcResult::NVRTC_SUCCESS {
+        let mut log = program_log(&program).unwrap_or_default();
+        if log.trim().is_empty() {
+            check("nvrtcCompileProgram", compiled)?;
+            log = format!("{compiled:?}");
+        }
+        return Err(compile_error("nvrtc", name, &log, source));
+    }
+    let mut size = 0;
+    let mut image;
+    // SAFETY: the program compiled; each Get writes `size` bytes into a buffer of that size.
+    unsafe {
+        match kind {
+            ImageKind::Ptx => {
+                check("nvrtcGetPTXSize", sys::nvrtcGetPTXSize(program.0, &mut size))?;
+                image = vec![0u8; size];
+                check("nvrtcGetPTX", sys::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()))?;
+            }
+            ImageKind::Cubin => {
+                check("nvrtcGetCUBINSize", sys::nvrtcGetCUBINSize(program.0, &mut size))?;
+                image = vec![0u8; size];
+                check("nvrtcGetCUBIN", sys::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()))?;
+            }
+        }
+    }
+    if kind == ImageKind::Ptx {
+        // PTX comes NUL-terminated; the image is the text.
+        while image.last() == Some(&0) {
+            image.pop();
+        }
+    }
+    Ok(image)
+}
+
+fn program_log(program: &Program) -> Result<String> {
+    let mut size = 0;
+    // SAFETY: valid program; the log is written into a buffer of the reported size.
+    unsafe {
+        check("nvrtcGetProgramLogSize", sys::nvrtcGetProgramLogSize(program.0, &mut size))?;
+        let mut buf = vec![0u8; size.max(1)];
+        check("nvrtcGetProgramLog", sys::nvrtcGetProgramLog(program.0, buf.as_mut_ptr().cast()))?;
+        while buf.last() == Some(&0) {
+            buf.pop();
+        }
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+}
