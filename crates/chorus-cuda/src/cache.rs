@@ -75,10 +75,18 @@ pub fn stats() -> Stats {
 /// `$XDG_CACHE_HOME/chorus`, `~/.cache/chorus`, or the temp dir's `chorus-cache` when there is
 /// no home.
 pub fn dir() -> PathBuf {
-    if let Some(d) = DIR_OVERRIDE.read().unwrap_or_else(PoisonError::into_inner).clone() {
+    if let Some(d) = DIR_OVERRIDE
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+    {
         return d;
     }
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("CHORUS_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("chorus")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("chorus")))
@@ -103,7 +111,10 @@ pub fn clear() -> Result<usize> {
     let mut removed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
-        if matches!(path.extension().and_then(|e| e.to_str()), Some("ptx" | "cubin" | "tmp")) {
+        if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("ptx" | "cubin" | "tmp")
+        ) {
             std::fs::remove_file(&path).map_err(|e| Error::io_path("removing", &path, e))?;
             removed += 1;
         }
@@ -199,7 +210,10 @@ fn read_entry(path: &Path, kind: ImageKind) -> Option<Vec<u8>> {
         Ok(image) => Some(image.to_vec()),
         Err(why) => {
             CORRUPTED.fetch_add(1, Ordering::Relaxed);
-            message(format!("discarding cache entry {} ({why}); rebuilding", path.display()));
+            message(format!(
+                "discarding cache entry {} ({why}); rebuilding",
+                path.display()
+            ));
             let _ = std::fs::remove_file(path);
             None
         }
@@ -257,10 +271,16 @@ mod tests {
         let bytes = encode(ImageKind::Ptx, &image);
         assert_eq!(decode(ImageKind::Ptx, &bytes).unwrap(), &image[..]);
         assert_eq!(decode(ImageKind::Cubin, &bytes), Err("wrong image kind"));
-        assert_eq!(decode(ImageKind::Ptx, &bytes[..bytes.len() - 1]), Err("truncated"));
+        assert_eq!(
+            decode(ImageKind::Ptx, &bytes[..bytes.len() - 1]),
+            Err("truncated")
+        );
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
         assert_eq!(decode(ImageKind::Ptx, &flipped), Err("checksum mismatch"));
-        assert_eq!(decode(ImageKind::Ptx, b"garbage"), Err("not a Chorus cache entry"));
+        assert_eq!(
+            decode(ImageKind::Ptx, b"garbage"),
+            Err("not a Chorus cache entry")
+        );
     }
 }

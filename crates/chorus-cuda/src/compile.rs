@@ -161,7 +161,13 @@ pub fn compile_with(
     ]);
     if let Some(bytes) = cache::get(&key, kind, settings.disk_cache) {
         message(format!("{name}: cache hit {key}"));
-        return Ok(CompiledImage { bytes, kind, compiler, options, key });
+        return Ok(CompiledImage {
+            bytes,
+            kind,
+            compiler,
+            options,
+            key,
+        });
     }
     let bytes: Arc<[u8]> = match &compiler {
         Compiler::Nvrtc { .. } => nvrtc_compile(source, name, kind, &options)?,
@@ -169,7 +175,13 @@ pub fn compile_with(
     }
     .into();
     cache::put(&key, kind, bytes.clone(), settings.disk_cache);
-    Ok(CompiledImage { bytes, kind, compiler, options, key })
+    Ok(CompiledImage {
+        bytes,
+        kind,
+        compiler,
+        options,
+        key,
+    })
 }
 
 /// Compiles `source` and loads it into the current context, falling back to cubin when the

@@ -69,7 +69,9 @@ pub fn device_name(id: usize) -> Result<String> {
     let mut buf = [0 as std::ffi::c_char; 256];
     cu!(cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev))?;
     // SAFETY: the driver wrote a NUL-terminated string into the buffer.
-    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
 }
 
 /// Device memory of device `id` in bytes.
@@ -152,7 +154,11 @@ impl Context {
         let dev = device_handle(id)?;
         let mut raw = std::ptr::null_mut();
         cu!(cuCtxCreate_v4(&mut raw, std::ptr::null_mut(), 0, dev))?;
-        Ok(Context { raw, device: id, ownership: Ownership::Created })
+        Ok(Context {
+            raw,
+            device: id,
+            ownership: Ownership::Created,
+        })
     }
 
     /// Retains device `id`'s primary context (the one the runtime API and other libraries
@@ -161,7 +167,11 @@ impl Context {
         let dev = device_handle(id)?;
         let mut raw = std::ptr::null_mut();
         cu!(cuDevicePrimaryCtxRetain(&mut raw, dev))?;
-        let ctx = Context { raw, device: id, ownership: Ownership::Primary };
+        let ctx = Context {
+            raw,
+            device: id,
+            ownership: Ownership::Primary,
+        };
         ctx.make_current()?;
         Ok(ctx)
     }

@@ -50,7 +50,9 @@ pub fn ensure_driver() -> Result<()> {
     static INIT: OnceLock<std::result::Result<(), CUresult>> = OnceLock::new();
     let probe = loader::driver();
     if let Some(why) = &probe.missing {
-        return Err(Error::SdkNotFound { reason: why.clone() });
+        return Err(Error::SdkNotFound {
+            reason: why.clone(),
+        });
     }
     // SAFETY: the library and its symbols are present (probed above).
     let init = INIT.get_or_init(|| match unsafe { sys::cuInit(0) } {
@@ -70,7 +72,12 @@ pub(crate) fn check(call: &'static str, result: CUresult) -> Result<()> {
         return Ok(());
     }
     let (name, message) = error_text(result);
-    Err(Error::Driver { call, code: result as u32, name, message })
+    Err(Error::Driver {
+        call,
+        code: result as u32,
+        name,
+        message,
+    })
 }
 
 /// The name and description of a `CUresult`.

@@ -6,11 +6,15 @@ use crate::error::{Error, Result};
 use chorus_lang::{Form, ir};
 
 pub(crate) fn compile_str(_text: &str, _file: &str) -> Result<ir::Module> {
-    Err(Error::InvalidArgument("the kernel-language front end is not available yet".into()))
+    Err(Error::InvalidArgument(
+        "the kernel-language front end is not available yet".into(),
+    ))
 }
 
 pub(crate) fn compile_forms(_forms: &[Form]) -> Result<ir::Module> {
-    Err(Error::InvalidArgument("the kernel-language front end is not available yet".into()))
+    Err(Error::InvalidArgument(
+        "the kernel-language front end is not available yet".into(),
+    ))
 }
 
 pub(crate) fn print_module(_module: &ir::Module) -> String {

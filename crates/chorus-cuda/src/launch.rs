@@ -88,7 +88,10 @@ impl Default for LaunchConfig<'_> {
 impl<'s> LaunchConfig<'s> {
     /// A launch of `grid` blocks of one thread.
     pub fn grid(grid: impl Into<Dim3>) -> LaunchConfig<'s> {
-        LaunchConfig { grid: grid.into(), ..LaunchConfig::default() }
+        LaunchConfig {
+            grid: grid.into(),
+            ..LaunchConfig::default()
+        }
     }
 
     /// Sets the block size.
@@ -126,9 +129,9 @@ impl<'s> LaunchConfig<'s> {
         }
         if let Some(c) = self.cluster {
             let divides = c.volume() != 0
-                && self.grid.x % c.x == 0
-                && self.grid.y % c.y == 0
-                && self.grid.z % c.z == 0;
+                && self.grid.x.is_multiple_of(c.x)
+                && self.grid.y.is_multiple_of(c.y)
+                && self.grid.z.is_multiple_of(c.z);
             if !divides {
                 return Err(Error::InvalidArgument(format!(
                     "cluster size ({}, {}, {}) must divide the grid ({}, {}, {})",
@@ -168,7 +171,10 @@ impl<'a> KernelArg<'a> {
     /// A value passed by value (`int`, `float3`, a `defkernel-struct` whose Rust type implements
     /// [`KernelValue`]).
     pub fn value<T: KernelValue>(value: &'a T) -> KernelArg<'a> {
-        KernelArg { ty: ArgType::Typed(T::kernel_type()), data: ArgData::Bytes(bytemuck::bytes_of(value)) }
+        KernelArg {
+            ty: ArgType::Typed(T::kernel_type()),
+            data: ArgData::Bytes(bytemuck::bytes_of(value)),
+        }
     }
 
     /// A memory block, passed as its device pointer (`T*`).
@@ -181,18 +187,27 @@ impl<'a> KernelArg<'a> {
 
     /// A device pointer of a known element type.
     pub fn typed_pointer(ptr: CUdeviceptr, pointee: Type) -> KernelArg<'a> {
-        KernelArg { ty: ArgType::Typed(pointee.pointer_to()), data: ArgData::Pointer(ptr) }
+        KernelArg {
+            ty: ArgType::Typed(pointee.pointer_to()),
+            data: ArgData::Pointer(ptr),
+        }
     }
 
     /// A raw device address, accepted for any pointer parameter (the seed's raw device-ptr
     /// argument).
     pub fn device_ptr(ptr: CUdeviceptr) -> KernelArg<'a> {
-        KernelArg { ty: ArgType::AnyPointer, data: ArgData::Pointer(ptr) }
+        KernelArg {
+            ty: ArgType::AnyPointer,
+            data: ArgData::Pointer(ptr),
+        }
     }
 
     /// Bytes claimed to be a value of `ty` (their length is checked against its layout).
     pub fn raw(ty: Type, bytes: &'a [u8]) -> KernelArg<'a> {
-        KernelArg { ty: ArgType::Typed(ty), data: ArgData::Bytes(bytes) }
+        KernelArg {
+            ty: ArgType::Typed(ty),
+            data: ArgData::Bytes(bytes),
+        }
     }
 
     /// The type it claims, as the kernel language spells it (`float*`, or `pointer`).
@@ -235,7 +250,10 @@ pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> 
             ArgType::AnyPointer => expected.pointee().is_some(),
             ArgType::Typed(t) => t == expected,
         };
-        let size_ok = signature.module.layout(expected).is_some_and(|(size, _)| size == arg.size());
+        let size_ok = signature
+            .module
+            .layout(expected)
+            .is_some_and(|(size, _)| size == arg.size());
         if !matches || !size_ok {
             let mut got = arg.type_name();
             if matches {
@@ -292,12 +310,17 @@ pub fn launch(function: &Function, config: &LaunchConfig, args: &[KernelArg]) ->
             std::ptr::null_mut()
         )),
         Some(c) => {
-            // SAFETY: a plain C struct; all-zero is valid before the fields are set.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr.value.clusterDim.x = c.x;
-            attr.value.clusterDim.y = c.y;
-            attr.value.clusterDim.z = c.z;
+            let mut attr = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue {
+                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                        x: c.x,
+                        y: c.y,
+                        z: c.z,
+                    },
+                },
+            };
             let launch = sys::CUlaunchConfig {
                 gridDimX: g.x,
                 gridDimY: g.y,
@@ -310,7 +333,12 @@ pub fn launch(function: &Function, config: &LaunchConfig, args: &[KernelArg]) ->
                 attrs: &mut attr,
                 numAttrs: 1,
             };
-            cu!(cuLaunchKernelEx(&launch, function.raw(), params.as_mut_ptr(), std::ptr::null_mut()))
+            cu!(cuLaunchKernelEx(
+                &launch,
+                function.raw(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut()
+            ))
         }
     }
 }
@@ -322,10 +350,18 @@ mod tests {
     #[test]
     fn config_validation() {
         assert!(LaunchConfig::grid(4).block(256).validate().is_ok());
-        let e = LaunchConfig::grid(0).block(256).validate().unwrap_err().to_string();
+        let e = LaunchConfig::grid(0)
+            .block(256)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("grid size (0, 1, 1)"), "{e}");
         assert!(LaunchConfig::grid(4).cluster(2).validate().is_ok());
-        let e = LaunchConfig::grid(3).cluster(2).validate().unwrap_err().to_string();
+        let e = LaunchConfig::grid(3)
+            .cluster(2)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must divide"), "{e}");
         assert_eq!(Dim3::from((2, 3)), Dim3::new(2, 3, 1));
         assert_eq!(Dim3::from([2, 3, 4]).volume(), 24);
@@ -335,7 +371,10 @@ mod tests {
     fn arguments_report_their_types() {
         let n = 3i32;
         assert_eq!(KernelArg::value(&n).type_name(), "int");
-        assert_eq!(KernelArg::typed_pointer(0, Type::FLOAT).type_name(), "float*");
+        assert_eq!(
+            KernelArg::typed_pointer(0, Type::FLOAT).type_name(),
+            "float*"
+        );
         assert_eq!(KernelArg::device_ptr(0).type_name(), "a device pointer");
         assert_eq!(KernelArg::value(&1.5f64).size(), 8);
     }

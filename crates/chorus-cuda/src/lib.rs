@@ -42,8 +42,8 @@ mod tempdir;
 pub use compile::{CompiledImage, Compiler, ImageKind, compile_and_load, source_excerpt};
 pub use context::{
     Context, DeviceInfo, compute_capability, current_compute_capability, device_attribute,
-    device_count, device_name, device_total_memory, devices, memory_info,
-    retain_primary_context, synchronize_context, with_cuda, with_primary_cuda,
+    device_count, device_name, device_total_memory, devices, memory_info, retain_primary_context,
+    synchronize_context, with_cuda, with_primary_cuda,
 };
 pub use driver::{driver_version, ensure_driver, error_text, nvrtc_available, sdk_not_found};
 pub use error::{Error, Result};

@@ -121,7 +121,11 @@ pub(crate) fn driver() -> &'static Probe {
         match &probe.missing {
             None => crate::settings::message(format!(
                 "CUDA driver loaded{}",
-                probe.path.as_ref().map(|p| format!(" from {}", p.display())).unwrap_or_default()
+                probe
+                    .path
+                    .as_ref()
+                    .map(|p| format!(" from {}", p.display()))
+                    .unwrap_or_default()
             )),
             Some(why) => crate::settings::message(format!("no CUDA driver: {why}")),
         }
@@ -133,11 +137,32 @@ pub(crate) fn driver() -> &'static Probe {
 pub(crate) fn nvrtc() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     PROBE.get_or_init(|| {
-        probe("nvrtc", &toolkit_lib_dirs(), NVRTC_SYMBOLS, || unsafe {
+        let probe = probe("nvrtc", &toolkit_lib_dirs(), NVRTC_SYMBOLS, || unsafe {
             // SAFETY: as above, for NVRTC.
             cudarc::nvrtc::sys::is_culib_present()
-        })
+        });
+        // NVRTC opens its builtins library by soname at compile time; next to a library
+        // loaded by path, the system loader would not find it.
+        if let Some(dir) = probe.path.as_ref().and_then(|p| p.parent()) {
+            preload_builtins(dir);
+        }
+        probe
     })
+}
+
+/// Preloads `libnvrtc-builtins.so.X.Y` from `dir` (not the `.alt` variant).
+fn preload_builtins(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("libnvrtc-builtins.so") || n.starts_with("nvrtc-builtins64"))
+        .collect();
+    if preload(&names, &[dir.to_path_buf()]).is_none() {
+        crate::settings::message(format!("no NVRTC builtins library in {}", dir.display()));
+    }
 }
 
 fn probe(
@@ -157,7 +182,10 @@ fn probe(
                     missing: Some(format!(
                         "none of {} in the system loader's path or in {}",
                         file_names.join(", "),
-                        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                        dirs.iter()
+                            .map(|d| d.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )),
                 };
             }
@@ -188,7 +216,9 @@ fn preload(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
             }
             // SAFETY: loading a CUDA library runs its initialisers, which is what cudarc would do.
             if let Ok(lib) = unsafe { Library::new(&candidate) } {
-                KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(lib);
+                KEPT.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(lib);
                 return Some(candidate);
             }
         }
@@ -202,9 +232,13 @@ fn missing_symbols(file_names: &[String], path: Option<&Path>, symbols: &[&str])
     // another reference to it.
     let lib = match path {
         Some(p) => unsafe { Library::new(p) }.ok(),
-        None => file_names.iter().find_map(|n| unsafe { Library::new(n) }.ok()),
+        None => file_names
+            .iter()
+            .find_map(|n| unsafe { Library::new(n) }.ok()),
     };
-    let Some(lib) = lib else { return vec!["(could not reopen the library)".into()] };
+    let Some(lib) = lib else {
+        return vec!["(could not reopen the library)".into()];
+    };
     symbols
         .iter()
         .filter(|s| {
@@ -240,7 +274,12 @@ fn driver_dirs() -> Vec<PathBuf> {
 pub(crate) fn toolkit_lib_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for root in toolkit_roots_all() {
-        for sub in ["lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"] {
+        for sub in [
+            "lib64",
+            "lib",
+            "targets/x86_64-linux/lib",
+            "targets/sbsa-linux/lib",
+        ] {
             dirs.push(root.join(sub));
         }
     }
@@ -266,7 +305,12 @@ pub(crate) fn toolkit_include_dirs() -> Vec<PathBuf> {
         dirs.push(root.join("targets/x86_64-linux/include"));
     }
     for site in site_packages() {
-        for sub in ["cu13/include", "cu12/include", "cuda_runtime/include", "cuda_nvrtc/include"] {
+        for sub in [
+            "cu13/include",
+            "cu12/include",
+            "cuda_runtime/include",
+            "cuda_nvrtc/include",
+        ] {
             dirs.push(site.join("nvidia").join(sub));
         }
     }
@@ -307,7 +351,9 @@ fn site_packages() -> Vec<PathBuf> {
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
     for base in bases {
-        let Ok(entries) = std::fs::read_dir(&base) else { continue };
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with("python3") {
                 out.push(entry.path().join("site-packages"));

@@ -100,7 +100,10 @@ pub struct KernelManager {
 impl KernelManager {
     /// An empty manager; `name` names its compilation unit in messages.
     pub fn new(name: &str) -> KernelManager {
-        KernelManager { name: name.to_owned(), ..KernelManager::default() }
+        KernelManager {
+            name: name.to_owned(),
+            ..KernelManager::default()
+        }
     }
 
     /// The current state.
@@ -140,7 +143,10 @@ impl KernelManager {
 
     /// Defines whatever `form` defines, by its head.
     pub fn define_form(&mut self, form: Form) -> Result<()> {
-        let head = form.as_call().map(|(h, _)| h.to_owned()).unwrap_or_default();
+        let head = form
+            .as_call()
+            .map(|(h, _)| h.to_owned())
+            .unwrap_or_default();
         let kind = [
             DefinitionKind::Function,
             DefinitionKind::Macro,
@@ -164,7 +170,11 @@ impl KernelManager {
         .ok_or_else(|| {
             chorus_lang::Error::new(&form.span, format!("expected ({} NAME …)", kind.head()))
         })?;
-        match self.definitions.iter_mut().find(|d| d.kind == kind && d.name == name) {
+        match self
+            .definitions
+            .iter_mut()
+            .find(|d| d.kind == kind && d.name == name)
+        {
             Some(existing) if existing.form.same(&form) => return Ok(()),
             Some(existing) => existing.form = form,
             None => self.definitions.push(Definition { kind, name, form }),
@@ -177,11 +187,16 @@ impl KernelManager {
 
     /// True when a definition of that kind and name exists.
     pub fn is_defined(&self, kind: DefinitionKind, name: &str) -> bool {
-        self.definitions.iter().any(|d| d.kind == kind && d.name == name)
+        self.definitions
+            .iter()
+            .any(|d| d.kind == kind && d.name == name)
     }
 
     fn illegal(&self, action: &'static str) -> Error {
-        Error::IllegalTransition { action, state: self.state() }
+        Error::IllegalTransition {
+            action,
+            state: self.state(),
+        }
     }
 
     /// I → II: expands, checks and prints the definitions and compiles the CUDA C (through the
@@ -195,13 +210,18 @@ impl KernelManager {
         let source = crate::frontend::print_module(&ir);
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;
-        self.compiled = Some(Compiled { ir: Arc::new(ir), source });
+        self.compiled = Some(Compiled {
+            ir: Arc::new(ir),
+            source,
+        });
         Ok(())
     }
 
     /// II → III: loads the compiled image into the current context.
     pub fn load_module(&mut self) -> Result<()> {
-        let Some(compiled) = (self.state() == State::Compiled).then_some(()).and(self.compiled.as_ref())
+        let Some(compiled) = (self.state() == State::Compiled)
+            .then_some(())
+            .and(self.compiled.as_ref())
         else {
             return Err(self.illegal("load-module"));
         };
@@ -220,10 +240,14 @@ impl KernelManager {
         let mut functions = HashMap::new();
         for (i, f) in compiled.ir.functions.iter().enumerate() {
             if f.kind == ir::FunctionKind::Kernel {
-                let signature =
-                    Signature { module: compiled.ir.clone(), function: ir::FunctionId(i as u32) };
-                functions
-                    .insert(f.name.to_string(), module.function(&f.c_name)?.with_signature(signature));
+                let signature = Signature {
+                    module: compiled.ir.clone(),
+                    function: ir::FunctionId(i as u32),
+                };
+                functions.insert(
+                    f.name.to_string(),
+                    module.function(&f.c_name)?.with_signature(signature),
+                );
             }
         }
         self.functions = Some(functions);
@@ -251,7 +275,10 @@ impl KernelManager {
             .as_ref()
             .and_then(|f| f.get(name))
             .cloned()
-            .ok_or_else(|| Error::NotFound { what: "kernel", name: name.to_owned() })
+            .ok_or_else(|| Error::NotFound {
+                what: "kernel",
+                name: name.to_owned(),
+            })
     }
 
     fn ensure_module(&mut self) -> Result<()> {
@@ -294,7 +321,11 @@ impl KernelManager {
 
     /// Unloads when the module was loaded in `context` (a context about to be destroyed).
     pub(crate) fn unload_in(&mut self, context: cudarc::driver::sys::CUcontext) {
-        if self.loaded.as_ref().is_some_and(|(m, _)| m.context() == context) {
+        if self
+            .loaded
+            .as_ref()
+            .is_some_and(|(m, _)| m.context() == context)
+        {
             self.functions = None;
             self.loaded = None;
         }
@@ -329,7 +360,11 @@ impl std::ops::DerefMut for DefaultManager {
 
 /// Called as a context is destroyed: the default manager forgets modules loaded in it.
 pub(crate) fn unload_default_in(context: cudarc::driver::sys::CUcontext) {
-    if let Some(m) = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+    if let Some(m) = DEFAULT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_mut()
+    {
         m.unload_in(context);
     }
 }
@@ -344,7 +379,14 @@ mod tests {
     }
 
     fn defglobal(name: &str, value: i128) -> Form {
-        Form::list(vec![sym("defglobal"), sym(name), Form::int(value, Span::generated())], Span::generated())
+        Form::list(
+            vec![
+                sym("defglobal"),
+                sym(name),
+                Form::int(value, Span::generated()),
+            ],
+            Span::generated(),
+        )
     }
 
     #[test]
@@ -357,7 +399,16 @@ mod tests {
             (m.unload(), "unload"),
         ] {
             let e = result.unwrap_err();
-            assert!(matches!(e, Error::IllegalTransition { state: State::Initial, .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::IllegalTransition {
+                        state: State::Initial,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             assert!(e.to_string().contains(action), "{e}");
         }
     }
@@ -367,7 +418,10 @@ mod tests {
         let mut m = KernelManager::new("t");
         m.define_global(defglobal("x", 1)).unwrap();
         assert!(m.is_defined(DefinitionKind::Global, "x"));
-        let e = m.define_function(defglobal("y", 1)).unwrap_err().to_string();
+        let e = m
+            .define_function(defglobal("y", 1))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected (defkernel NAME"), "{e}");
         m.define_form(defglobal("z", 2)).unwrap();
         assert!(m.is_defined(DefinitionKind::Global, "z"));

@@ -33,7 +33,11 @@ fn alloc_device(bytes: usize) -> Result<CUdeviceptr> {
 
 fn out_of_memory(requested: usize) -> Error {
     let (free, total) = memory_info().unwrap_or((0, 0));
-    Error::OutOfMemory { requested, free, total }
+    Error::OutOfMemory {
+        requested,
+        free,
+        total,
+    }
 }
 
 fn check_size(bytes: usize) -> Result<()> {
@@ -46,7 +50,9 @@ fn check_size(bytes: usize) -> Result<()> {
 /// `n` elements of `T` in bytes, or an error when that overflows.
 fn byte_size<T>(n: usize) -> Result<usize> {
     if n == 0 {
-        return Err(Error::InvalidArgument("a memory block needs at least one element".into()));
+        return Err(Error::InvalidArgument(
+            "a memory block needs at least one element".into(),
+        ));
     }
     n.checked_mul(size_of::<T>()).ok_or_else(|| {
         Error::InvalidArgument(format!(
@@ -66,7 +72,10 @@ pub struct DeviceMemory {
 impl DeviceMemory {
     /// Allocates `bytes` bytes (not initialised) in the current context.
     pub fn alloc(bytes: usize) -> Result<DeviceMemory> {
-        Ok(DeviceMemory { ptr: alloc_device(bytes)?, bytes })
+        Ok(DeviceMemory {
+            ptr: alloc_device(bytes)?,
+            bytes,
+        })
     }
 
     /// The device address.
@@ -93,7 +102,11 @@ impl DeviceMemory {
     /// Copies the start of this memory into `dst`.
     pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
         self.check_fits(dst.len())?;
-        cu!(cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), self.ptr, dst.len()))
+        cu!(cuMemcpyDtoH_v2(
+            dst.as_mut_ptr().cast(),
+            self.ptr,
+            dst.len()
+        ))
     }
 
     fn check_fits(&self, bytes: usize) -> Result<()> {
@@ -142,7 +155,10 @@ impl PinnedMemory {
         }
         // SAFETY: the driver returned `bytes` writable bytes.
         unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
-        Ok(PinnedMemory { ptr: ptr.cast(), bytes })
+        Ok(PinnedMemory {
+            ptr: ptr.cast(),
+            bytes,
+        })
     }
 
     /// The bytes.
@@ -217,7 +233,11 @@ impl<T: KernelValue> MemoryBlock<T> {
     pub fn alloc(n: usize) -> Result<MemoryBlock<T>> {
         let bytes = byte_size::<T>(n)?;
         let device = alloc_device(bytes)?;
-        Ok(MemoryBlock { host: Host::Pageable(vec![T::zeroed(); n]), device, len: n })
+        Ok(MemoryBlock {
+            host: Host::Pageable(vec![T::zeroed(); n]),
+            device,
+            len: n,
+        })
     }
 
     /// As [`MemoryBlock::alloc`], with page-locked host memory.
@@ -225,7 +245,11 @@ impl<T: KernelValue> MemoryBlock<T> {
         let bytes = byte_size::<T>(n)?;
         let pinned = PinnedMemory::alloc(bytes)?;
         let device = alloc_device(bytes)?;
-        Ok(MemoryBlock { host: Host::Pinned(pinned), device, len: n })
+        Ok(MemoryBlock {
+            host: Host::Pinned(pinned),
+            device,
+            len: n,
+        })
     }
 
     /// `n` zeroed elements of managed memory, one allocation both sides use.
@@ -242,7 +266,11 @@ impl<T: KernelValue> MemoryBlock<T> {
         }
         // SAFETY: managed memory is host-addressable at the same address.
         unsafe { std::ptr::write_bytes(device as usize as *mut u8, 0, bytes) };
-        Ok(MemoryBlock { host: Host::Managed, device, len: n })
+        Ok(MemoryBlock {
+            host: Host::Managed,
+            device,
+            len: n,
+        })
     }
 
     /// A block holding a copy of `values` on the host (not yet synced to the device).
@@ -317,13 +345,18 @@ impl<T: KernelValue> MemoryBlock<T> {
 
     /// Element `i` of the host copy, or [`Error::IndexOutOfRange`].
     pub fn at(&self, i: usize) -> Result<T> {
-        self.get(i).copied().ok_or(Error::IndexOutOfRange { index: i, len: self.len })
+        self.get(i).copied().ok_or(Error::IndexOutOfRange {
+            index: i,
+            len: self.len,
+        })
     }
 
     /// Sets element `i` of the host copy, or returns [`Error::IndexOutOfRange`].
     pub fn set(&mut self, i: usize, value: T) -> Result<()> {
         let len = self.len;
-        *self.get_mut(i).ok_or(Error::IndexOutOfRange { index: i, len })? = value;
+        *self
+            .get_mut(i)
+            .ok_or(Error::IndexOutOfRange { index: i, len })? = value;
         Ok(())
     }
 
@@ -355,11 +388,21 @@ impl<T: KernelValue> MemoryBlock<T> {
             (BlockKind::Managed, _) => Ok(()),
             (_, Direction::HostToDevice) => {
                 let src = self.as_slice().as_ptr();
-                cu!(cuMemcpyHtoDAsync_v2(self.device, src.cast(), bytes, stream.raw()))
+                cu!(cuMemcpyHtoDAsync_v2(
+                    self.device,
+                    src.cast(),
+                    bytes,
+                    stream.raw()
+                ))
             }
             (_, Direction::DeviceToHost) => {
                 let dst = self.as_mut_slice().as_mut_ptr();
-                cu!(cuMemcpyDtoHAsync_v2(dst.cast(), self.device, bytes, stream.raw()))
+                cu!(cuMemcpyDtoHAsync_v2(
+                    dst.cast(),
+                    self.device,
+                    bytes,
+                    stream.raw()
+                ))
             }
         }
     }
@@ -431,16 +474,24 @@ pub fn memcpy_device_to_device_2d(
             "a 2-D copy of {width_bytes}-byte rows needs pitches of at least that (got dst {dst_pitch}, src {src_pitch})"
         )));
     }
-    // SAFETY: CUDA_MEMCPY2D is plain data; all-zero is a valid starting value.
-    let mut copy: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-    copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = src;
-    copy.srcPitch = src_pitch;
-    copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    copy.dstDevice = dst;
-    copy.dstPitch = dst_pitch;
-    copy.WidthInBytes = width_bytes;
-    copy.Height = height;
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: width_bytes,
+        Height: height,
+    };
     cu!(cuMemcpy2D_v2(&copy))
 }
 

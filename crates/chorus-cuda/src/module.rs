@@ -38,7 +38,9 @@ impl Module {
     /// Loads a PTX or cubin image (`cuModuleLoadData`). PTX is NUL-terminated here if needed.
     pub fn load(image: &[u8], kind: ImageKind) -> Result<Module> {
         let context = crate::context::current_context().ok_or_else(|| {
-            crate::driver::ensure_driver().err().unwrap_or(Error::NoContext)
+            crate::driver::ensure_driver()
+                .err()
+                .unwrap_or(Error::NoContext)
         })?;
         let mut raw = std::ptr::null_mut();
         match kind {
@@ -49,7 +51,9 @@ impl Module {
             }
             _ => cu!(cuModuleLoadData(&mut raw, image.as_ptr().cast()))?,
         }
-        Ok(Module { handle: Arc::new(ModuleHandle { raw, context }) })
+        Ok(Module {
+            handle: Arc::new(ModuleHandle { raw, context }),
+        })
     }
 
     /// Loads PTX, and when the driver is older than the PTX ISA
@@ -73,29 +77,48 @@ impl Module {
     pub fn function(&self, c_name: &str) -> Result<Function> {
         let name = c_string(c_name)?;
         let mut raw = std::ptr::null_mut();
-        cu!(cuModuleGetFunction(&mut raw, self.handle.raw, name.as_ptr())).map_err(|e| {
+        cu!(cuModuleGetFunction(
+            &mut raw,
+            self.handle.raw,
+            name.as_ptr()
+        ))
+        .map_err(|e| {
             if e.is_driver_error("CUDA_ERROR_NOT_FOUND") {
-                Error::NotFound { what: "kernel", name: c_name.to_owned() }
+                Error::NotFound {
+                    what: "kernel",
+                    name: c_name.to_owned(),
+                }
             } else {
                 e
             }
         })?;
-        Ok(Function { raw, module: self.clone(), signature: None })
+        Ok(Function {
+            raw,
+            module: self.clone(),
+            signature: None,
+        })
     }
 
     /// The device address and size of the `__device__`/`__constant__` variable `c_name`.
     pub fn global(&self, c_name: &str) -> Result<(CUdeviceptr, usize)> {
         let name = c_string(c_name)?;
         let (mut ptr, mut bytes) = (0, 0);
-        cu!(cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.handle.raw, name.as_ptr())).map_err(
-            |e| {
-                if e.is_driver_error("CUDA_ERROR_NOT_FOUND") {
-                    Error::NotFound { what: "global", name: c_name.to_owned() }
-                } else {
-                    e
+        cu!(cuModuleGetGlobal_v2(
+            &mut ptr,
+            &mut bytes,
+            self.handle.raw,
+            name.as_ptr()
+        ))
+        .map_err(|e| {
+            if e.is_driver_error("CUDA_ERROR_NOT_FOUND") {
+                Error::NotFound {
+                    what: "global",
+                    name: c_name.to_owned(),
                 }
-            },
-        )?;
+            } else {
+                e
+            }
+        })?;
         Ok((ptr, bytes))
     }
 

@@ -11,14 +11,18 @@ pub fn nvrtc_version() -> Result<(u32, u32)> {
     ensure_nvrtc()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: NVRTC is loaded; the function writes two ints.
-    check("nvrtcVersion", unsafe { sys::nvrtcVersion(&mut major, &mut minor) })?;
+    check("nvrtcVersion", unsafe {
+        sys::nvrtcVersion(&mut major, &mut minor)
+    })?;
     Ok((major.max(0) as u32, minor.max(0) as u32))
 }
 
 fn ensure_nvrtc() -> Result<()> {
     match &loader::nvrtc().missing {
         None => Ok(()),
-        Some(why) => Err(Error::NvrtcNotFound { reason: why.clone() }),
+        Some(why) => Err(Error::NvrtcNotFound {
+            reason: why.clone(),
+        }),
     }
 }
 
@@ -64,7 +68,12 @@ pub(crate) fn nvrtc_options(arch: (u32, u32), user: &[String]) -> Vec<String> {
 
 /// Compiles `source` with NVRTC to PTX or cubin with exactly `options`. On failure the error
 /// has NVRTC's log and the source lines it points at.
-pub fn nvrtc_compile(source: &str, name: &str, kind: ImageKind, options: &[String]) -> Result<Vec<u8>> {
+pub fn nvrtc_compile(
+    source: &str,
+    name: &str,
+    kind: ImageKind,
+    options: &[String],
+) -> Result<Vec<u8>> {
     ensure_nvrtc()?;
     let src = CString::new(source)
         .map_err(|_| Error::InvalidArgument("kernel source contains NUL".into()))?;
@@ -73,7 +82,14 @@ pub fn nvrtc_compile(source: &str, name: &str, kind: ImageKind, options: &[Strin
     let mut raw = std::ptr::null_mut();
     // SAFETY: NVRTC is loaded; the strings are NUL-terminated and outlive the call.
     check("nvrtcCreateProgram", unsafe {
-        sys::nvrtcCreateProgram(&mut raw, src.as_ptr(), file.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+        sys::nvrtcCreateProgram(
+            &mut raw,
+            src.as_ptr(),
+            file.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
     })?;
     let program = Program(raw);
     let c_options: Vec<CString> = options
@@ -84,7 +100,8 @@ pub fn nvrtc_compile(source: &str, name: &str, kind: ImageKind, options: &[Strin
     let pointers: Vec<*const std::ffi::c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
     crate::settings::message(format!("compiling {name} with NVRTC {options:?}"));
     // SAFETY: the program is valid; `pointers` holds `len` NUL-terminated options.
-    let compiled = unsafe { sys::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
+    let compiled =
+        unsafe { sys::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
     if compiled != nvrtcResult::NVRTC_SUCCESS {
         let mut log = program_log(&program).unwrap_or_default();
         if log.trim().is_empty() {
@@ -99,14 +116,26 @@ pub fn nvrtc_compile(source: &str, name: &str, kind: ImageKind, options: &[Strin
     unsafe {
         match kind {
             ImageKind::Ptx => {
-                check("nvrtcGetPTXSize", sys::nvrtcGetPTXSize(program.0, &mut size))?;
+                check(
+                    "nvrtcGetPTXSize",
+                    sys::nvrtcGetPTXSize(program.0, &mut size),
+                )?;
                 image = vec![0u8; size];
-                check("nvrtcGetPTX", sys::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()))?;
+                check(
+                    "nvrtcGetPTX",
+                    sys::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()),
+                )?;
             }
             ImageKind::Cubin => {
-                check("nvrtcGetCUBINSize", sys::nvrtcGetCUBINSize(program.0, &mut size))?;
+                check(
+                    "nvrtcGetCUBINSize",
+                    sys::nvrtcGetCUBINSize(program.0, &mut size),
+                )?;
                 image = vec![0u8; size];
-                check("nvrtcGetCUBIN", sys::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()))?;
+                check(
+                    "nvrtcGetCUBIN",
+                    sys::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()),
+                )?;
             }
         }
     }
@@ -123,9 +152,15 @@ fn program_log(program: &Program) -> Result<String> {
     let mut size = 0;
     // SAFETY: valid program; the log is written into a buffer of the reported size.
     unsafe {
-        check("nvrtcGetProgramLogSize", sys::nvrtcGetProgramLogSize(program.0, &mut size))?;
+        check(
+            "nvrtcGetProgramLogSize",
+            sys::nvrtcGetProgramLogSize(program.0, &mut size),
+        )?;
         let mut buf = vec![0u8; size.max(1)];
-        check("nvrtcGetProgramLog", sys::nvrtcGetProgramLog(program.0, buf.as_mut_ptr().cast()))?;
+        check(
+            "nvrtcGetProgramLog",
+            sys::nvrtcGetProgramLog(program.0, buf.as_mut_ptr().cast()),
+        )?;
         while buf.last() == Some(&0) {
             buf.pop();
         }

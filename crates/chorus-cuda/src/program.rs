@@ -26,14 +26,24 @@ impl Program {
     /// Compiles and loads hand-written CUDA C. Kernels must be `extern "C"` to be found by name.
     pub fn from_cuda_c(source: &str, name: &str) -> Result<Program> {
         let (module, image) = compile_and_load(source, name)?;
-        Ok(Program { module, ir: None, source: source.into(), image })
+        Ok(Program {
+            module,
+            ir: None,
+            source: source.into(),
+            image,
+        })
     }
 
     /// Prints `module` as CUDA C, compiles and loads it.
     pub fn from_ir(module: ir::Module, name: &str) -> Result<Program> {
         let source = crate::frontend::print_module(&module);
         let (loaded, image) = compile_and_load(&source, name)?;
-        Ok(Program { module: loaded, ir: Some(Arc::new(module)), source: source.into(), image })
+        Ok(Program {
+            module: loaded,
+            ir: Some(Arc::new(module)),
+            source: source.into(),
+            image,
+        })
     }
 
     /// Reads, expands and checks kernel text (`file` names it in errors), then as
@@ -49,7 +59,12 @@ impl Program {
         source: Arc<str>,
         image: CompiledImage,
     ) -> Program {
-        Program { module, ir, source, image }
+        Program {
+            module,
+            ir,
+            source,
+            image,
+        }
     }
 
     /// The generated (or given) CUDA C.
@@ -75,12 +90,20 @@ impl Program {
     /// The kernel named `name` (kernel-language name for checked programs, C name otherwise),
     /// with its signature attached when known.
     pub fn function(&self, name: &str) -> Result<Function> {
-        let Some(ir) = &self.ir else { return self.module.function(name) };
+        let Some(ir) = &self.ir else {
+            return self.module.function(name);
+        };
         let (id, f) = ir
             .function(name)
             .filter(|(_, f)| f.kind == ir::FunctionKind::Kernel)
-            .ok_or_else(|| Error::NotFound { what: "kernel", name: name.to_owned() })?;
-        let signature = Signature { module: ir.clone(), function: id };
+            .ok_or_else(|| Error::NotFound {
+                what: "kernel",
+                name: name.to_owned(),
+            })?;
+        let signature = Signature {
+            module: ir.clone(),
+            function: id,
+        };
         Ok(self.module.function(&f.c_name)?.with_signature(signature))
     }
 
@@ -88,9 +111,10 @@ impl Program {
     fn global_of<T: KernelValue>(&self, name: &str) -> Result<cudarc::driver::sys::CUdeviceptr> {
         let c_name = match &self.ir {
             Some(ir) => {
-                let (_, g) = ir
-                    .global(name)
-                    .ok_or_else(|| Error::NotFound { what: "global", name: name.to_owned() })?;
+                let (_, g) = ir.global(name).ok_or_else(|| Error::NotFound {
+                    what: "global",
+                    name: name.to_owned(),
+                })?;
                 if g.ty != T::kernel_type() {
                     return Err(Error::GlobalType {
                         name: name.to_owned(),

@@ -29,7 +29,10 @@ impl Stream {
 
     /// The legacy default stream (the null handle).
     pub const fn null() -> Stream {
-        Stream { raw: std::ptr::null_mut(), owned: false }
+        Stream {
+            raw: std::ptr::null_mut(),
+            owned: false,
+        }
     }
 
     /// The raw handle.
@@ -153,7 +156,10 @@ pub struct Timer {
 impl Timer {
     /// A timer in the current context.
     pub fn new() -> Result<Timer> {
-        Ok(Timer { start: Event::new()?, stop: Event::new()? })
+        Ok(Timer {
+            start: Event::new()?,
+            stop: Event::new()?,
+        })
     }
 
     /// Records the start on the current stream.
@@ -197,7 +203,9 @@ impl Graph {
     /// into a graph instead of running it. `stream` must not be the null stream.
     pub fn capture(stream: &Stream, body: impl FnOnce() -> Result<()>) -> Result<Graph> {
         if stream.raw.is_null() {
-            return Err(Error::InvalidArgument("cannot capture the null stream".into()));
+            return Err(Error::InvalidArgument(
+                "cannot capture the null stream".into(),
+            ));
         }
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         cu!(cuStreamBeginCapture_v2(stream.raw, mode))?;
