@@ -1,0 +1,200 @@
+//! Host-side costs of the CUDA backend, against raw driver calls in the same process:
+//! launching a cached kernel, cold compiles (NVRTC, nvcc), cache hits and module loads.
+//!
+//! `cargo run --release -p chorus-cuda --example launch_bench` on a machine with a GPU.
+//! Medians of many samples; CUDA_CACHE_DISABLE=1 is set so that compiles and PTX loads are cold.
+
+use chorus_cuda::compile::compile_with;
+use chorus_cuda::*;
+use std::time::{Duration, Instant};
+
+const KERNEL: &str =
+    "extern \"C\" __global__ void noop(float* a, float* b, int n) { if (n < 0) a[0] = b[0]; }\n";
+const LAUNCHES_PER_BURST: u32 = 200;
+const BURSTS: usize = 50;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:10.2} µs", d.as_secs_f64() * 1e6)
+}
+
+/// The median over bursts of the host time per launch.
+fn per_launch(mut launch_once: impl FnMut() -> Result<()>) -> Result<Duration> {
+    let mut samples = Vec::with_capacity(BURSTS);
+    for burst in 0..=BURSTS {
+        let start = Instant::now();
+        for _ in 0..LAUNCHES_PER_BURST {
+            launch_once()?;
+        }
+        let elapsed = start.elapsed();
+        synchronize_context()?;
+        if burst > 0 {
+            samples.push(elapsed / LAUNCHES_PER_BURST);
+        }
+    }
+    Ok(median(samples))
+}
+
+fn time_median(n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = Instant::now();
+        f(i)?;
+        samples.push(start.elapsed());
+    }
+    Ok(median(samples))
+}
+
+fn main() -> Result<()> {
+    // SAFETY: set before any other thread exists and before NVRTC or the driver is loaded.
+    unsafe { std::env::set_var("CUDA_CACHE_DISABLE", "1") };
+    let date = std::process::Command::new("date")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let cache_dir = std::env::temp_dir().join(format!("chorus-bench-{}", std::process::id()));
+    cache::set_dir(Some(cache_dir.clone()));
+    let mut rows: Vec<(String, String)> = Vec::new();
+
+    with_cuda(0, |ctx| -> Result<()> {
+        let info = &devices()?[ctx.device()];
+        println!(
+            "{} (sm_{}{}), driver CUDA {:?}, {date}",
+            info.name,
+            info.compute_capability.0,
+            info.compute_capability.1,
+            driver_version()?
+        );
+        let program = Program::from_cuda_c(KERNEL, "noop")?;
+        let f = program.function("noop")?;
+        let a = MemoryBlock::<f32>::alloc(1)?;
+        let b = MemoryBlock::<f32>::alloc(1)?;
+        let n = 1i32;
+
+        // Raw cuLaunchKernel with a prepared parameter array.
+        let (mut pa, mut pb, mut pn) = (a.device_ptr(), b.device_ptr(), n);
+        let mut params = [
+            (&mut pa as *mut u64).cast::<std::ffi::c_void>(),
+            (&mut pb as *mut u64).cast(),
+            (&mut pn as *mut i32).cast(),
+        ];
+        let raw = per_launch(|| {
+            // SAFETY: the driver is initialised (with_cuda), the function and parameters are valid.
+            let r = unsafe {
+                sys::cuLaunchKernel(
+                    f.raw(),
+                    1,
+                    1,
+                    1,
+                    32,
+                    1,
+                    1,
+                    0,
+                    std::ptr::null_mut(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            Ok(())
+        })?;
+        let cfg = LaunchConfig::grid(1).block(32);
+        let chorus = per_launch(|| {
+            launch(
+                &f,
+                &cfg,
+                &[
+                    KernelArg::block(&a),
+                    KernelArg::block(&b),
+                    KernelArg::value(&n),
+                ],
+            )
+        })?;
+        rows.push((
+            "launch, raw cuLaunchKernel (host, per launch)".into(),
+            micros(raw),
+        ));
+        rows.push((
+            "launch, chorus launch() (host, per launch)".into(),
+            micros(chorus),
+        ));
+        rows.push((
+            "launch overhead ratio chorus / raw".into(),
+            format!("{:10.3}", chorus.as_secs_f64() / raw.as_secs_f64()),
+        ));
+
+        let base = Settings {
+            disk_cache: false,
+            ..settings()
+        };
+        for compiler in [CompilerChoice::Nvrtc, CompilerChoice::Nvcc] {
+            let s = Settings {
+                compiler,
+                ..base.clone()
+            };
+            if compile::Compiler::from_settings(&s).is_err() {
+                rows.push((format!("cold compile {compiler:?}"), "not found".into()));
+                continue;
+            }
+            let samples = if compiler == CompilerChoice::Nvrtc {
+                9
+            } else {
+                5
+            };
+            let cold = time_median(samples, |i| {
+                let source = format!("// cold {i} {compiler:?}\n{KERNEL}");
+                compile_with(&s, &source, "noop", None).map(drop)
+            })?;
+            rows.push((
+                format!("cold compile {compiler:?} (CUDA_CACHE_DISABLE=1)"),
+                micros(cold),
+            ));
+        }
+
+        let s = Settings {
+            disk_cache: true,
+            ..settings()
+        };
+        let source = format!("// cached\n{KERNEL}");
+        let image = compile_with(&s, &source, "noop", None)?;
+        let memory_hit = time_median(1001, |_| compile_with(&s, &source, "noop", None).map(drop))?;
+        rows.push((
+            "cache hit, memory (key hash + lookup)".into(),
+            micros(memory_hit),
+        ));
+        let disk_hit = time_median(51, |_| {
+            cache::clear_memory();
+            compile_with(&s, &source, "noop", None).map(drop)
+        })?;
+        rows.push(("cache hit, disk (read + checksum)".into(), micros(disk_hit)));
+        let load = time_median(21, |_| Module::load(&image.bytes, image.kind).map(drop))?;
+        rows.push((
+            format!("module load of the cached {:?} image", image.kind),
+            micros(load),
+        ));
+        let cubin = compile_with(&s, &source, "noop", Some(ImageKind::Cubin))?;
+        let load = time_median(21, |_| {
+            Module::load(&cubin.bytes, ImageKind::Cubin).map(drop)
+        })?;
+        rows.push(("module load of a cubin".into(), micros(load)));
+        let end_to_end = time_median(21, |_| Program::from_cuda_c(&source, "noop").map(drop))?;
+        rows.push((
+            "Program::from_cuda_c, warm cache (compile+load)".into(),
+            micros(end_to_end),
+        ));
+        Ok(())
+    })?;
+    let _ = cache::clear();
+    let _ = std::fs::remove_dir(&cache_dir);
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    println!("{:width$}  {:>13}", "measure", "median");
+    for (what, value) in rows {
+        println!("{what:width$}  {value:>13}");
+    }
+    Ok(())
+}
