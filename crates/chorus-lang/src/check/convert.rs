@@ -265,7 +265,7 @@ pub fn fix(from: &Type, to: &Type) -> String {
         _ if *to == Type::Bool && from.scalar().is_some() => {
             "compare explicitly, e.g. (/= x 0)".to_string()
         }
-        _ => format!("a {from} cannot be used where a {to} is expected"),
+        _ => format!("{} cannot be used where {} is expected", a(from), a(to)),
     }
 }
 

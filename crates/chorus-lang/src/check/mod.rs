@@ -171,7 +171,7 @@ fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
         .filter(|c| *c != name)
         .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
+        .min()
         .map(|(_, c)| c)
 }
 
@@ -182,20 +182,27 @@ fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .unwrap_or_default()
 }
 
-/// Levenshtein distance over characters.
+/// Edit distance over characters, counting a swap of two adjacent characters as one edit
+/// (optimal string alignment), so `flaot` is one edit from `float`.
 fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let substitution = d[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = substitution.min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 /// Parses a type name (`float*`, `pair`), with a hint when it is unknown.
@@ -242,5 +249,8 @@ mod tests {
         assert_eq!(suggest("x", ["y", "zzz"]), Some("y"));
         assert_eq!(suggest("count", ["a", "b"]), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("flaot", "float"), 1);
+        // Ties go to the alphabetically first candidate, whatever the order given.
+        assert_eq!(suggest("pair-z", ["pair-y", "pair-x"]), Some("pair-x"));
     }
 }
