@@ -6,7 +6,6 @@ use chorus_lang::ir::{
     Block, Builtin, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalStorage,
     Module, StmtKind,
 };
-use chorus_lang::types::{ScalarType, VectorType};
 use chorus_lang::{Type, compile_str};
 use std::fmt::Write;
 
@@ -620,6 +619,217 @@ fn defglobal_types_qualifiers_and_constant_folding() {
         kernel void k(int* out)
           @foo = (Add:int @foo 1)
           out[0] = (Add:int (Add:int @foo @bar) @cells)
+        ",
+    );
+}
+
+/// Every signature of the overload table, called with arguments of exactly its parameter
+/// types, resolves to itself.
+#[test]
+fn every_built_in_signature_resolves_to_itself() {
+    let mut count = 0;
+    for name in builtins::names() {
+        for sig in builtins::signatures(name) {
+            let params: Vec<String> = sig
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("(p{i} {t})"))
+                .collect();
+            let args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            let call = format!("({name} {})", args.join(" "));
+            let stmt = if sig.result == Type::Void {
+                call
+            } else {
+                format!("(let ((r {call})) (return))")
+            };
+            let text = format!(
+                "(defkernel (f :device) (void ({})) {stmt})",
+                params.join(" ")
+            );
+            let m = check(&text);
+            let mut stmts = &m.functions[0].body.stmts;
+            if let StmtKind::Block(b) = &stmts[0].kind {
+                stmts = &b.stmts;
+            }
+            let e = match &stmts[0].kind {
+                StmtKind::Expr(e) | StmtKind::Declare { init: e, .. } => e,
+                other => panic!("{other:?}"),
+            };
+            let ExprKind::Builtin { op, args } = &e.kind else {
+                panic!("{text}: {e:?}")
+            };
+            assert_eq!(*op, sig.op, "{text}");
+            assert_eq!(e.ty, sig.result, "{text}");
+            let types: Vec<Type> = args.iter().map(|a| a.ty.clone()).collect();
+            assert_eq!(types, sig.params, "{text}");
+            count += 1;
+        }
+    }
+    assert!(count > 400, "{count} signatures");
+}
+
+#[test]
+fn every_family_resolves_from_natural_calls() {
+    let ir = body(
+        "(defkernel k (void ((a int*) (f float*) (d double*) (u uint*) (h half*)
+                             (v float3) (st curand-state-xorwow*)))
+           (let ((i thread-idx-x) (x (aref f 0)))
+             (set (aref f 0) (+ (sqrt x) (__sin x) (expt x 2) (floor x) (fma x x 1)))
+             (set (aref d 0) (sin 1.0d0))
+             (set (aref a 0) (+ (clz i) (popc i) (shl i 2) (logand i 7 3) (lognot i) (mod i 3)))
+             (set (aref u 0) (shfl-down-sync (uint -1) (aref u 0) 16))
+             (set (aref f 1) (shfl-xor-sync (activemask) x 1 32))
+             (set (aref u 1) (ballot-sync (uint -1) (> i 0)))
+             (set (aref a 1) (reduce-add-sync (uint -1) i))
+             (atomic-add (pointer (aref f 2)) 1)
+             (set (aref a 2) (atomic-cas a 0 i))
+             (atomic-inc u 10)
+             (set (aref h 0) (+ (aref h 1) 1))
+             (set (aref f 3) (dot v (* 2 v)))
+             (set v (- (/ v 2)))
+             (curand-init-xorwow 1 i 0 (pointer (aref st i)))
+             (set (aref f 4) (curand-uniform-float-xorwow (pointer (aref st i))))
+             (syncwarp)
+             (threadfence)
+             (cluster-barrier)
+             (set (aref u 2) (cluster-rank))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* a, float* f, double* d, uint* u, half* h, float3 v, curand-state-xorwow* st)
+          {
+            int i = ThreadIdx(X)
+            float x = f[0]
+            f[0] = (Add:float (Add:float (Add:float (Add:float (Math(Sqrt):float x) (Math(FastSin):float x)) (Math(Pow):float x 2.0:float)) (implicit float (Math(Floor):int x))) (Fma:float x x 1.0:float))
+            d[0] = (Math(Sin):double 1.0:double)
+            a[0] = (Add:int (Add:int (Add:int (Add:int (Add:int (Clz:int i) (Popc:int i)) (Shl:int i 2)) (BitAnd:int (BitAnd:int i 7) 3)) (BitNot:int i)) (Rem:int i 3))
+            u[0] = (ShflDownSync:uint (cast uint -1) u[0] 16)
+            f[1] = (ShflXorSync:float (ActiveMask:uint ) x 1 32)
+            u[1] = (BallotSync:uint (cast uint -1) (Gt:bool i 0))
+            a[1] = (WarpReduce(Add):int (cast uint -1) i)
+            (Atomic(Add):float &f[2] 1.0:float)
+            a[2] = (Atomic(Cas):int a 0 i)
+            (Atomic(Inc):uint u 10:uint)
+            h[0] = (Add:half h[1] 1.0:half)
+            f[3] = (Dot:float v (Mul:float3 2.0:float v))
+            v = (Neg:float3 (Div:float3 v 2.0:float))
+            (CurandInit:void 1 i 0 &st[i])
+            f[4] = (CurandUniform:float &st[i])
+            (SyncWarp:void )
+            (ThreadFence:void )
+            (ClusterBarrier:void )
+            u[2] = (ClusterRank:uint )
+          }
+        ",
+    );
+}
+
+#[test]
+fn implicit_conversions_are_explicit_in_the_ir() {
+    let ir = body(
+        "(defkernel k (void ((i int) (u uint) (b uint8) (l int64) (x float) (y double) (o double*)))
+           (let ((s (+ i 1.5))
+                 (c (< i 1.0))
+                 (w (+ u 1))
+                 (p (+ b i))
+                 (q (+ l i))
+                 (r (* x y))
+                 (z (- 2 3 4))
+                 (m (if (> i 0) 1 2.5)))
+             (set x 1)
+             (set y x)
+             (set l i)
+             (set (aref o 0) (+ s (sqrt i)))
+             (printf \"%f %d %d\\n\" x c b)))",
+    );
+    assert_ir(
+        &ir,
+        r#"
+        kernel void k(int i, uint u, uint8 b, int64 l, float x, double y, double* o)
+          {
+            float s = (Add:float (implicit float i) 1.5:float)
+            bool c = (Lt:bool (implicit float i) 1.0:float)
+            uint w = (Add:uint u 1:uint)
+            int p = (Add:int (implicit int b) i)
+            int64 q = (Add:int64 l (implicit int64 i))
+            double r = (Mul:double (implicit double x) y)
+            int z = (Sub:int (Sub:int 2 3) 4)
+            float m = (? (Gt:bool i 0) 1.0:float 2.5:float)
+            x = 1.0:float
+            y = (implicit double x)
+            l = (implicit int64 i)
+            o[0] = (implicit double (Add:float s (Math(Sqrt):float (implicit float i))))
+            printf "%f %d %d\n" (implicit double x) (implicit int c) (implicit int b)
+          }
+        "#,
+    );
+}
+
+#[test]
+fn casts_and_constructors() {
+    let ir = body(
+        "(defkernel k (void ((x float) (h half*) (o int2*) (b bool)))
+           (set (aref h 0) (float-to-half x))
+           (set (aref h 1) (half 1.5))
+           (set (aref h 2) (float-to-half 1))
+           (set x (half-to-float (aref h 0)))
+           (set (aref o 0) (int2 (int x) (int b)))
+           (set (aref o 1) (int2 (int2-y (aref o 0)) 7)))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(float x, half* h, int2* o, bool b)
+          h[0] = (cast half x)
+          h[1] = (cast half 1.5:float)
+          h[2] = (cast half 1.0:float)
+          x = (cast float h[0])
+          o[0] = {int2 (cast int x) (cast int b)}
+          o[1] = {int2 o[0].y 7}
+        ",
+    );
+}
+
+#[test]
+fn names_are_unique_readable_c_identifiers() {
+    use chorus_lang::{Form, FormKind, read_str, reader::GENSYM_PREFIX};
+    // The expander's gensyms (`#:g12`) cannot be read; rename `gensym-…` symbols into them.
+    fn gensyms(f: &mut Form) {
+        match &mut f.kind {
+            FormKind::Symbol(s) if s.starts_with("gensym-") => {
+                *s = format!("{GENSYM_PREFIX}{}", &s["gensym-".len()..]);
+            }
+            FormKind::List(items) => items.iter_mut().for_each(gensyms),
+            _ => {}
+        }
+    }
+    let mut forms = read_str(
+        "(defglobal sin-table 1.0)
+         (defkernel vec-add (void ((vec_add int*) (%in int) (float int)))
+           (let ((gensym-g12 %in) (sin 2) (sin-table 3))
+             (let ((gensym-g12 gensym-g12))
+               (set (aref vec_add 0) (+ gensym-g12 sin sin-table float)))))",
+        "t.lisp",
+    )
+    .unwrap();
+    forms.iter_mut().for_each(gensyms);
+    let m = chorus_lang::compile_forms(&forms).unwrap();
+    assert_eq!(m.globals[0].c_name, "sin_table");
+    assert_ir(
+        &dump(&m),
+        "
+        kernel void vec_add(int* vec_add_1, int _in, int float_)
+          {
+            int g12 = _in
+            int sin_1 = 2
+            int sin_table_1 = 3
+            {
+              int g12_1 = g12
+              vec_add_1[0] = (Add:int (Add:int (Add:int g12_1 sin_1) sin_table_1) float_)
+            }
+          }
         ",
     );
 }

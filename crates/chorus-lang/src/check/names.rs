@@ -17,6 +17,7 @@
 //! * Structure fields are unique within their structure.
 
 use crate::ir::c_identifier;
+use crate::reader::GENSYM_PREFIX;
 use std::collections::HashSet;
 
 /// Identifiers the C back end calls by name, which a local must not shadow.
@@ -127,7 +128,7 @@ impl Namer {
 
     /// A fresh, readable C identifier for the kernel-language name `name`, marked as used.
     pub fn fresh(&mut self, name: &str) -> String {
-        let mut base = c_identifier(name.strip_prefix("#:").unwrap_or(name));
+        let mut base = c_identifier(name.strip_prefix(GENSYM_PREFIX).unwrap_or(name));
         if base.starts_with("chorus_") {
             base.insert_str(0, "v_");
         }
@@ -144,7 +145,7 @@ impl Namer {
 
 /// The kernel-language name as users should read it in messages (`#:g12` → `g12`).
 pub fn display_name(name: &str) -> &str {
-    name.strip_prefix("#:").unwrap_or(name)
+    name.strip_prefix(GENSYM_PREFIX).unwrap_or(name)
 }
 
 #[cfg(test)]
