@@ -370,10 +370,12 @@ impl FnCx<'_> {
                 "the values of an if used as a value cannot be void",
             );
         }
-        let (a_e, b_e) = (
-            coerce(a_e, &ty).expect("common type"),
-            coerce(b_e, &ty).expect("common type"),
-        );
+        let (Some(a_e), Some(b_e)) = (coerce(a_e, &ty), coerce(b_e, &ty)) else {
+            return err(
+                &f.span,
+                format!("the two values of if do not convert to {ty}"),
+            );
+        };
         Ok(node(
             ExprKind::Select {
                 cond: Box::new(cond),
@@ -761,29 +763,40 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
             ),
         );
     }
-    let apply = |sg: &Signature, args: Vec<Expr>| -> Expr {
-        let args: Vec<Expr> = args
-            .into_iter()
-            .zip(&sg.params)
-            .map(|(e, p)| coerce(e, p).expect("resolution checked the conversion"))
-            .collect();
-        node(
-            ExprKind::Builtin { op: sg.op, args },
+    let apply = |sg: &Signature, args: Vec<Expr>| -> Result<Expr> {
+        let mut converted = Vec::new();
+        for (e, p) in args.into_iter().zip(&sg.params) {
+            let (got, arg_span) = (e.ty.clone(), e.span.clone());
+            match coerce(e, p) {
+                Some(e) => converted.push(e),
+                None => {
+                    return err(
+                        &arg_span,
+                        format!("`{name}` needs {} here, got {}", a(p), a(&got)),
+                    );
+                }
+            }
+        }
+        Ok(node(
+            ExprKind::Builtin {
+                op: sg.op,
+                args: converted,
+            },
             sg.result.clone(),
             span,
-        )
+        ))
     };
     if let Some(sg) = sigs
         .iter()
         .find(|s| s.params.iter().zip(&args).all(|(p, e)| *p == e.ty))
     {
-        return Ok(apply(sg, args));
+        return apply(sg, args);
     }
     if args.iter().all(|e| is_arithmetic(&e.ty)) && is_homogeneous(&sigs) {
         match common_type_of(&args) {
             Ok(t) => {
                 if let Some(sg) = sigs.iter().find(|s| s.params.iter().all(|p| *p == t)) {
-                    return Ok(apply(sg, args));
+                    return apply(sg, args);
                 }
             }
             Err((i, message)) => return err(&args[i].span, format!("`{name}`: {message}")),
@@ -802,7 +815,7 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
         })
         .min_by_key(|(c, _)| *c);
     if let Some((_, sg)) = best {
-        return Ok(apply(sg, args));
+        return apply(sg, args);
     }
     let got: Vec<Type> = args.iter().map(|e| e.ty.clone()).collect();
     let accepted: Vec<Signature> = sigs.iter().map(|s| (*s).clone()).collect();
