@@ -267,3 +267,62 @@ impl fmt::Display for Form {
         }
     }
 }
+
+impl Form {
+    /// The form printed as [`Display`](fmt::Display) prints it, but broken over lines so that no
+    /// line is longer than `width` where that can be helped: a list that does not fit keeps its
+    /// head and first argument on the first line and puts each further item on a line of its
+    /// own, indented two columns (a list whose head is not a symbol, such as a binding list,
+    /// aligns its items instead). Reading the result back gives the same form.
+    pub fn pretty(&self, width: usize) -> String {
+        let mut out = String::new();
+        self.pretty_into(&mut out, 0, width);
+        out
+    }
+
+    fn pretty_into(&self, out: &mut String, indent: usize, width: usize) {
+        let flat = self.to_string();
+        let items = match &self.kind {
+            FormKind::List(items) if indent + flat.chars().count() > width && items.len() > 1 => {
+                items
+            }
+            _ => {
+                out.push_str(&flat);
+                return;
+            }
+        };
+        // Quote forms print with their prefix character; keep them flat-headed.
+        if let [head, arg] = items.as_slice()
+            && let Some(prefix) = match head.as_symbol() {
+                Some("quote") => Some("'"),
+                Some("quasiquote") => Some("`"),
+                Some("unquote") => Some(","),
+                Some("unquote-splicing") => Some(",@"),
+                _ => None,
+            }
+        {
+            out.push_str(prefix);
+            arg.pretty_into(out, indent + prefix.len(), width);
+            return;
+        }
+        out.push('(');
+        let (first_line, rest_indent) = match items[0].as_symbol() {
+            Some(_) => (2, indent + 2),
+            None => (1, indent + 1),
+        };
+        for (i, item) in items.iter().enumerate() {
+            if i >= first_line {
+                out.push('\n');
+                out.push_str(&" ".repeat(rest_indent));
+                item.pretty_into(out, rest_indent, width);
+            } else {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let column = out.rsplit('\n').next().map_or(0, |line| line.chars().count());
+                item.pretty_into(out, column, width);
+            }
+        }
+        out.push(')');
+    }
+}

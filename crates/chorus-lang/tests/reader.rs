@@ -434,6 +434,22 @@ fn printer_escapes_what_the_reader_would_change() {
     assert_eq!(s.to_string(), "\"\\0\\x01\\x7fé\"");
 }
 
+#[test]
+fn pretty_printing_breaks_long_lists() {
+    let form = read(
+        "(defkernel k (void ((a float*) (n int))) (let ((i 0) (j 1)) (if (< i n) (set (aref a i) '(1 2)))))",
+    );
+    assert_eq!(form.pretty(200), form.to_string());
+    assert_eq!(
+        form.pretty(30),
+        "(defkernel k\n  (void ((a float*) (n int)))\n  (let ((i 0) (j 1))\n    (if (< i n)\n      (set (aref a i) '(1 2)))))"
+    );
+    assert_eq!(
+        read("(let ((alpha (f 1 2 3)) (beta (g 4 5 6))) x)").pretty(20),
+        "(let ((alpha (f 1\n               2\n               3))\n      (beta (g 4\n              5\n              6)))\n  x)"
+    );
+}
+
 /// Forms the reader can produce: no gensym names, finite floats, integers within 64 bits.
 fn arb_form() -> impl Strategy<Value = Form> {
     let span = Span::generated();
@@ -479,6 +495,13 @@ proptest! {
     #[test]
     fn printing_then_reading_gives_the_same_form(form in arb_form()) {
         let text = form.to_string();
+        let back = read_one(&text, "p.lisp").map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert!(back.same(&form), "{} read back as {}", text, back);
+    }
+
+    #[test]
+    fn pretty_printing_then_reading_gives_the_same_form(form in arb_form(), width in 0usize..60) {
+        let text = form.pretty(width);
         let back = read_one(&text, "p.lisp").map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
         prop_assert!(back.same(&form), "{} read back as {}", text, back);
     }

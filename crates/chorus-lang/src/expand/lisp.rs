@@ -41,7 +41,7 @@ use std::fmt;
 use std::rc::Rc;
 
 /// How many evaluation steps one macro expansion may take (it stops macros that loop forever).
-pub const MAX_STEPS: u64 = 10_000_000;
+pub const MAX_STEPS: u64 = 1_000_000;
 
 /// How deeply macro-time functions may call each other.
 pub const MAX_CALL_DEPTH: usize = 1_000;
@@ -1087,6 +1087,7 @@ impl<'a, 'c> Interp<'a, 'c> {
         }
     }
 
+    /// Fills in the backquote template `template`, `depth` backquotes deep (1 for the outermost).
     fn quasiquote(&mut self, template: &Form, depth: usize, env: &Env) -> Result<Form> {
         let span = self.call_span().clone();
         let Some(items) = template.as_list() else {
@@ -1095,19 +1096,29 @@ impl<'a, 'c> Interp<'a, 'c> {
         if let [head, arg] = items {
             match head.as_symbol() {
                 Some("unquote") if depth == 1 => {
-                    let value = self.eval(arg, env)?;
-                    return match value {
+                    return match self.eval(arg, env)? {
                         Value::Data(form) => Ok(form),
                         Value::Function(_) => {
                             Err(self.error(&arg.span, "a function cannot be inserted into a form"))
                         }
                     };
                 }
-                Some("unquote" | "unquote-splicing") => {
-                    return Ok(Form::list(
-                        vec![respan(head, &span), self.quasiquote(arg, depth - 1, env)?],
-                        span,
+                Some("unquote-splicing") if depth == 1 => {
+                    return Err(self.error(
+                        &template.span,
+                        ",@ must be inside a list, as in `(f ,@args)",
                     ));
+                }
+                Some("unquote" | "unquote-splicing") => {
+                    let mut inner =
+                        self.quasiquote_items(std::slice::from_ref(arg), depth - 1, env)?;
+                    if inner.len() != 1 {
+                        return Err(self.error(
+                            &template.span,
+                            "a comma followed by ,@ must be inside a list, as in `(f `(g ,,@args))",
+                        ));
+                    }
+                    return Ok(Form::list(vec![respan(head, &span), inner.remove(0)], span));
                 }
                 Some("quasiquote") => {
                     return Ok(Form::list(
@@ -1118,24 +1129,41 @@ impl<'a, 'c> Interp<'a, 'c> {
                 _ => {}
             }
         }
+        let items = self.quasiquote_items(items, depth, env)?;
+        Ok(Form::list(items, span))
+    }
+
+    /// The elements of a template list, with `,@` spliced in. An element `,X` or `,@X` of an
+    /// inner backquote is filled in one level up, and if `X` splices there (`,,@list`), each
+    /// spliced value gets its own comma, as in Common Lisp.
+    fn quasiquote_items(&mut self, items: &[Form], depth: usize, env: &Env) -> Result<Vec<Form>> {
+        let span = self.call_span().clone();
         let mut out = Vec::with_capacity(items.len());
         for item in items {
-            if let Some(("unquote-splicing", [arg])) = item.as_call()
-                && depth == 1
-            {
-                let value = self.eval(arg, env)?;
-                let Some(spliced) = value.as_list() else {
-                    return Err(self.error(
-                        &arg.span,
-                        format!(",@ needs a list to splice, got `{value}`"),
-                    ));
-                };
-                out.extend(spliced.iter().cloned());
-            } else {
-                out.push(self.quasiquote(item, depth, env)?);
+            match item.as_call() {
+                Some(("unquote-splicing", [arg])) if depth == 1 => {
+                    let value = self.eval(arg, env)?;
+                    let Some(spliced) = value.as_list() else {
+                        return Err(self.error(
+                            &arg.span,
+                            format!(",@ needs a list to splice, got `{value}`"),
+                        ));
+                    };
+                    out.extend(spliced.iter().cloned());
+                }
+                Some((op @ ("unquote" | "unquote-splicing"), [arg])) if depth > 1 => {
+                    let inner = self.quasiquote_items(std::slice::from_ref(arg), depth - 1, env)?;
+                    for value in inner {
+                        out.push(Form::list(
+                            vec![Form::symbol(op, span.clone()), value],
+                            span.clone(),
+                        ));
+                    }
+                }
+                _ => out.push(self.quasiquote(item, depth, env)?),
             }
         }
-        Ok(Form::list(out, span))
+        Ok(out)
     }
 
     fn case(&mut self, name: &str, form: &Form, args: &[Form], env: &Env) -> Result<Value> {
@@ -1789,7 +1817,9 @@ impl<'a, 'c> Interp<'a, 'c> {
                     Some(proto) => match self.num_arg(proto, span)? {
                         Num::Float(_, p) => p,
                         Num::Int(..) => {
-                            return Err(self.error(span, "the prototype of `float` must be a float"));
+                            return Err(
+                                self.error(span, "the prototype of `float` must be a float")
+                            );
                         }
                     },
                     None => match x {

@@ -38,8 +38,9 @@
 //!
 //! # Gensyms
 //! `gensym`, `with-gensyms`, `once-only` and `make-symbol` make symbols named `#:PREFIXN`
-//! (`#:g1`, `#:i2`), with a counter per [`Expander`]. The reader rejects names starting with
-//! `#:`, so they cannot collide with a symbol of the source; the printer writes them as `#:g1`.
+//! (`#:g1`, `#:i2`, `#:i0_3` for the prefix `i0`), with a counter per [`Expander`]. The reader
+//! rejects names starting with `#:`, so they cannot collide with a symbol of the source; the
+//! printer writes them as `#:g1`. The checker's C names drop the `#:`.
 //!
 //! # Limits
 //! Expansion stops with an error at the macro call when expansions nest more than
@@ -110,11 +111,18 @@ impl MacroContext<'_> {
         &self.call.span
     }
 
-    /// A fresh symbol `#:PREFIXN` (the prefix folded to lower case) with the call's span; no
-    /// other symbol of the unit has its name.
+    /// A fresh symbol `#:PREFIXN` with the call's span: the prefix folded to lower case, then the
+    /// expander's counter. No other symbol of the unit has its name: the reader makes no `#:`
+    /// names, an empty prefix is `g`, and a prefix that ends in a digit gets a `_` (`#:i0_1`), so the counter is always
+    /// the whole trailing number and no two gensyms share a name.
     pub fn gensym(&self, prefix: &str) -> Form {
         let n = self.gensyms.fetch_add(1, Ordering::Relaxed) + 1;
-        let prefix: String = prefix.chars().flat_map(char::to_lowercase).collect();
+        let mut prefix: String = prefix.chars().flat_map(char::to_lowercase).collect();
+        if prefix.is_empty() {
+            prefix.push('g');
+        } else if prefix.ends_with(|c: char| c.is_ascii_digit()) {
+            prefix.push('_');
+        }
         Form::symbol(
             format!("{}{prefix}{n}", crate::reader::GENSYM_PREFIX),
             self.span().clone(),
@@ -250,12 +258,13 @@ impl Expander {
         on_big_stack(|| {
             let mut walker = Walker::new(self);
             let mut current = form.clone();
-            let mut expanded = false;
+            let mut in_place = 0;
             while let Some(next) = walker.expand_1(&current)? {
-                walker.count_expansion(&current, expanded as usize)?;
+                walker.count_expansion(&current, in_place)?;
                 current = next;
-                expanded = true;
+                in_place += 1;
             }
+            let expanded = in_place > 0;
             Ok((current, expanded))
         })
     }
@@ -670,40 +679,47 @@ impl<'e> Walker<'e> {
     }
 
     fn walk_do(&mut self, args: &[Form]) -> Result<Vec<Form>> {
-        let Some((Some(specs), rest)) = args
-            .split_first()
-            .map(|(s, r)| (s.as_list().map(|l| (s, l)), r))
-        else {
+        let Some((specs_form, rest)) = args.split_first() else {
+            return Ok(Vec::new());
+        };
+        let Some(specs) = specs_form.as_list() else {
             return self.walk_all(args);
         };
-        let (specs_form, specs) = specs;
         // The inits are evaluated outside the loop's scope; steps, test and body inside it.
         let mut inits = Vec::with_capacity(specs.len());
         let mut vars = Vec::new();
         for spec in specs {
-            match spec.as_list() {
-                Some([var, init, step @ ..]) => {
-                    inits.push((spec, var, Some(self.walk(init)?), step));
-                    vars.extend(var.as_symbol().map(|v| (v.to_string(), None)));
-                }
-                _ => inits.push((spec, spec, None, &[][..])),
-            }
+            let (var, init) = match spec.as_list() {
+                Some([var, init, ..]) => (var, Some(self.walk(init)?)),
+                Some([var]) => (var, None),
+                _ => (spec, None),
+            };
+            vars.extend(var.as_symbol().map(|v| (v.to_string(), None)));
+            inits.push(init);
         }
         let mark = self.vars.len();
         self.vars.extend(vars);
         let result = (|| {
-            let mut new_specs = Vec::with_capacity(inits.len());
-            for (spec, var, init, step) in inits {
-                match init {
-                    Some(init) => {
-                        let step = self.walk_all(step)?;
-                        new_specs.push(list_with(vec![var.clone(), init], step, &spec.span));
+            let mut new_specs = Vec::with_capacity(specs.len());
+            for (spec, init) in specs.iter().zip(inits) {
+                match (spec.as_list(), init) {
+                    (Some([var, _, steps @ ..]), Some(init)) => {
+                        let steps = self.walk_all(steps)?;
+                        new_specs.push(list_with(vec![var.clone(), init], steps, &spec.span));
                     }
-                    None => new_specs.push(spec.clone()),
+                    _ => new_specs.push(spec.clone()),
                 }
             }
             let mut out = vec![Form::list(new_specs, specs_form.span.clone())];
-            out.extend(self.walk_all(rest)?);
+            let Some((end, body)) = rest.split_first() else {
+                return Ok(out);
+            };
+            // The end clause `(test result…)` is a list of expressions, not a call.
+            out.push(match end.as_list() {
+                Some(items) => Form::list(self.walk_all(items)?, end.span.clone()),
+                None => self.walk(end)?,
+            });
+            out.extend(self.walk_all(body)?);
             Ok(out)
         })();
         self.vars.truncate(mark);
