@@ -3,8 +3,8 @@
 
 use chorus_lang::check::builtins;
 use chorus_lang::ir::{
-    Block, Builtin, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalStorage,
-    Module, StmtKind,
+    Block, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalStorage, Module,
+    StmtKind,
 };
 use chorus_lang::{Type, compile_str};
 use std::fmt::Write;
@@ -205,15 +205,13 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         ExprKind::Builtin { op, args } => {
             // The IR invariant: the arguments have exactly the types of one table signature.
             let types: Vec<Type> = args.iter().map(|a| a.ty.clone()).collect();
-            if !matches!(op, Builtin::And | Builtin::Or) {
-                assert!(
-                    builtins::names()
-                        .flat_map(builtins::signatures)
-                        .any(|s| s.op == *op && s.params == types && s.result == e.ty),
-                    "{op:?} {types:?} -> {} is not in the table",
-                    e.ty
-                );
-            }
+            assert!(
+                builtins::names()
+                    .flat_map(builtins::signatures)
+                    .any(|s| s.op == *op && s.params == types && s.result == e.ty),
+                "{op:?} {types:?} -> {} is not in the table",
+                e.ty
+            );
             format!("({op:?}:{} {})", e.ty, list(args))
         }
         ExprKind::Call { function, args } => {
@@ -830,6 +828,42 @@ fn names_are_unique_readable_c_identifiers() {
               vec_add_1[0] = (Add:int (Add:int (Add:int g12_1 sin_1) sin_table_1) float_)
             }
           }
+        ",
+    );
+}
+
+#[test]
+fn structure_globals_and_reduced_precision_arithmetic() {
+    let m = check(
+        "(defkernel-struct pair (x int) (y float))
+         (defglobal origin (make-pair 1 (- 2)) :constant)
+         (defkernel k (void ((h half2*) (b bfloat16*) (o bool*) (a and-or-test*)))
+           (set (aref h 0) (* (+ (aref h 0) (aref h 1)) (aref h 2)))
+           (set (aref o 0) (and (< (aref b 0) (aref b 1)) (>= (aref b 0) 1.0) (or)))
+           (set (aref b 2) (- (aref b 0)))
+           (set (aref o 1) (= (pair-x origin) 1)))
+         (defkernel-struct and-or-test (v int))",
+    );
+    let init = &m.globals[0].init;
+    let ExprKind::Construct(parts) = &init.kind else {
+        panic!("{init:?}")
+    };
+    let values: Vec<Literal> = parts
+        .iter()
+        .map(|p| match p.kind {
+            ExprKind::Literal(l) => l,
+            _ => panic!("not folded: {p:?}"),
+        })
+        .collect();
+    assert_eq!(values, [Literal::Int(1), Literal::Float(-2.0)]);
+    assert_ir(
+        &dump(&m),
+        "
+        kernel void k(half2* h, bfloat16* b, bool* o, and-or-test* a)
+          h[0] = (Mul:half2 (Add:half2 h[0] h[1]) h[2])
+          o[0] = (And:bool (And:bool (Lt:bool b[0] b[1]) (Ge:bool b[0] 1.0:bfloat16)) false)
+          b[2] = (Neg:bfloat16 b[0])
+          o[1] = (Eq:bool @origin.x 1)
         ",
     );
 }

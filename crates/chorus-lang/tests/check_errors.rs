@@ -129,6 +129,9 @@ cases! {
     launch_bounds_not_constant: exact("(defkernel k (void ((n int)))\n  (declare (launch-bounds n)))", "2:27", "a launch bound must be a positive integer constant, got `n`");
     empty_struct: exact("(defkernel-struct e)", "1:1", "structure `e` has no fields; expected (defkernel-struct NAME (FIELD TYPE)…)");
     rebinding_an_index_variable: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (let ((thread-idx-x 0)) (return)))", "2:10", "`thread-idx-x` is an index variable and cannot be rebound; choose another name");
+    assignment_to_a_row_of_a_shared_array: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4 4))\n    (set (aref s 0) p)))", "3:10", "`(aref s 0)` is a row of a shared array; assign its elements with more indices");
+    continue_directly_in_a_switch_clause: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (while t (switch n (1 (continue)))))", "2:25", "`continue` directly inside a switch clause is not allowed");
+    shift_of_a_float: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (shl x 1)))", "2:10", "no overload of `shl` takes (float, int); accepted: (T, T) → T for T in int8, uint8, int16, uint16, int, uint, int64, uint64, size-t; (T, int) → T for T in int8, uint8, int16, uint16, uint, int64, uint64, size-t");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
 }
 

@@ -12,10 +12,10 @@
 //! listed with their binary signatures and fold **left** (`(- 2 3 4)` is `((2 - 3) - 4)`), see
 //! [`folds_left`]. `-` and `/` with one argument are [`Builtin::Neg`] and [`Builtin::Recip`].
 //!
-//! Not in this table, because they are not calls of a fixed signature: `and`/`or` (any number
-//! of `bool`s, short-circuit: [`Builtin::And`]/[`Builtin::Or`]), casts (`(float x)`, `(uint -1)`,
-//! `float-to-half` …, see [`cast_target`]), vector and structure constructors, accessors,
-//! `aref`, `pointer`, `if`, `printf` and `cuda-asm`.
+//! `and` and `or` are listed with their binary signature; they take any number of `bool`s, fold
+//! left and short-circuit. Not in this table, because they are not calls of a fixed signature:
+//! casts (`(float x)`, `(uint -1)`, `float-to-half` …, see [`cast_target`]), vector and
+//! structure constructors, accessors, `aref`, `pointer`, `if`, `printf` and `cuda-asm`.
 //!
 //! Two deliberate results, kept from cl-cuda: `floor` returns `int` (the `sph` example relies on
 //! it), while `ceil`, `round` and `trunc` return their floating type. `mod` and `rem` are C's `%`
@@ -264,6 +264,16 @@ fn build() -> Table {
         add(name, sigs);
     }
     add("not", vec![sig(Builtin::Not, &[Type::Bool], Type::Bool)]);
+    // `and` and `or` take any number of bools and short-circuit; the checker folds them left
+    // into these binary operations (`(and)` is `t`, `(or)` is `nil`, one operand is itself).
+    add(
+        "and",
+        vec![sig(Builtin::And, &[Type::Bool, Type::Bool], Type::Bool)],
+    );
+    add(
+        "or",
+        vec![sig(Builtin::Or, &[Type::Bool, Type::Bool], Type::Bool)],
+    );
 
     // Bitwise operations on integers.
     add("logand", homogeneous(Builtin::BitAnd, &INTEGERS, 2));

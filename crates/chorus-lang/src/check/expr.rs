@@ -443,7 +443,15 @@ impl FnCx<'_> {
     /// True when `e` denotes storage (ignoring whether it may be written).
     pub(super) fn is_place(&self, e: &Expr) -> bool {
         match &e.kind {
-            ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Aref { .. } => true,
+            // A row of a multi-dimensional shared array is a C array, not a place.
+            ExprKind::Aref { base, indices } => match base.kind {
+                ExprKind::Local(id) => self
+                    .shared_dims
+                    .get(&id)
+                    .is_none_or(|d| indices.len() >= *d),
+                _ => true,
+            },
+            ExprKind::Local(_) | ExprKind::Global(_) => true,
             ExprKind::Field { base, .. } => self.is_place(base),
             _ => false,
         }

@@ -595,7 +595,15 @@ impl FnCx<'_> {
                 }
                 format!("global {}", g.name)
             }
-            ExprKind::Aref { .. } => format!("element {place_form}"),
+            ExprKind::Aref { .. } if self.is_place(&place) => format!("element {place_form}"),
+            ExprKind::Aref { .. } => {
+                return err(
+                    &place_form.span,
+                    format!(
+                        "`{place_form}` is a row of a shared array; assign its elements with more indices"
+                    ),
+                );
+            }
             ExprKind::Field { .. } if self.is_place(&place) => format!("field {place_form}"),
             ExprKind::Index(_) => {
                 return err(
