@@ -16,7 +16,10 @@ pub struct Error {
 impl Error {
     /// An error at `span`.
     pub fn new(span: &Span, message: impl Into<String>) -> Error {
-        Error { span: span.clone(), message: message.into() }
+        Error {
+            span: span.clone(),
+            message: message.into(),
+        }
     }
 }
 

@@ -84,7 +84,13 @@ impl Form {
 
     /// An `int` literal form.
     pub fn int(value: i128, span: Span) -> Form {
-        Form::new(FormKind::Int { value, suffix: IntSuffix::None }, span)
+        Form::new(
+            FormKind::Int {
+                value,
+                suffix: IntSuffix::None,
+            },
+            span,
+        )
     }
 
     /// The symbol's name, if this is a symbol.
@@ -128,10 +134,25 @@ impl Form {
     pub fn same(&self, other: &Form) -> bool {
         match (&self.kind, &other.kind) {
             (FormKind::Symbol(a), FormKind::Symbol(b)) => a == b,
-            (FormKind::Int { value: a, suffix: sa }, FormKind::Int { value: b, suffix: sb }) => a == b && sa == sb,
             (
-                FormKind::Float { value: a, precision: pa },
-                FormKind::Float { value: b, precision: pb },
+                FormKind::Int {
+                    value: a,
+                    suffix: sa,
+                },
+                FormKind::Int {
+                    value: b,
+                    suffix: sb,
+                },
+            ) => a == b && sa == sb,
+            (
+                FormKind::Float {
+                    value: a,
+                    precision: pa,
+                },
+                FormKind::Float {
+                    value: b,
+                    precision: pb,
+                },
             ) => a.to_bits() == b.to_bits() && pa == pb,
             (FormKind::Str(a), FormKind::Str(b)) => a == b,
             (FormKind::List(a), FormKind::List(b)) => {

@@ -173,7 +173,12 @@ mod tests {
 
     fn check<T: KernelValue>() {
         let (size, align) = T::kernel_type().layout(&[]).unwrap();
-        assert_eq!((size_of::<T>(), align_of::<T>()), (size, align), "{}", T::kernel_type());
+        assert_eq!(
+            (size_of::<T>(), align_of::<T>()),
+            (size, align),
+            "{}",
+            T::kernel_type()
+        );
     }
 
     #[test]

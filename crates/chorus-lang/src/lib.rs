@@ -34,12 +34,12 @@ pub use reader::{read_one, read_str};
 pub use span::Span;
 pub use types::Type;
 
-/// Checks the top-level forms of one compilation unit and returns its typed IR.
-///
-/// Macro expansion is not wired in yet: the forms must already be expanded (no `let*`, `when`,
-/// `unless`, kernel macros); [`check::check_module`] reports any that remain.
+/// Compiles the top-level forms of one compilation unit to its typed IR: expands its macros
+/// with a fresh [`Expander`] ([`Expander::expand_unit`]), then checks the result
+/// ([`check::check_module`]).
 pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
-    check::check_module(forms)
+    let expanded = Expander::new().expand_unit(forms)?;
+    check::check_module(&expanded)
 }
 
 /// Reads kernel text (`file` names it in spans and messages) and compiles it with

@@ -22,7 +22,13 @@ pub struct Span {
 impl Span {
     /// A span covering one point.
     pub fn point(file: Arc<str>, line: u32, column: u32) -> Span {
-        Span { file, line, column, end_line: line, end_column: column }
+        Span {
+            file,
+            line,
+            column,
+            end_line: line,
+            end_column: column,
+        }
     }
 
     /// A span for forms made by a program rather than read from text (macro output without a

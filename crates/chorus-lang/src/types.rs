@@ -427,18 +427,39 @@ mod tests {
         assert_eq!(t.pointer_depth(), 2);
         assert_eq!(t.to_string(), "float**");
         assert_eq!(t.c_name(), "float**");
-        assert_eq!(Type::parse("size-t", |_| false), Some(Type::Scalar(ScalarType::SizeT)));
-        assert_eq!(Type::parse("pair*", |n| n == "pair").unwrap().to_string(), "pair*");
+        assert_eq!(
+            Type::parse("size-t", |_| false),
+            Some(Type::Scalar(ScalarType::SizeT))
+        );
+        assert_eq!(
+            Type::parse("pair*", |n| n == "pair").unwrap().to_string(),
+            "pair*"
+        );
         assert_eq!(Type::parse("nosuch", |_| false), None);
     }
 
     #[test]
     fn vector_layouts_match_cuda() {
-        assert_eq!((VectorType::Float3.size(), VectorType::Float3.align()), (12, 4));
-        assert_eq!((VectorType::Float4.size(), VectorType::Float4.align()), (16, 16));
-        assert_eq!((VectorType::Double3.size(), VectorType::Double3.align()), (24, 8));
-        assert_eq!((VectorType::Double4.size(), VectorType::Double4.align()), (32, 16));
+        assert_eq!(
+            (VectorType::Float3.size(), VectorType::Float3.align()),
+            (12, 4)
+        );
+        assert_eq!(
+            (VectorType::Float4.size(), VectorType::Float4.align()),
+            (16, 16)
+        );
+        assert_eq!(
+            (VectorType::Double3.size(), VectorType::Double3.align()),
+            (24, 8)
+        );
+        assert_eq!(
+            (VectorType::Double4.size(), VectorType::Double4.align()),
+            (32, 16)
+        );
         assert_eq!((VectorType::Int2.size(), VectorType::Int2.align()), (8, 8));
-        assert_eq!((VectorType::Half2.size(), VectorType::Half2.align()), (4, 4));
+        assert_eq!(
+            (VectorType::Half2.size(), VectorType::Half2.align()),
+            (4, 4)
+        );
     }
 }

@@ -867,3 +867,267 @@ fn structure_globals_and_reduced_precision_arithmetic() {
         ",
     );
 }
+
+/// Checks the IR invariants back ends rely on, over a whole module.
+fn validate(m: &Module) {
+    for f in &m.functions {
+        validate_block(m, f, &f.body);
+    }
+}
+
+fn validate_block(m: &Module, f: &Function, b: &Block) {
+    let local_ty = |id: &chorus_lang::ir::LocalId| &f.locals[id.0 as usize].ty;
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Block(inner) => validate_block(m, f, inner),
+            StmtKind::Declare { local, init } => {
+                assert_eq!(local_ty(local), &init.ty);
+                validate_expr(m, init);
+            }
+            StmtKind::Assign { place, value } => {
+                assert_eq!(place.ty, value.ty);
+                validate_expr(m, place);
+                validate_expr(m, value);
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                assert_eq!(cond.ty, Type::Bool);
+                validate_expr(m, cond);
+                validate_block(m, f, then);
+                if let Some(o) = otherwise {
+                    validate_block(m, f, o);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                assert_eq!(cond.ty, Type::Bool);
+                validate_block(m, f, body);
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => {
+                for (l, e) in init.iter().chain(step) {
+                    assert_eq!(local_ty(l), &e.ty);
+                    validate_expr(m, e);
+                }
+                assert!(cond.as_ref().is_none_or(|c| c.ty == Type::Bool));
+                validate_block(m, f, body);
+            }
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => {
+                assert!(scrutinee.ty.is_integer());
+                cases.iter().for_each(|c| validate_block(m, f, &c.body));
+                if let Some(d) = default {
+                    validate_block(m, f, d);
+                }
+            }
+            StmtKind::Return(Some(v)) => {
+                assert_eq!(v.ty, f.ret);
+                validate_expr(m, v);
+            }
+            StmtKind::Expr(e) => validate_expr(m, e),
+            _ => {}
+        }
+    }
+}
+
+fn validate_expr(m: &Module, e: &Expr) {
+    match &e.kind {
+        ExprKind::Builtin { op, args } => {
+            let types: Vec<Type> = args.iter().map(|a| a.ty.clone()).collect();
+            assert!(
+                builtins::names()
+                    .flat_map(builtins::signatures)
+                    .any(|s| s.op == *op && s.params == types && s.result == e.ty),
+                "{op:?} {types:?} -> {}",
+                e.ty
+            );
+            args.iter().for_each(|a| validate_expr(m, a));
+        }
+        ExprKind::Call { function, args } => {
+            let callee = &m.functions[function.0 as usize];
+            assert_eq!(e.ty, callee.ret);
+            for (a, p) in args.iter().zip(&callee.params) {
+                assert_eq!(a.ty, callee.locals[p.local.0 as usize].ty);
+                validate_expr(m, a);
+            }
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            assert_eq!(cond.ty, Type::Bool);
+            assert_eq!(then.ty, e.ty);
+            assert_eq!(otherwise.ty, e.ty);
+            [cond, then, otherwise]
+                .iter()
+                .for_each(|x| validate_expr(m, x));
+        }
+        ExprKind::Aref { base, indices } => {
+            assert!(indices.iter().all(|i| i.ty.is_integer()));
+            validate_expr(m, base);
+        }
+        ExprKind::Cast { value, .. } => validate_expr(m, value),
+        ExprKind::Literal(Literal::Int(_)) => assert!(e.ty.is_integer(), "{e:?}"),
+        ExprKind::Literal(Literal::Float(_)) => {
+            assert!(e.ty.scalar().is_some_and(|s| !s.is_integer()), "{e:?}")
+        }
+        _ => {}
+    }
+}
+
+/// Random arithmetic over typed variables: whatever the checker accepts satisfies the IR
+/// invariants, and whatever it rejects it rejects with an error rather than a panic.
+fn typed_expression() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        proptest::sample::select(vec![
+            "i",
+            "u",
+            "l",
+            "x",
+            "y",
+            "h",
+            "b",
+            "s",
+            "(aref pf 0)",
+            "thread-idx-x"
+        ])
+        .prop_map(str::to_string),
+        (-5i64..70000).prop_map(|v| v.to_string()),
+        (-3.0f64..3.0).prop_map(|v| format!("{v:.3}")),
+        Just("2.5d0".to_string()),
+        Just("t".to_string()),
+    ];
+    leaf.prop_recursive(5, 64, 3, |inner| {
+        let ops: Vec<(&str, usize)> = vec![
+            ("+", 2),
+            ("-", 2),
+            ("-", 1),
+            ("*", 3),
+            ("/", 2),
+            ("min", 2),
+            ("max", 2),
+            ("<", 2),
+            ("=", 2),
+            (">=", 2),
+            ("mod", 2),
+            ("sqrt", 1),
+            ("floor", 1),
+            ("expt", 2),
+            ("float", 1),
+            ("int", 1),
+            ("uint", 1),
+            ("double", 1),
+            ("half", 1),
+            ("not", 1),
+            ("and", 2),
+            ("logand", 2),
+            ("shl", 2),
+            ("if", 3),
+            ("abs", 1),
+            ("fma", 3),
+            ("atomic-add", 2),
+        ];
+        (
+            proptest::sample::select(ops),
+            proptest::collection::vec(inner, 3),
+        )
+            .prop_map(|((op, arity), args)| format!("({op} {})", args[..arity].join(" ")))
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn accepted_programs_satisfy_the_ir_invariants(e in typed_expression(), target in 0usize..4) {
+        let place = ["(aref pf 1)", "(aref pi 1)", "l", "(aref ph 0)"][target];
+        let src = format!(
+            "(defkernel k (void ((i int) (u uint) (l int64) (x float) (y double) (h half)
+                                 (b bool) (s int8) (pf float*) (pi int*) (ph half*)))
+               (let ((v {e}))
+                 (set {place} {e})))"
+        );
+        if let Ok(m) = compile_str(&src, "p.lisp") {
+            validate(&m);
+        }
+    }
+}
+
+#[test]
+fn macros_expand_before_checking() {
+    let ir = body(
+        "(defkernelmacro inc (place &optional (delta 1))
+           `(set ,place (+ ,place ,delta)))
+         (defkernel-symbol-macro the-answer 42)
+         (defkernel k (void ((a int*) (n int)))
+           (let* ((i thread-idx-x) (j (+ i 1)))
+             (when (< j n) (inc (aref a i)))
+             (unless (< j n) (inc (aref a 0) the-answer))
+             (symbol-macrolet ((x 1.0))
+               (set (aref a 1) (floor x)))
+             (macrolet ((square (v) (if (numberp v) (* v v) `(* ,v ,v))))
+               (set (aref a 2) (square 2)))))",
+    );
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* a, int n)
+          {
+            int i = ThreadIdx(X)
+            {
+              int j = (Add:int i 1)
+              if (Lt:bool j n)
+                a[i] = (Add:int a[i] 1)
+              if (Not:bool (Lt:bool j n))
+                a[0] = (Add:int a[0] 42)
+              {
+                a[1] = (Math(Floor):int 1.0:float)
+              }
+              {
+                a[2] = 4
+              }
+            }
+          }
+        ",
+    );
+}
+
+#[test]
+fn gensyms_from_macros_become_readable_names() {
+    let ir = body(
+        "(defkernelmacro swap (a b)
+           (let ((tmp (gensym \"tmp\")))
+             `(let ((,tmp ,a)) (set ,a ,b) (set ,b ,tmp))))
+         (defkernel k (void ((p int*) (tmp int)))
+           (swap (aref p 0) (aref p 1))
+           (swap (aref p 1) tmp))",
+    );
+    // Each expansion declares its own local; neither is confused with the parameter `tmp`.
+    assert_ir(
+        &ir,
+        "
+        kernel void k(int* p, int tmp)
+          {
+            int tmp1 = p[0]
+            p[0] = p[1]
+            p[1] = tmp1
+          }
+          {
+            int tmp2 = p[1]
+            p[1] = tmp
+            tmp = tmp2
+          }
+        ",
+    );
+}

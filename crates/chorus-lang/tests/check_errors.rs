@@ -112,12 +112,10 @@ cases! {
     and_needs_bool_operands: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (if (and (> n 0) n) (return)))", "2:20", "`and` needs bool operands, got an int; compare explicitly, e.g. (/= x 0)");
     integer_literal_out_of_range: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set (aref a 0) 18446744073709551615))", "2:19", "integer literal 18446744073709551615 does not fit in int64");
     restrict_on_a_non_pointer: exact("(defkernel k (void ((n int :restrict))))", "1:21", ":restrict applies to pointers; `n` has type int");
-    unexpanded_macro: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (when (> n 0) (syncthreads)))", "2:3", "`when` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand macros first");
     statement_used_as_a_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (let ((y 1)) y)))", "2:10", "`let` is a statement and has no value; it cannot be used as an expression");
     unused_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (+ n 1))", "2:3", "the value of `(+ n 1)` is not used; a statement must have an effect (set, a call, …)");
     vector_constructor_count: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (let ((v (float3 1.0 2.0))) (return)))", "2:12", "`float3` takes 3 values (float, float, float), got 2");
     vector_accessor_on_the_wrong_vector: exact("(defkernel k (void ((v float3) (o float*)))\n  (set (aref o 0) (float4-x v)))", "2:29", "`float4-x` needs a float4, got a float3");
-    top_level_form_not_a_definition: exact("(defkernel k (void ()))\n(print 1)", "2:1", "expected defkernel, defglobal or defkernel-struct at top level, got `(print 1)`");
     multi_dimensional_shared_array_as_a_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4 4))\n    (let ((q s)) (return))))", "3:14", "`s` is a 2-dimensional shared array; use it only through (aref s …)");
     value_if_needs_an_else: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (if (> n 0) 1)))", "2:10", "an if used as a value needs a test and two values: (if TEST THEN ELSE)");
     value_if_arms_must_agree: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set p (if (> n 0) p a)))", "2:24", "the two values of if must have one type: float* and int* have no common type");
@@ -133,6 +131,56 @@ cases! {
     continue_directly_in_a_switch_clause: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (while t (switch n (1 (continue)))))", "2:25", "`continue` directly inside a switch clause is not allowed");
     shift_of_a_float: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (shl x 1)))", "2:10", "no overload of `shl` takes (float, int); accepted: (T, T) → T for T in int8, uint8, int16, uint16, int, uint, int64, uint64, size-t; (T, int) → T for T in int8, uint8, int16, uint16, uint, int64, uint64, size-t");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
+}
+
+#[test]
+fn unexpanded_macros_are_reported_by_check_module() {
+    let forms = chorus_lang::read_str(
+        "(defkernel k (void ((n int)))\n  (when (> n 0) (syncthreads)))",
+        "test.lisp",
+    )
+    .unwrap();
+    let e = chorus_lang::check::check_module(&forms).unwrap_err();
+    assert_eq!(
+        e.message,
+        "`when` is a macro; compile with chorus_lang::compile_forms or compile_str, which expand \
+         macros first"
+    );
+    check_position(&e, "2:3");
+    let forms = chorus_lang::read_str("(defkernel k (void ()))\n(print 1)", "test.lisp").unwrap();
+    let e = chorus_lang::check::check_module(&forms).unwrap_err();
+    assert_eq!(
+        e.message,
+        "expected defkernel, defglobal or defkernel-struct at top level, got `(print 1)`"
+    );
+    check_position(&e, "2:1");
+    let forms = chorus_lang::read_str("(defkernelmacro inc (x) `(+ ,x 1))", "test.lisp").unwrap();
+    let e = chorus_lang::check::check_module(&forms).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("`defkernelmacro` is handled by the macro expander")
+    );
+    check_position(&e, "1:1");
+}
+
+#[test]
+fn errors_in_macro_output_point_into_the_call() {
+    // An argument copied into the expansion keeps its own span …
+    exact(
+        "(defkernelmacro store (place v) `(set ,place ,v))
+(defkernel k (void ((a int*) (x float)))
+  (store (aref a 0) x))",
+        "3:21",
+        "cannot store a float in int element (aref a 0); convert explicitly: (int …) or (floor …)",
+    );
+    // … and a form the macro made has the span of the call.
+    contains(
+        "(defkernelmacro inc (place delta) `(set ,place (+ ,place ,delta)))
+(defkernel k (void ((a int*) (x float)))
+  (inc (aref a 0) x))",
+        "3:3",
+        "cannot store a float in int element (aref a 0)",
+    );
 }
 
 #[test]

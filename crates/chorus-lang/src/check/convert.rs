@@ -259,8 +259,9 @@ pub fn fix(from: &Type, to: &Type) -> String {
             "convert explicitly: (bfloat16-to-float …)".to_string()
         }
         (Some(_), Some(t)) => format!("convert explicitly: ({} …)", t.name()),
-        _ if *from == Type::Bool && to.is_integer() => {
-            format!("convert explicitly: ({} …)", to)
+        _ if *from == Type::Bool && to.is_integer() => format!("convert explicitly: ({to} …)"),
+        _ if *from == Type::Bool && to.scalar().is_some() => {
+            "choose the values explicitly, e.g. (if b 1.0 0.0)".to_string()
         }
         _ if *to == Type::Bool && from.scalar().is_some() => {
             "compare explicitly, e.g. (/= x 0)".to_string()
@@ -272,7 +273,8 @@ pub fn fix(from: &Type, to: &Type) -> String {
 /// "a float" / "an int": the type with its article, for messages.
 pub fn a(ty: &Type) -> String {
     let text = ty.to_string();
-    let article = if text.starts_with(['a', 'e', 'i', 'o', 'u']) {
+    // `uint…` starts with a consonant sound ("a uint").
+    let article = if text.starts_with(['a', 'e', 'i', 'o']) {
         "an"
     } else {
         "a"

@@ -527,6 +527,15 @@ impl FnCx<'_> {
             None => {
                 let convertible =
                     e.ty.scalar().is_some() || (e.ty == Type::Bool && target.is_integer());
+                if e.ty == Type::Bool && !target.is_integer() {
+                    return err(
+                        &arg.span,
+                        format!(
+                            "a bool converts only to an integer type; for {target_ty} choose the \
+                             values explicitly, e.g. (if b 1.0 0.0)"
+                        ),
+                    );
+                }
                 if !convertible {
                     return err(
                         &arg.span,

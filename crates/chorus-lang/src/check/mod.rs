@@ -27,7 +27,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::HashMap;
 
-pub use toplevel::check_module;
+pub use toplevel::{STACK_SIZE, check_module};
 
 /// An error at `span`.
 fn err<T>(span: &Span, message: impl Into<String>) -> Result<T> {

@@ -62,7 +62,30 @@ impl ModuleCx {
 /// Accepts `(defkernel-struct NAME (field TYPE)…)`, `(defglobal NAME INIT [QUALIFIERS])` and
 /// `(defkernel NAME (RET ((arg TYPE [:restrict])…)) body…)` (or `(defkernel (NAME :device) …)`
 /// for a `__device__` function returning `void`), in any order. Returns the first error found.
+///
+/// Checking recurses over the forms, and macro expansion can nest them far deeper than text
+/// does, so it runs on a thread with a [`STACK_SIZE`] stack.
 pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("chorus-check".into())
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(scope, || check_unit(forms));
+        match worker {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: check on this one.
+            Err(_) => check_unit(forms),
+        }
+    })
+}
+
+/// The stack of the checking thread: enough for forms nested as deeply as the macro expander
+/// allows ([`crate::expand::MAX_FORM_DEPTH`]).
+pub const STACK_SIZE: usize = 256 << 20;
+
+fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     let mut structs = Vec::new();
     let mut globals = Vec::new();
     let mut functions = Vec::new();
