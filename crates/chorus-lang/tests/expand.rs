@@ -1034,6 +1034,64 @@ fn too_many_expansions_is_an_error() {
     );
 }
 
+#[test]
+fn macros_cannot_exhaust_time_or_memory() {
+    // Doubling a list 40 times would need 2^40 elements; the work charged for the copies stops it.
+    assert!(
+        eval("(let ((x '(1))) (dotimes (i 40) (setq x (append x x))) (length x))")
+            .contains("the macro ran for more than 1000000 steps")
+    );
+    assert!(
+        eval("(let ((s \"ab\")) (dotimes (i 40) (setq s (concatenate 'string s s))) 1)")
+            .contains("the macro ran for more than 1000000 steps")
+    );
+    // Empty loops still count their iterations.
+    assert!(
+        eval("(dotimes (i 1000000000000))").contains("the macro ran for more than 1000000 steps")
+    );
+    assert!(
+        eval("(loop repeat 1000000000000)").contains("the macro ran for more than 1000000 steps")
+    );
+    // Pushing onto a long list copies it (lists are vectors): charged, so it stays fast.
+    assert!(
+        eval("(let ((l nil)) (dotimes (i 100000) (push i l)) 1)")
+            .contains("the macro ran for more than 1000000 steps")
+    );
+    // So is every use of a large value.
+    assert!(
+        eval("(let ((l (loop repeat 1000 collect 'x))) (dotimes (i 1000000) l))")
+            .contains("the macro ran for more than 1000000 steps")
+    );
+}
+
+#[test]
+fn absurdly_deep_expansions_are_refused() {
+    let mut expander = Expander::new();
+    expander.define_rust_macro("deep", |_: &Form, cx: &MacroContext| {
+        let mut form = Form::symbol("x", cx.span().clone());
+        for _ in 0..5000 {
+            form = Form::list(
+                vec![Form::symbol("f", cx.span().clone()), form],
+                cx.span().clone(),
+            );
+        }
+        Ok(form)
+    });
+    let forms = read_str("(defkernel k (void ()) (deep))", "t.lisp").unwrap();
+    assert_eq!(
+        expander.expand_unit(&forms).unwrap_err().to_string(),
+        "t.lisp:1:24: the expansion of the macro `deep` nests more than 2000 deep"
+    );
+    // Building deep data in macro code copies it at every level, which the step limit stops.
+    assert!(
+        body(
+            "(defkernelmacro m () (let ((x 1)) (dotimes (i 3000) (setq x (list 'f x))) x))",
+            "(m)"
+        )
+        .contains("the macro ran for more than 1000000 steps")
+    );
+}
+
 // --- errors in definitions and top-level forms --------------------------------------------------------
 
 #[test]
@@ -1350,4 +1408,10 @@ proptest! {
         ];
         let _ = Expander::new().expand_unit(&unit);
     }
+}
+
+#[test]
+fn expanders_can_be_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Expander>();
 }

@@ -48,7 +48,7 @@ pub const MAX_CALL_DEPTH: usize = 1_000;
 
 /// A macro written in the kernel text (`defkernelmacro`, `macrolet`), run by this interpreter.
 #[derive(Clone, Debug)]
-pub struct LispMacro {
+pub(crate) struct LispMacro {
     name: String,
     lambda_list: LambdaList,
     body: Vec<Form>,
@@ -65,24 +65,19 @@ impl LispMacro {
         })
     }
 
-    /// The macro's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Runs the macro on `call` (the whole macro form) and returns its expansion.
     pub fn expand(&self, call: &Form, cx: &MacroContext) -> Result<Form> {
         let args: Vec<Value> = call
             .as_list()
-            .map(|items| &items[1..])
-            .unwrap_or(&[])
+            .and_then(|items| items.get(1..))
+            .unwrap_or_default()
             .iter()
             .cloned()
             .map(Value::Data)
             .collect();
         let mut interp = Interp {
             cx,
-            steps: 0,
+            steps: std::cell::Cell::new(0),
             depth: 0,
         };
         let mut env = Env::default();
@@ -453,7 +448,10 @@ pub(crate) fn respan(form: &Form, span: &Span) -> Form {
 
 struct Interp<'a, 'c> {
     cx: &'a MacroContext<'c>,
-    steps: u64,
+    /// Work done so far: one per evaluation and loop iteration, one per list element or string
+    /// character made (lists are vectors, so `cons` copies; charging for it bounds both the
+    /// time and the memory a macro can take).
+    steps: std::cell::Cell<u64>,
     depth: usize,
 }
 
@@ -528,6 +526,9 @@ impl<'a, 'c> Interp<'a, 'c> {
     }
 
     fn data(&self, kind: FormKind) -> Value {
+        if let FormKind::Str(text) = &kind {
+            self.charge(text.len());
+        }
         Value::Data(Form::new(kind, self.call_span().clone()))
     }
 
@@ -540,6 +541,8 @@ impl<'a, 'c> Interp<'a, 'c> {
     }
 
     fn list(&self, items: Vec<Form>) -> Value {
+        self.charge(1);
+        items.iter().for_each(|item| self.charge_nodes(item));
         Value::Data(Form::list(items, self.call_span().clone()))
     }
 
@@ -551,25 +554,63 @@ impl<'a, 'c> Interp<'a, 'c> {
         Ok(result)
     }
 
-    fn eval(&mut self, form: &Form, env: &Env) -> Result<Value> {
-        self.steps += 1;
-        if self.steps > MAX_STEPS {
+    /// Charges for a copy of `form`: one step per atom and list in it (counted without
+    /// recursion). Forms are trees of vectors, so copying one costs its size.
+    fn charge_nodes(&self, form: &Form) {
+        let mut pending = vec![form];
+        let mut nodes = 0;
+        while let Some(form) = pending.pop() {
+            nodes += 1;
+            match &form.kind {
+                FormKind::List(items) => pending.extend(items),
+                FormKind::Str(text) => nodes += text.len(),
+                _ => {}
+            }
+        }
+        self.charge(nodes);
+    }
+
+    fn charge_value(&self, value: &Value) {
+        if let Value::Data(form) = value {
+            self.charge_nodes(form);
+        }
+    }
+
+    /// Adds `n` to the work done (checked at the next [`Interp::tick`]).
+    fn charge(&self, n: usize) {
+        self.steps.set(self.steps.get().saturating_add(n as u64));
+    }
+
+    /// Counts one step of work and stops a macro that has done too much.
+    fn tick(&self, span: &Span) -> Result<()> {
+        self.charge(1);
+        if self.steps.get() > MAX_STEPS {
             return Err(self.error(
-                &form.span,
+                span,
                 format!("the macro ran for more than {MAX_STEPS} steps; does it loop forever?"),
             ));
         }
+        Ok(())
+    }
+
+    fn eval(&mut self, form: &Form, env: &Env) -> Result<Value> {
+        self.tick(&form.span)?;
         match &form.kind {
             FormKind::Symbol(name) => {
                 if matches!(name.as_str(), "t" | "nil") || name.starts_with(':') {
                     return Ok(Value::Data(respan(form, self.call_span())));
                 }
                 match env.lookup(name) {
-                    Some(cell) => Ok(cell.value.borrow().clone()),
+                    Some(cell) => {
+                        let value = cell.value.borrow().clone();
+                        self.charge_value(&value);
+                        Ok(value)
+                    }
                     None => Err(self.error(&form.span, format!("unbound variable `{name}`"))),
                 }
             }
             FormKind::Int { .. } | FormKind::Float { .. } | FormKind::Str(_) => {
+                self.charge_nodes(form);
                 Ok(Value::Data(respan(form, self.call_span())))
             }
             FormKind::List(items) => {
@@ -644,6 +685,7 @@ impl<'a, 'c> Interp<'a, 'c> {
         match name {
             "quote" => {
                 self.expect_args(form, args, 1, Some(1))?;
+                self.charge_nodes(&args[0]);
                 Ok(Value::Data(respan(&args[0], self.call_span())))
             }
             "quasiquote" => {
@@ -852,27 +894,28 @@ impl<'a, 'c> Interp<'a, 'c> {
                 };
                 let var = self.variable(var)?;
                 let source_value = self.eval(source, env)?;
-                let items: Vec<Value> = if name == "dolist" {
-                    self.list_arg(&source_value, &source.span)?
-                        .iter()
-                        .cloned()
-                        .map(Value::Data)
-                        .collect()
+                if name == "dolist" {
+                    let items = self.list_arg(&source_value, &source.span)?.to_vec();
+                    for item in items {
+                        self.tick(&form.span)?;
+                        let mut inner = env.clone();
+                        inner.bind(var, Value::Data(item));
+                        self.eval_body(&args[1..], &inner)?;
+                    }
                 } else {
                     let count = self.int_arg(&source_value, &source.span)?;
-                    (0..count.max(0))
-                        .map(|i| {
+                    for i in 0..count.max(0) {
+                        self.tick(&form.span)?;
+                        let mut inner = env.clone();
+                        inner.bind(
+                            var,
                             self.data(FormKind::Int {
                                 value: i,
                                 suffix: IntSuffix::None,
-                            })
-                        })
-                        .collect()
-                };
-                for item in items {
-                    let mut inner = env.clone();
-                    inner.bind(var, item);
-                    self.eval_body(&args[1..], &inner)?;
+                            }),
+                        );
+                        self.eval_body(&args[1..], &inner)?;
+                    }
                 }
                 match result.first() {
                     Some(result) => {
@@ -1130,6 +1173,7 @@ impl<'a, 'c> Interp<'a, 'c> {
             }
         }
         let items = self.quasiquote_items(items, depth, env)?;
+        self.charge(items.len());
         Ok(Form::list(items, span))
     }
 
@@ -1149,6 +1193,7 @@ impl<'a, 'c> Interp<'a, 'c> {
                             format!(",@ needs a list to splice, got `{value}`"),
                         ));
                     };
+                    spliced.iter().for_each(|item| self.charge_nodes(item));
                     out.extend(spliced.iter().cloned());
                 }
                 Some((op @ ("unquote" | "unquote-splicing"), [arg])) if depth > 1 => {
@@ -1506,11 +1551,9 @@ impl<'a, 'c> Interp<'a, 'c> {
                     _ => 4,
                 };
                 let items = self.list_arg(&args[0], span)?;
-                Ok(items
-                    .get(index)
-                    .cloned()
-                    .map(Value::Data)
-                    .unwrap_or_else(|| Value::nil(span)))
+                let item = items.get(index).cloned();
+                item.as_ref().inspect(|item| self.charge_nodes(item));
+                Ok(item.map(Value::Data).unwrap_or_else(|| Value::nil(span)))
             }
             "cdr" | "rest" | "cddr" => {
                 let skip = if name == "cddr" { 2 } else { 1 };
@@ -2197,6 +2240,7 @@ impl<'a, 'c> Interp<'a, 'c> {
                 }
             }
             iteration += 1;
+            self.tick(&form.span)?;
             for (condition, action) in &actions {
                 if let Some((when, test)) = condition
                     && self.eval(test, &inner)?.is_nil() == *when

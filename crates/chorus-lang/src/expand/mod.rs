@@ -55,7 +55,7 @@ pub mod lisp;
 use crate::error::{Error, Result};
 use crate::form::Form;
 use crate::span::Span;
-pub use lisp::LispMacro;
+use lisp::LispMacro;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -327,10 +327,21 @@ impl Expander {
             call: form,
             gensyms: &self.gensyms,
         };
-        match definition {
-            Macro::Lisp(m) => m.expand(form, &cx),
-            Macro::Rust(f) => f(form, &cx),
+        let expansion = match definition {
+            Macro::Lisp(m) => m.expand(form, &cx)?,
+            Macro::Rust(f) => f(form, &cx)?,
+        };
+        // Checked here, without recursion, so that no later pass recurses through a form a
+        // macro nested absurdly deep.
+        if nesting_exceeds(&expansion, MAX_FORM_DEPTH) {
+            return Err(Error::new(
+                &form.span,
+                format!(
+                    "the expansion of the macro `{name}` nests more than {MAX_FORM_DEPTH} deep"
+                ),
+            ));
         }
+        Ok(expansion)
     }
 }
 
@@ -351,6 +362,20 @@ fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
             )),
         }
     })
+}
+
+/// Whether lists nest more than `limit` deep in `form` (an iterative walk).
+fn nesting_exceeds(form: &Form, limit: usize) -> bool {
+    let mut pending = vec![(form, 1usize)];
+    while let Some((form, depth)) = pending.pop() {
+        if let Some(items) = form.as_list() {
+            if depth > limit {
+                return true;
+            }
+            pending.extend(items.iter().map(|item| (item, depth + 1)));
+        }
+    }
+    false
 }
 
 fn macro_name(form: &Form) -> Result<String> {
