@@ -9,7 +9,7 @@
 //!
 //! This module uses `proc_macro2`, so it runs (and is tested) outside a procedural macro too.
 
-use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 
 /// One token of the input and where its text starts in the rebuilt text.
 #[derive(Clone, Debug)]
@@ -106,6 +106,11 @@ fn flatten(stream: TokenStream, out: &mut Vec<Piece>) {
             i += len;
             continue;
         }
+        if let Some(piece) = lifetime(&trees[i..]) {
+            out.push(piece);
+            i += 2;
+            continue;
+        }
         match &trees[i] {
             TokenTree::Group(group) => {
                 let (open, close) = match group.delimiter() {
@@ -143,6 +148,23 @@ fn flatten(stream: TokenStream, out: &mut Vec<Piece>) {
             }),
         }
         i += 1;
+    }
+}
+
+/// A lifetime (`'x`, which the kernel text means as `(quote x)`) is a `'` joined to an
+/// identifier. rustc gives both tokens the span of the whole lifetime, so placed one by one the
+/// identifier would land one column late: the pair is one piece at the `'`.
+fn lifetime(trees: &[TokenTree]) -> Option<Piece> {
+    match trees {
+        [TokenTree::Punct(quote), TokenTree::Ident(ident), ..]
+            if quote.as_char() == '\'' && quote.spacing() == Spacing::Joint =>
+        {
+            Some(Piece {
+                text: format!("'{ident}"),
+                span: quote.span(),
+            })
+        }
+        _ => None,
     }
 }
 
