@@ -414,7 +414,7 @@ impl Reader {
                     ));
                 }
                 let text = token.text.to_ascii_lowercase();
-                match parse_radix_integer(&text, radix) {
+                match parse_radix_integer(&text, radix, &format!("#{sub}{}", token.text)) {
                     Some(Ok(value)) => Ok(Form::new(
                         FormKind::Int {
                             value,
@@ -700,8 +700,9 @@ fn int_value(digits: &str, radix: u32, negative: bool, text: &str) -> Result<i12
     Ok(if negative { -magnitude } else { magnitude })
 }
 
-/// `#x1f`, `#b-101`: `None` if the token is not an integer in that radix.
-fn parse_radix_integer(text: &str, radix: u32) -> Option<Result<i128, String>> {
+/// `#x1f`, `#b-101` (`text` is what follows the `#x`; `written` the whole token, for errors):
+/// `None` if the token is not an integer in that radix.
+fn parse_radix_integer(text: &str, radix: u32, written: &str) -> Option<Result<i128, String>> {
     let (negative, digits) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
@@ -710,7 +711,7 @@ fn parse_radix_integer(text: &str, radix: u32) -> Option<Result<i128, String>> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
-    Some(int_value(digits, radix, negative, text))
+    Some(int_value(digits, radix, negative, written))
 }
 
 fn is_digits(s: &str) -> bool {

@@ -1113,8 +1113,13 @@ fn definition_errors() {
         "t.lisp:1:1: expected (defkernel-symbol-macro name expansion), found `(defkernel-symbol-macro x)`"
     );
     assert_eq!(
+        err("(defkernel-symbol-macro m 1) (defkernelmacro m () 2) (defkernel-symbol-macro m 3)")
+            .to_string(),
+        "t.lisp:1:54: the symbol macro `m` is defined twice in this unit (first at t.lisp:1:1)"
+    );
+    assert_eq!(
         err("(defkernelmacro m () 1)\n(defkernelmacro m () 2)").to_string(),
-        "t.lisp:2:1: `m` is defined twice in this unit (first at t.lisp:1:1)"
+        "t.lisp:2:1: the macro `m` is defined twice in this unit (first at t.lisp:1:1)"
     );
     assert_eq!(
         err("(defkernel k (void ()) (macrolet (m) 1))").to_string(),
@@ -1414,4 +1419,23 @@ proptest! {
 fn expanders_can_be_shared_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Expander>();
+}
+
+#[test]
+fn expanded_macros_pass_the_checker() {
+    // The contract with the checker: what the expander leaves (nested lets, `(let () …)`,
+    // `(if test (progn …))`, gensyms, `nil` as false) is core language it accepts.
+    let text = format!(
+        "{SPH_MACROS}
+         (defkernel g (void ((a float*) (n int)))
+           (let* ((i (+ (* block-idx-x block-dim-x) thread-idx-x)) (j 0))
+             (when (and (< i n) (>= i 0) t)
+               (do-range (k 0 (- n 1)) (inc (aref a i) (pow (aref a k) 3)))
+               (macrolet ((twice (x) `(* 2 ,x)))
+                 (symbol-macrolet ((limit (twice n)))
+                   (unless (= j limit) (set j 2)))))))"
+    );
+    if let Err(e) = chorus_lang::compile_str(&text, "t.lisp") {
+        panic!("{e}");
+    }
 }

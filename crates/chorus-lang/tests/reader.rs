@@ -381,6 +381,10 @@ fn dispatch_errors() {
         error("#b102"),
         "1:1-1:6 `#b102` is not an integer in base 2"
     );
+    assert_eq!(
+        error("#x10000000000000000"),
+        "1:1-1:20 the integer `#x10000000000000000` does not fit in 64 bits"
+    );
     assert_eq!(error("#o|7|"), "1:1-1:6 `#o` must be followed by digits");
     assert_eq!(
         error("#:g1"),

@@ -281,17 +281,19 @@ impl Expander {
         on_big_stack(|| {
             let mut defined: HashMap<String, Span> = HashMap::new();
             for form in forms {
-                let name = match form.as_call() {
-                    Some(("defkernelmacro", _)) => self.define_macro(form)?,
+                let what = match form.as_call() {
+                    Some(("defkernelmacro", _)) => {
+                        format!("the macro `{}`", self.define_macro(form)?)
+                    }
                     Some(("defkernel-symbol-macro", _)) => {
-                        format!("symbol macro {}", self.define_symbol_macro(form)?)
+                        format!("the symbol macro `{}`", self.define_symbol_macro(form)?)
                     }
                     _ => continue,
                 };
-                if let Some(previous) = defined.insert(name.clone(), form.span.clone()) {
+                if let Some(previous) = defined.insert(what.clone(), form.span.clone()) {
                     return Err(Error::new(
                         &form.span,
-                        format!("`{name}` is defined twice in this unit (first at {previous})"),
+                        format!("{what} is defined twice in this unit (first at {previous})"),
                     ));
                 }
             }
