@@ -186,6 +186,10 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         ExprKind::Literal(Literal::Bool(b)) => b.to_string(),
         ExprKind::Literal(Literal::Int(v)) if e.ty == Type::INT => v.to_string(),
         ExprKind::Literal(Literal::Int(v)) => format!("{v}:{}", e.ty),
+        // Single-precision literals hold an f32 value; print it as one.
+        ExprKind::Literal(Literal::Float(v)) if e.ty == Type::FLOAT => {
+            format!("{:?}:float", *v as f32)
+        }
         ExprKind::Literal(Literal::Float(v)) => format!("{v:?}:{}", e.ty),
         ExprKind::Local(l) => f.locals[l.0 as usize].c_name.clone(),
         ExprKind::Global(g) => format!("@{}", m.globals[g.0 as usize].c_name),
@@ -1129,5 +1133,86 @@ fn gensyms_from_macros_become_readable_names() {
             tmp = tmp2
           }
         ",
+    );
+}
+
+/// A particle-simulation unit in the style of cl-cuda's sph example: kernel macros (one that
+/// shadows `and`), symbol macros, float4 arithmetic, `floor` to a cell index, a shared array
+/// passed to a device function, gensyms and atomics. It checks, and its IR keeps the invariants.
+#[test]
+fn a_simulation_style_unit_checks() {
+    let m = check(
+        "(defkernelmacro and (&rest args)
+           (case (length args)
+             (0 t)
+             (1 (car args))
+             (t `(if ,(car args) (and ,@(cdr args)) nil))))
+         (defkernelmacro inc (place val) `(set ,place (+ ,place ,val)))
+         (defkernelmacro pow (x n) `(* ,@(loop repeat n collect x)))
+         (defkernelmacro do-range ((var from to) &body body)
+           `(do ((,var ,from (+ ,var 1))) ((> ,var ,to)) ,@body))
+         (defkernelmacro with-index ((i n) &body body)
+           `(let ((,i (+ (* block-idx-x block-dim-x) thread-idx-x)))
+              (when (< ,i ,n) ,@body)))
+         (defkernel-symbol-macro h 0.01)
+         (defkernel-symbol-macro gravity (float4 0.0 -9.8 0.0 0.0))
+         (defkernel norm (float ((x float4)))
+           (return (sqrt (dot x x))))
+         (defkernel cell-of (int ((x float) (origin float) (delta float)))
+           (return (floor (/ (- x origin) delta))))
+         (defkernel in-grid (bool ((info float*) (i int) (j int)))
+           (return (and (<= 0 i) (< i (floor (aref info 0))) (<= 0 j) (< j (floor (aref info 1))))))
+         (defkernel kernel-weight (float ((r float)))
+           (return (* (/ 315.0 (* 64.0 3.1415927 (pow h 9))) (pow (- (* h h) (* r r)) 3))))
+         (defkernel insert (void ((cells int*) (info float*) (pos float4*) (n int)))
+           (with-index (p n)
+             (with-shared-memory ((shared-info float 4))
+               (do-range (k 0 3) (set (aref shared-info k) (aref info k)))
+               (syncthreads)
+               (let ((i (cell-of (float4-x (aref pos p)) (aref shared-info 2) (aref shared-info 3)))
+                     (j (cell-of (float4-y (aref pos p)) (aref shared-info 2) (aref shared-info 3))))
+                 (when (in-grid shared-info i j)
+                   (let ((slot (atomic-add (pointer (aref cells i)) 1)))
+                     (set (aref cells (+ i slot 1)) p)))))))
+         (defkernel step (void ((x float4*) (v float4*) (rho float*) (n int)))
+           (with-index (i n)
+             (symbol-macrolet ((xi (aref x i)) (vi (aref v i)))
+               (let ((acc (+ (/ (* (kernel-weight (norm xi)) xi) (aref rho i)) gravity)))
+                 (when (< 200.0 (norm acc))
+                   (set acc (* acc (/ 200.0 (norm acc)))))
+                 (inc vi (* acc 0.004))
+                 (inc xi (/ (* vi 0.004) 0.004))))))",
+    );
+    validate(&m);
+    let names: Vec<&str> = m.functions.iter().map(|f| f.c_name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "norm",
+            "cell_of",
+            "in_grid",
+            "kernel_weight",
+            "insert",
+            "step"
+        ]
+    );
+    let ir = dump(&m);
+    assert!(
+        ir.contains("return (Math(Floor):int (Div:float (Sub:float x origin) delta))"),
+        "{ir}"
+    );
+    assert!(
+        ir.contains("int slot = (Atomic(Add):int &cells[i] 1)"),
+        "{ir}"
+    );
+    assert!(ir.contains("(call in_grid shared_info i j)"), "{ir}");
+    assert!(
+        ir.contains("v[i] = (Add:float4 v[i] (Mul:float4 acc 0.004:float))"),
+        "{ir}"
+    );
+    // The shadowing `and` expands to nested value ifs.
+    assert!(
+        ir.contains("return (? (Le:bool 0 i) (? (Lt:bool i (Math(Floor):int info[0]))"),
+        "{ir}"
     );
 }

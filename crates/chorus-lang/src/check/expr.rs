@@ -53,8 +53,8 @@ pub(super) fn vector_accessor(name: &str) -> Option<(VectorType, usize)> {
     Some((vt, index))
 }
 
-/// Names that are statements, for the "is a statement" message.
-const STATEMENTS: &[&str] = &[
+/// The statements with their own syntax (`let`, `set` …): no value, no use as an expression.
+const STATEMENT_FORMS: &[&str] = &[
     "let",
     "do",
     "while",
@@ -71,6 +71,14 @@ const STATEMENTS: &[&str] = &[
     "printf",
     "cuda-asm",
 ];
+
+/// The expressions with their own syntax (`values` only as a `switch` label).
+const EXPRESSION_FORMS: &[&str] = &["if", "aref", "pointer", "values"];
+
+/// True for a name with its own syntax, which no function may take.
+pub(super) fn is_special_form(name: &str) -> bool {
+    STATEMENT_FORMS.contains(&name) || EXPRESSION_FORMS.contains(&name)
+}
 
 /// Macros the expander removes; seeing one means the forms were not expanded.
 pub(super) const EXPANDER_MACROS: &[&str] =
@@ -208,7 +216,7 @@ impl FnCx<'_> {
             "and" | "or" => return self.logic(head, args, f),
             _ => {}
         }
-        if STATEMENTS.contains(&head) {
+        if STATEMENT_FORMS.contains(&head) {
             return err(
                 &f.span,
                 format!(
@@ -261,7 +269,7 @@ impl FnCx<'_> {
         known.extend(self.m.functions.iter().map(|s| s.name.as_str()));
         known.extend(self.m.accessors.keys().map(String::as_str));
         known.extend(self.m.constructors.keys().map(String::as_str));
-        known.extend(super::toplevel::SPECIAL_FORMS.iter().copied());
+        known.extend(STATEMENT_FORMS.iter().chain(EXPRESSION_FORMS).copied());
         let hint = did_you_mean(head, known);
         err(
             &f.span,

@@ -141,33 +141,8 @@ fn is_language_name(name: &str) -> bool {
         || builtins::cast_target(name).is_some()
         || VectorType::from_name(name).is_some()
         || expr::vector_accessor(name).is_some()
-        || SPECIAL_FORMS.contains(&name)
+        || expr::is_special_form(name)
 }
-
-/// Forms with their own syntax.
-pub(super) const SPECIAL_FORMS: &[&str] = &[
-    "if",
-    "let",
-    "do",
-    "while",
-    "for",
-    "break",
-    "continue",
-    "switch",
-    "with-shared-memory",
-    "with-dynamic-shared-memory",
-    "set",
-    "progn",
-    "return",
-    "declare",
-    "printf",
-    "cuda-asm",
-    "aref",
-    "pointer",
-    "and",
-    "or",
-    "values",
-];
 
 /// Checks that a new function-namespace name is free.
 fn check_function_name(m: &ModuleCx, name: &str, span: &Span) -> Result<()> {
