@@ -130,6 +130,10 @@ cases! {
     assignment_to_a_row_of_a_shared_array: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4 4))\n    (set (aref s 0) p)))", "3:10", "`(aref s 0)` is a row of a shared array; assign its elements with more indices");
     continue_directly_in_a_switch_clause: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (while t (switch n (1 (continue)))))", "2:25", "`continue` directly inside a switch clause is not allowed");
     shift_of_a_float: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (shl x 1)))", "2:10", "no overload of `shl` takes (float, int); accepted: (T, T) → T for T in int8, uint8, int16, uint16, int, uint, int64, uint64, size-t; (T, int) → T for T in int8, uint8, int16, uint16, uint, int64, uint64, size-t");
+    duplicate_shared_variable: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4) (s int 4))\n    (syncthreads)))", "2:37", "`s` is bound twice in one with-shared-memory");
+    duplicate_let_variable: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (let ((q 1) (q 2))\n    (syncthreads)))", "2:16", "`q` is bound twice in one let");
+    struct_accessor_clashes_with_a_built_in: exact("(defkernel-struct atomic (add int))", "1:19", "structure `atomic` would define `atomic-add`: `atomic-add` is a built-in name of the kernel language; choose another name");
+    pointer_test_hint: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (if p (return)))", "2:7", "the test of if must be bool, got float*");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
 }
 

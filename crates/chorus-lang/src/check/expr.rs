@@ -399,7 +399,7 @@ impl FnCx<'_> {
     pub(super) fn condition(&mut self, form: &Form, what: &str) -> Result<Expr> {
         let e = self.expr(form)?;
         if e.ty != Type::Bool {
-            let hint = if e.ty.scalar().is_some() || e.ty.pointee().is_some() {
+            let hint = if e.ty.scalar().is_some() {
                 "; compare explicitly, e.g. (/= x 0)"
             } else {
                 ""

@@ -3,8 +3,8 @@
 //! [`check_module`] takes the top-level forms of one compilation unit after macro expansion
 //! (`defkernel`, `defglobal`, `defkernel-struct`; no macros left) and produces the IR every back
 //! end consumes. It works in four passes so that definitions may appear in any order where C
-//! allows it: structures (in order; a structure can hold earlier ones by value and any one,
-//! itself included, through a pointer), globals (typed by their constant initializers), the
+//! allows it: structures (in order; a structure holds earlier structures by value or through a
+//! pointer, and itself through a pointer), globals (typed by their constant initializers), the
 //! signatures of all functions (so a function may call one defined later), and the bodies.
 //!
 //! What it checks and how it converts is documented where it happens: [`convert`] (implicit

@@ -13,7 +13,7 @@ use crate::ir::{
 };
 use crate::types::Type;
 
-/// `(name ...)` forms that are statements.
+/// A statement of `kind` made from `form`.
 fn stmt(kind: StmtKind, form: &Form) -> Stmt {
     Stmt {
         kind,
@@ -470,7 +470,7 @@ impl FnCx<'_> {
                 format!("with-shared-memory needs a list of arrays: {usage}"),
             );
         };
-        let mut arrays = Vec::new();
+        let mut arrays: Vec<(&str, Type, Vec<Expr>, Vec<u64>)> = Vec::new();
         for spec in binding_list(specs, "with-shared-memory", usage)? {
             let Some([name, ty_form, dims @ ..]) = spec.as_list() else {
                 return err(
@@ -479,6 +479,12 @@ impl FnCx<'_> {
                 );
             };
             let name_str = binding_name(name, "a shared variable")?;
+            if arrays.iter().any(|(n, ..)| *n == name_str) {
+                return err(
+                    &name.span,
+                    format!("`{name_str}` is bound twice in one with-shared-memory"),
+                );
+            }
             let element = parse_type(ty_form, &self.m.structs)?;
             if element == Type::Void {
                 return err(&ty_form.span, "shared memory cannot have type void");
@@ -540,7 +546,7 @@ impl FnCx<'_> {
                 format!("with-dynamic-shared-memory needs a list of variables: {usage}"),
             );
         };
-        let mut vars = Vec::new();
+        let mut vars: Vec<(&str, Type)> = Vec::new();
         for spec in binding_list(specs, "with-dynamic-shared-memory", usage)? {
             let Some([name, ty_form]) = spec.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok())
             else {
@@ -550,6 +556,12 @@ impl FnCx<'_> {
                 );
             };
             let name_str = binding_name(name, "a shared variable")?;
+            if vars.iter().any(|(n, _)| *n == name_str) {
+                return err(
+                    &name.span,
+                    format!("`{name_str}` is bound twice in one with-dynamic-shared-memory"),
+                );
+            }
             let ty = parse_type(ty_form, &self.m.structs)?;
             if ty == Type::Void {
                 return err(&ty_form.span, "shared memory cannot have type void");

@@ -259,7 +259,11 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     let constructor = format!("make-{name}");
     for candidate in accessor_names.iter().chain(std::iter::once(&constructor)) {
         check_function_name(m, candidate, &name_form.span).map_err(|e| {
-            crate::Error::new(&e.span, format!("structure `{name}` defines {}", e.message))
+            let message = format!(
+                "structure `{name}` would define `{candidate}`: {}",
+                e.message
+            );
+            crate::Error::new(&e.span, message)
         })?;
     }
     for (i, accessor) in accessor_names.into_iter().enumerate() {
