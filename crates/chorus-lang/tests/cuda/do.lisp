@@ -1,0 +1,18 @@
+;; do: one variable, two independent variables, and steps that read each other's variables
+;; (Common Lisp's do steps in parallel).
+(defkernel do-loops (void ((out int*)))
+  (do ((i 0 (+ i 1)))
+      ((>= i 4))
+    (set (aref out i) i))
+  (do ((a 0 (+ a 1))
+       (b 0 (+ b 2)))
+      ((> a 15))
+    (set (aref out a) b))
+  (do ((x 0 y)
+       (y 1 (+ x y)))
+      ((> x 100))
+    (set (aref out 0) x))
+  (do ((k 0 (+ k 1))
+       (f 0.5 (* f 2.0)))
+      ((= k 3))
+    (set (aref out k) (floor f))))

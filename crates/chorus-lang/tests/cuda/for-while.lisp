@@ -1,0 +1,12 @@
+;; for, while, break and continue.
+(defkernel loops (void ((a int*) (n int)))
+  (for (i 0 (< i n) (+ i 1))
+    (set (aref a i) i)
+    (if (= i 2)
+        (break)))
+  (let ((j 0))
+    (while (< j n)
+      (set j (+ j 1))
+      (if (= (mod j 2) 0)
+          (continue))
+      (set (aref a j) (* j 10)))))

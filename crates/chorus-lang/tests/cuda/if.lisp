@@ -1,0 +1,16 @@
+;; if (with and without else, chained), when, unless and if as an expression.
+(defkernel sign (int ((a int)))
+  (if (= a 0)
+      (return 0)
+      (if (< a 0)
+          (return -1)
+          (return 1))))
+
+(defkernel clamp-kernel (void ((x float*) (n int)))
+  (let ((i thread-idx-x))
+    (when (< i n)
+      (set (aref x i) (if (< (aref x i) 0.0) 0.0 (aref x i))))
+    (unless (< i n)
+      (return))
+    (if (> (aref x i) 1.0)
+        (set (aref x i) 1.0))))

@@ -1,0 +1,10 @@
+;; clz, popc, brev, ffs on 32- and 64-bit integers.
+(defkernel bits (void ((a int*) (u uint*) (l uint64*)))
+  (set (aref a 0) (clz (aref a 1)))
+  (set (aref a 2) (popc (aref u 0)))
+  (set (aref u 1) (brev (aref u 2)))
+  (set (aref a 3) (ffs (aref a 4)))
+  (set (aref a 5) (clz (aref l 0)))
+  (set (aref a 6) (popc (aref l 1)))
+  (set (aref l 2) (brev (aref l 3)))
+  (set (aref a 7) (ffs (aref l 4))))

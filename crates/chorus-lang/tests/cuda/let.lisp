@@ -1,0 +1,10 @@
+;; let, let*, symbol-macrolet and macrolet.
+(defkernel bindings (void ((out int*)))
+  (let ((a 1)
+        (b 2.0))
+    (let* ((c (+ a 1))
+           (d (* c 2)))
+      (symbol-macrolet ((e (+ d 1)))
+        (macrolet ((twice (x) `(* 2 ,x)))
+          (set (aref out 0) (twice e))
+          (set (aref out 1) (floor b)))))))
