@@ -8,6 +8,6 @@
 
 (defkernel fill-bounded (void ((a float*)))
   (declare (launch-bounds 256 2))
-  (with-dynamic-shared-memory ((s float) (t int))
+  (with-dynamic-shared-memory ((s float) (u int))
     (set (aref s thread-idx-x) 1.0)
-    (set (aref a thread-idx-x) (+ (aref s thread-idx-x) (aref t 0)))))
+    (set (aref a thread-idx-x) (+ (aref s thread-idx-x) (aref u 0)))))

@@ -54,5 +54,5 @@
     (set (aref y 9) (fma v 2.0d0 1.0d0))
     (set (aref y 10) (__exp v))
     (set (aref y 11) (__divide v 3.0d0))
-    (set (aref y 12) (__saturate v))
+    
     (set (aref y 13) (erf v))))
