@@ -7,6 +7,7 @@
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile};
 use chorus_lang::cuda::{Header, generate};
+use chorus_lang::ir::{FunctionKind, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -17,7 +18,9 @@ fn kernel_files() -> Vec<PathBuf> {
     let lang = Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-lang/tests");
     let mut files = Vec::new();
     for dir in ["cuda", "corpus"] {
-        let Ok(entries) = std::fs::read_dir(lang.join(dir)) else { continue };
+        let Ok(entries) = std::fs::read_dir(lang.join(dir)) else {
+            continue;
+        };
         files.extend(
             entries
                 .map(|e| e.expect("readable directory entry").path())
@@ -31,12 +34,18 @@ fn kernel_files() -> Vec<PathBuf> {
 /// True when the toolkit of `nvcc` has `header` (the PyPI wheels ship cuRAND's headers in a
 /// wheel of their own).
 fn toolkit_has(nvcc: &Path, header: &str) -> bool {
-    let Some(root) = nvcc.parent().and_then(Path::parent) else { return false };
+    let Some(root) = nvcc.parent().and_then(Path::parent) else {
+        return false;
+    };
     if root.join("include").join(header).is_file() {
         return true;
     }
     std::fs::read_dir(root.join("targets"))
-        .map(|targets| targets.flatten().any(|t| t.path().join("include").join(header).is_file()))
+        .map(|targets| {
+            targets
+                .flatten()
+                .any(|t| t.path().join("include").join(header).is_file())
+        })
         .unwrap_or(false)
 }
 
@@ -73,11 +82,28 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
         Ok(ptx) => String::from_utf8_lossy(&ptx).into_owned(),
         Err(e) => return Outcome::Failed(format!("PTX: {e}\n{}", source.code)),
     };
-    // Every function keeps its exact C name (extern "C"), so the driver finds it by that name.
-    for function in &module.functions {
+    // Kernels and globals keep their exact C names (extern "C"), so that the driver finds them
+    // by those names. (Device functions are inlined and need no symbol.)
+    for function in module
+        .functions
+        .iter()
+        .filter(|f| f.kind == FunctionKind::Kernel)
+    {
         let entry = format!(" {}(", function.c_name);
-        if !ptx.lines().any(|l| (l.contains(".entry") || l.contains(".func")) && l.contains(&entry)) {
-            return Outcome::Failed(format!("no PTX symbol `{}`", function.c_name));
+        if !ptx
+            .lines()
+            .any(|l| l.contains(".entry") && l.contains(&entry))
+        {
+            return Outcome::Failed(format!("no PTX entry `{}`", function.c_name));
+        }
+    }
+    for global in module
+        .globals
+        .iter()
+        .filter(|g| !g.qualifiers.contains(&GlobalQualifier::Shared))
+    {
+        if !ptx.lines().any(|l| declares_variable(l, &global.c_name)) {
+            return Outcome::Failed(format!("no PTX variable `{}`", global.c_name));
         }
     }
     match nvcc_compile(&source.code, &name, ImageKind::Cubin, &options) {
@@ -87,24 +113,51 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
     }
 }
 
+/// True when the PTX line declares the module-scope variable `name` (`.global .align 4 .u32 foo;`,
+/// `.const .align 4 .b8 origin[12] = {…};`).
+fn declares_variable(line: &str, name: &str) -> bool {
+    let line = line
+        .trim_start()
+        .trim_start_matches(".visible ")
+        .trim_start_matches(".extern ");
+    (line.starts_with(".global") || line.starts_with(".const"))
+        && line.split_whitespace().any(|word| {
+            let word = word.trim_end_matches(';');
+            word == name
+                || word
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('['))
+        })
+}
+
 #[test]
 fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
     let Some(nvcc) = find_nvcc() else {
         let looked = "looked in PATH, CUDA_PATH, CUDA_HOME, CUDA_PATH_V*, /usr/local/cuda";
-        assert!(std::env::var_os("CI").is_none(), "compiler tier: CI is set but no nvcc was found ({looked})");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "compiler tier: CI is set but no nvcc was found ({looked})"
+        );
         println!("compiler tier skipped: no nvcc ({looked})");
         return;
     };
     let files = kernel_files();
-    assert!(files.len() >= 20, "expected the printer's kernel files, found {files:?}");
+    assert!(
+        files.len() >= 20,
+        "expected the printer's kernel files, found {files:?}"
+    );
     let results = Mutex::new(Vec::new());
     let next = Mutex::new(files.iter());
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
                 loop {
-                    let Some(path) = next.lock().unwrap().next() else { break };
+                    let Some(path) = next.lock().unwrap().next() else {
+                        break;
+                    };
                     let outcome = compile_one(path, &nvcc);
                     results.lock().unwrap().push((path.clone(), outcome));
                 }
@@ -123,6 +176,10 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
             Outcome::Failed(reason) => failures.push(format!("{name}: {reason}")),
         }
     }
-    println!("compiler tier: {compiled} of {} modules compiled to PTX and cubin ({ARCH}) with {}", results.len(), nvcc.display());
+    println!(
+        "compiler tier: {compiled} of {} modules compiled to PTX and cubin ({ARCH}) with {}",
+        results.len(),
+        nvcc.display()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -232,7 +232,10 @@ fn seed_do_gives_valid_c() {
     let seed = "for ( int a = 0, int b = 0; ! (a > 15); a = a + 1, b = b + 1 )\n{\n  do_some_statement();\n}";
     let c = cuda(&kernel, "<seed>");
     let (have, invalid) = (tokens(&c), tokens(seed));
-    assert!(!have.windows(invalid.len()).any(|w| w == invalid.as_slice()), "{c}");
+    assert!(
+        !have.windows(invalid.len()).any(|w| w == invalid.as_slice()),
+        "{c}"
+    );
     assert_prints(
         &kernel,
         "for (int a = 0, b = 0; !(a > 15); a = (a + 1), b = (b + 1)) {\n  do_some_statement();\n}",
@@ -271,7 +274,10 @@ fn seed_dynamic_shared_memory_and_launch_bounds() {
                       (set (aref s thread-idx-x) thread-idx-x)
                       (syncthreads)
                       (set (aref a thread-idx-x) (aref s thread-idx-x))))";
-    assert_prints(kernel, "extern \"C\" __global__ void __launch_bounds__(32) fill(int* a);");
+    assert_prints(
+        kernel,
+        "extern \"C\" __global__ void __launch_bounds__(32) fill(int* a);",
+    );
     assert_prints(
         kernel,
         "extern __shared__ __align__(16) unsigned char chorus_dyn_smem[];\n\
@@ -307,4 +313,167 @@ fn seed_defglobal() {
                   (defkernel f (void ((out float*))) (set (aref out 0) (+ pi x)))";
     assert_prints(kernel, "extern \"C\" __constant__ float pi = 3.14159f;");
     assert_prints(kernel, "extern \"C\" __device__ int x = 0;");
+}
+
+/// Names of the lists' heads in `form`, recursively.
+fn call_heads(form: &chorus_lang::Form, heads: &mut std::collections::BTreeSet<String>) {
+    if let Some(items) = form.as_list() {
+        if let Some(head) = items.first().and_then(chorus_lang::Form::as_symbol) {
+            heads.insert(head.to_string());
+        }
+        for item in items {
+            call_heads(item, heads);
+        }
+    }
+}
+
+/// The kinds of statement in `block`, recursively, by name.
+fn statement_kinds(
+    block: &chorus_lang::ir::Block,
+    kinds: &mut std::collections::BTreeSet<&'static str>,
+) {
+    use chorus_lang::ir::StmtKind;
+    for stmt in &block.stmts {
+        let name = match &stmt.kind {
+            StmtKind::Block(b) => {
+                statement_kinds(b, kinds);
+                "block"
+            }
+            StmtKind::Declare { .. } => "declare",
+            StmtKind::SharedArray { .. } => "shared-array",
+            StmtKind::DynamicShared { .. } => "dynamic-shared",
+            StmtKind::Assign { .. } => "assign",
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                statement_kinds(then, kinds);
+                if let Some(b) = otherwise {
+                    statement_kinds(b, kinds);
+                }
+                "if"
+            }
+            StmtKind::While { body, .. } => {
+                statement_kinds(body, kinds);
+                "while"
+            }
+            StmtKind::For { body, .. } => {
+                statement_kinds(body, kinds);
+                "for"
+            }
+            StmtKind::Break => "break",
+            StmtKind::Continue => "continue",
+            StmtKind::Switch { cases, default, .. } => {
+                for case in cases {
+                    statement_kinds(&case.body, kinds);
+                }
+                if let Some(b) = default {
+                    statement_kinds(b, kinds);
+                }
+                "switch"
+            }
+            StmtKind::Return(_) => "return",
+            StmtKind::Expr(_) => "expression",
+            StmtKind::Printf { .. } => "printf",
+            StmtKind::Asm(_) => "asm",
+        };
+        kinds.insert(name);
+    }
+}
+
+#[test]
+fn everything_uses_every_statement_form_and_95_percent_of_the_builtins() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/everything.lisp");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut heads = std::collections::BTreeSet::new();
+    for form in chorus_lang::read_str(&text, "everything.lisp").unwrap() {
+        call_heads(&form, &mut heads);
+    }
+    let table: std::collections::BTreeSet<&str> = chorus_lang::check::builtins::names().collect();
+    let missing: Vec<&str> = table
+        .iter()
+        .copied()
+        .filter(|n| !heads.contains(*n))
+        .collect();
+    let covered = table.len() - missing.len();
+    println!(
+        "everything.lisp uses {covered} of the {} built-ins in the checker's table; missing: {missing:?}",
+        table.len()
+    );
+    assert!(
+        covered * 100 >= table.len() * 95,
+        "{covered} of {}; missing {missing:?}",
+        table.len()
+    );
+
+    for form in [
+        "defkernel",
+        "defkernel-struct",
+        "defglobal",
+        "defkernelmacro",
+        "defkernel-symbol-macro",
+        "declare",
+        "if",
+        "when",
+        "unless",
+        "let",
+        "let*",
+        "symbol-macrolet",
+        "macrolet",
+        "do",
+        "for",
+        "while",
+        "break",
+        "continue",
+        "switch",
+        "progn",
+        "set",
+        "return",
+        "with-shared-memory",
+        "with-dynamic-shared-memory",
+        "printf",
+        "cuda-asm",
+    ] {
+        assert!(
+            heads.contains(form),
+            "everything.lisp does not use `{form}`"
+        );
+    }
+
+    let module = chorus_lang::compile_str(&text, "tests/corpus/everything.lisp")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut kinds = std::collections::BTreeSet::new();
+    for function in &module.functions {
+        statement_kinds(&function.body, &mut kinds);
+    }
+    let all = [
+        "block",
+        "declare",
+        "shared-array",
+        "dynamic-shared",
+        "assign",
+        "if",
+        "while",
+        "for",
+        "break",
+        "continue",
+        "switch",
+        "return",
+        "expression",
+        "printf",
+        "asm",
+    ];
+    assert_eq!(
+        kinds,
+        all.into_iter().collect(),
+        "statement kinds in the IR of everything.lisp"
+    );
+    let c = print_module(&module);
+    for needed in [
+        "#include <cuda_fp16.h>",
+        "#include <curand_kernel.h>",
+        "struct body {",
+        "__launch_bounds__(128, 2)",
+    ] {
+        assert!(c.contains(needed), "{needed} missing from\n{c}");
+    }
 }
