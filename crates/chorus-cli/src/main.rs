@@ -88,7 +88,8 @@ fn compile(args: &[String]) -> Result<(), Failure> {
         return Err(Failure::Usage("`compile` needs a FILE".into()));
     };
     let text = read(&file)?;
-    let module = chorus_lang::compile_str(&text, &file).map_err(|e| Failure::Failed(e.to_string()))?;
+    let module =
+        chorus_lang::compile_str(&text, &file).map_err(|e| Failure::Failed(e.to_string()))?;
     let code = chorus_lang::cuda::print_module(&module);
     match output {
         Some(path) => std::fs::write(&path, code)
@@ -120,10 +121,15 @@ fn read(path: &str) -> Result<String, Failure> {
 
 fn write_stdout(text: &str) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         // A closed pipe (`chorus compile f | head`) is not an error of ours.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::Failed(format!("chorus: cannot write the output: {e}"))),
+        Err(e) => Err(Failure::Failed(format!(
+            "chorus: cannot write the output: {e}"
+        ))),
     }
 }

@@ -36,12 +36,23 @@ fn write_form(form: &Form, column: usize, out: &mut String) {
     let head = items[0].to_string();
     write_form(&items[0], column + 1, out);
     let mut rest = &items[1..];
-    // The first argument stays beside a symbol head when it fits there.
-    if items[0].as_symbol().is_some() {
-        let first = rest[0].to_string();
-        if column + 1 + head.len() + 1 + first.len() <= WIDTH {
+    let mut line_end = column + 1 + head.len();
+    // The distinguished arguments (a definition's name and signature, a `do`'s bindings and
+    // test, otherwise the first argument) stay beside a symbol head while they fit there.
+    if let Some(name) = items[0].as_symbol() {
+        let keep = if matches!(name, "defkernel" | "defkernelmacro" | "do") {
+            2
+        } else {
+            1
+        };
+        while rest.len() > 1 && items.len() - rest.len() <= keep {
+            let next = rest[0].to_string();
+            if line_end + 1 + next.len() > WIDTH {
+                break;
+            }
             out.push(' ');
-            out.push_str(&first);
+            out.push_str(&next);
+            line_end += 1 + next.len();
             rest = &rest[1..];
         }
     }
@@ -84,7 +95,8 @@ mod tests {
         assert_eq!(
             printed,
             "(defkernel vec-add-kernel (void ((a float*) (b float*) (c float*) (n int)))\n  \
-             (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x))) (if (< i n) (set (aref c i) (+ (aref a i) (aref b i))))))"
+             (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))\n    \
+             (if (< i n) (set (aref c i) (+ (aref a i) (aref b i))))))"
         );
         assert!(read_one(&printed, "t").unwrap().same(&form));
         assert!(printed.lines().all(|l| l.len() <= 100));
