@@ -743,6 +743,35 @@ fn list_functions() {
         "(3 6 5 q)"
     );
     assert_eq!(
+        eval(
+            "(let ((l '(a b a c))) (list (nreverse l) (copy-list l) (endp nil) (endp l) (remove 'a l) (find 'c l) (find 'z l) (position 'b l) (position 'z l) (count 'a l)))"
+        ),
+        "((c a b a) (a b a c) t nil (b c) c nil 1 nil 2)"
+    );
+    assert_eq!(
+        eval(
+            "(list (reduce #'+ '(1 2 3)) (reduce #'+ '(1 2) :initial-value 10) (reduce #'+ nil) (reduce #'list '(1 2 3)))"
+        ),
+        "(6 13 0 ((1 2) 3))"
+    );
+    assert_eq!(
+        eval(
+            "(list (subseq '(1 2 3 4) 1) (subseq '(1 2 3 4) 1 3) (subseq \"chorus\" 0 3) (values 1 2) (values))"
+        ),
+        "((2 3 4) (2 3) \"cho\" 1 nil)"
+    );
+    assert!(eval("(subseq '(1 2) 1 5)").contains("subseq: the bounds 1 to 5 are outside 0 to 2"));
+    assert!(
+        eval("(reduce #'+ '(1) :from-end t)")
+            .contains("reduce takes a function, a list and optionally :initial-value v")
+    );
+    assert_eq!(
+        eval(
+            "(let ((l '(1 2)) (s 0)) (list (pop l) l (pop l) (pop l) (mapc (lambda (x) (incf s x)) '(3 4)) s))"
+        ),
+        "(1 (2) 2 nil (3 4) 7)"
+    );
+    assert_eq!(
         eval("(cons 1 2)"),
         "ERROR t.lisp:1:22: in macro `m` (expanding the call at t.lisp:2:24): (cons x `2`): the second argument must be a list, dotted pairs are not supported"
     );

@@ -21,7 +21,7 @@
 //! # Forms
 //! Special forms: `quote`, `quasiquote` (nested quasiquotes are handled to any depth), `function`,
 //! `if`, `cond`, `when`, `unless`, `and`, `or`, `case`, `ecase`, `let`, `let*`, `progn`,
-//! `lambda`, `flet`, `labels`, `setq`, `setf` (of variables), `push`, `incf`, `decf`, `dolist`,
+//! `lambda`, `flet`, `labels`, `setq`, `setf` (of variables), `push`, `pop`, `incf`, `decf`, `dolist`,
 //! `dotimes`, a subset of `loop` (`for … in`, `for … from … to|below|downto … [by …]`,
 //! `repeat`; `collect`, `append`, `sum`, `do`, each optionally under `when`/`unless`),
 //! `destructuring-bind`, `check-type`, `assert`, and Alexandria's `with-gensyms` and `once-only`
@@ -312,6 +312,17 @@ pub const BUILTINS: &[&str] = &[
     "funcall",
     "apply",
     "identity",
+    "nreverse",
+    "copy-list",
+    "endp",
+    "remove",
+    "find",
+    "position",
+    "count",
+    "reduce",
+    "subseq",
+    "values",
+    "mapc",
     // predicates
     "numberp",
     "integerp",
@@ -400,6 +411,7 @@ const SPECIAL_FORMS: &[&str] = &[
     "push",
     "incf",
     "decf",
+    "pop",
     "dolist",
     "dotimes",
     "loop",
@@ -864,6 +876,18 @@ impl<'a, 'c> Interp<'a, 'c> {
                 let value = self.call_builtin("cons", vec![item, list], &form.span)?;
                 self.assign(&args[1], value.clone(), env)?;
                 Ok(value)
+            }
+            "pop" => {
+                self.expect_args(form, args, 1, Some(1))?;
+                let list = self.eval(&args[0], env)?;
+                let items = self.list_arg(&list, &args[0].span)?;
+                let (first, rest) = match items.split_first() {
+                    Some((first, rest)) => (Value::Data(first.clone()), rest.to_vec()),
+                    None => (Value::nil(self.call_span()), Vec::new()),
+                };
+                let rest = self.list(rest);
+                self.assign(&args[0], rest, env)?;
+                Ok(first)
             }
             "incf" | "decf" => {
                 self.expect_args(form, args, 1, Some(2))?;
@@ -1599,7 +1623,7 @@ impl<'a, 'c> Interp<'a, 'c> {
                 }
                 Ok(self.list(items))
             }
-            "reverse" => {
+            "reverse" | "nreverse" => {
                 if let Some(FormKind::Str(s)) = args[0].as_form().map(|f| &f.kind) {
                     return Ok(self.data(FormKind::Str(s.chars().rev().collect())));
                 }
@@ -1705,6 +1729,93 @@ impl<'a, 'c> Interp<'a, 'c> {
                 self.apply(&function, args, span)
             }
             "identity" => Ok(args[0].clone()),
+            "values" => Ok(args.first().cloned().unwrap_or_else(|| Value::nil(span))),
+            "copy-list" => Ok(self.list(self.list_arg(&args[0], span)?.to_vec())),
+            "endp" => Ok(self.boolean(self.list_arg(&args[0], span)?.is_empty())),
+            "remove" | "find" | "position" | "count" => {
+                let item = args[0].as_form().cloned();
+                let items = self.list_arg(&args[1], span)?;
+                let matches = |x: &Form| item.as_ref().is_some_and(|i| eql(i, x));
+                Ok(match name {
+                    "remove" => self.list(items.iter().filter(|x| !matches(x)).cloned().collect()),
+                    "find" => items
+                        .iter()
+                        .find(|x| matches(x))
+                        .cloned()
+                        .map_or_else(|| Value::nil(span), Value::Data),
+                    "position" => match items.iter().position(matches) {
+                        Some(i) => self.data(FormKind::Int {
+                            value: i as i128,
+                            suffix: IntSuffix::None,
+                        }),
+                        None => Value::nil(span),
+                    },
+                    _ => self.data(FormKind::Int {
+                        value: items.iter().filter(|x| matches(x)).count() as i128,
+                        suffix: IntSuffix::None,
+                    }),
+                })
+            }
+            "reduce" => {
+                // (reduce f list [:initial-value v])
+                let initial = match &args[2..] {
+                    [] => None,
+                    [key, value] if key.is_symbol(":initial-value") => Some(value.clone()),
+                    _ => {
+                        return Err(self.error(
+                            span,
+                            "reduce takes a function, a list and optionally :initial-value v",
+                        ));
+                    }
+                };
+                let items = self.list_arg(&args[1], span)?.to_vec();
+                let mut items = items.into_iter().map(Value::Data);
+                let Some(mut acc) = initial.or_else(|| items.next()) else {
+                    return self.apply(&args[0], Vec::new(), span);
+                };
+                for item in items {
+                    acc = self.apply(&args[0], vec![acc, item], span)?;
+                }
+                Ok(acc)
+            }
+            "subseq" => {
+                let start = self.int_arg(&args[1], span)?;
+                let end = match args.get(2) {
+                    Some(end) if !end.is_nil() => Some(self.int_arg(end, span)?),
+                    _ => None,
+                };
+                let bounds = |len: usize| {
+                    let end = end.unwrap_or(len as i128);
+                    if 0 <= start && start <= end && end <= len as i128 {
+                        Ok((start as usize, end as usize))
+                    } else {
+                        Err(self.error(
+                            span,
+                            format!("subseq: the bounds {start} to {end} are outside 0 to {len}"),
+                        ))
+                    }
+                };
+                if let Some(FormKind::Str(text)) = args[0].as_form().map(|f| &f.kind) {
+                    let chars: Vec<char> = text.chars().collect();
+                    let (from, to) = bounds(chars.len())?;
+                    return Ok(self.data(FormKind::Str(chars[from..to].iter().collect())));
+                }
+                let items = self.list_arg(&args[0], span)?;
+                let (from, to) = bounds(items.len())?;
+                Ok(self.list(items[from..to].to_vec()))
+            }
+            "mapc" => {
+                let lists: Vec<Vec<Form>> = args[1..]
+                    .iter()
+                    .map(|l| self.list_arg(l, span).map(<[Form]>::to_vec))
+                    .collect::<Result<_>>()?;
+                let count = lists.iter().map(Vec::len).min().unwrap_or(0);
+                for i in 0..count {
+                    let call_args = lists.iter().map(|l| Value::Data(l[i].clone())).collect();
+                    self.apply(&args[0], call_args, span)?;
+                }
+                Ok(args[1].clone())
+            }
             // --- predicates ----------------------------------------------------------------------
             "numberp" | "integerp" | "floatp" | "symbolp" | "keywordp" | "stringp" | "listp"
             | "consp" | "atom" | "null" | "not" | "functionp" => {
@@ -2304,7 +2415,11 @@ fn builtin_arity(name: &str) -> (usize, Option<usize>) {
         "cons" | "nth" | "nthcdr" | "member" | "assoc" | "remove-if" | "remove-if-not"
         | "every" | "some" | "eq" | "eql" | "equal" | "mod" | "rem" | "expt" | "string="
         | "string-equal" => (2, Some(2)),
-        "mapcar" | "mapcan" | "apply" | "format" => (2, None),
+        "mapcar" | "mapcan" | "mapc" | "apply" | "format" => (2, None),
+        "values" => (0, None),
+        "remove" | "find" | "position" | "count" => (2, Some(2)),
+        "reduce" => (2, Some(4)),
+        "subseq" => (2, Some(3)),
         _ => (1, Some(1)),
     }
 }
