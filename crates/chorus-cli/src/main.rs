@@ -3,6 +3,9 @@
 //! ```text
 //! chorus compile FILE [-o OUT.cu]   print (or write) the CUDA C of a kernel file
 //! chorus expand FILE                print the kernel file after macro expansion
+//! chorus devices                    list the CUDA devices
+//! chorus cache path                 print the kernel cache directory
+//! chorus cache clear                delete the cached kernel images
 //! ```
 //!
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
@@ -16,6 +19,9 @@ use std::process::ExitCode;
 const USAGE: &str = "\
 usage: chorus compile FILE [-o OUT.cu]   print (or write) the CUDA C of a kernel file
        chorus expand FILE                print the kernel file after macro expansion
+       chorus devices                    list the CUDA devices
+       chorus cache path                 print the kernel cache directory
+       chorus cache clear                delete the cached kernel images
        chorus help                       print this text";
 
 /// Why the command failed.
@@ -49,6 +55,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
     match command.as_str() {
         "compile" => compile(rest),
         "expand" => expand(rest),
+        "devices" => devices(rest),
+        "cache" => cache(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -107,6 +115,45 @@ fn expand(args: &[String]) -> Result<(), Failure> {
     let forms = chorus_lang::expand_str(&text, file).map_err(|e| Failure::Failed(e.to_string()))?;
     let printed: Vec<String> = forms.iter().map(|f| pretty::pretty(f) + "\n").collect();
     write_stdout(&printed.join("\n"))
+}
+
+/// `devices`: one line per CUDA device, after the driver's CUDA version.
+fn devices(args: &[String]) -> Result<(), Failure> {
+    if !args.is_empty() {
+        return Err(Failure::Usage("`devices` takes no arguments".into()));
+    }
+    let failed = |e: chorus_cuda::Error| Failure::Failed(format!("chorus: {e}"));
+    let (major, minor) = chorus_cuda::driver_version().map_err(failed)?;
+    let devices = chorus_cuda::devices().map_err(failed)?;
+    let mut text = format!("CUDA driver {major}.{minor}, {} device(s)\n", devices.len());
+    for d in devices {
+        let (cc_major, cc_minor) = d.compute_capability;
+        let gib = d.total_memory as f64 / f64::from(1u32 << 30);
+        text.push_str(&format!(
+            "{}: {} (compute capability {cc_major}.{cc_minor}, {gib:.1} GiB)\n",
+            d.id, d.name
+        ));
+    }
+    write_stdout(&text)
+}
+
+/// `cache path` and `cache clear`.
+fn cache(args: &[String]) -> Result<(), Failure> {
+    let dir = chorus_cuda::cache::dir();
+    match args {
+        [what] if what == "path" => write_stdout(&format!("{}\n", dir.display())),
+        [what] if what == "clear" => {
+            let removed =
+                chorus_cuda::cache::clear().map_err(|e| Failure::Failed(format!("chorus: {e}")))?;
+            write_stdout(&format!(
+                "removed {removed} cached image(s) from {}\n",
+                dir.display()
+            ))
+        }
+        _ => Err(Failure::Usage(
+            "expected `cache path` or `cache clear`".into(),
+        )),
+    }
 }
 
 /// The text of `path` (`-` is standard input).

@@ -108,3 +108,57 @@ fn expand_prints_each_top_level_form_expanded() {
          (if (< thread-idx-x 4) (progn (set (aref a thread-idx-x) (+ (aref a thread-idx-x) 1)))))\n"
     );
 }
+
+#[test]
+fn cache_path_and_clear_use_the_cache_directory() {
+    let dir = std::env::temp_dir().join(format!("chorus-cli-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["a.ptx", "b.cubin", "keep.txt"] {
+        std::fs::write(dir.join(name), b"x").unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(args)
+            .env("CHORUS_CACHE_DIR", &dir)
+            .output()
+            .unwrap()
+    };
+    let path = run(&["cache", "path"]);
+    let clear = run(&["cache", "clear"]);
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(stdout(&path), format!("{}\n", dir.display()));
+    assert!(clear.status.success(), "{}", stderr(&clear));
+    assert_eq!(
+        stdout(&clear),
+        format!("removed 2 cached image(s) from {}\n", dir.display())
+    );
+    assert_eq!(left, ["keep.txt"]);
+    assert_eq!(run(&["cache", "purge"]).status.code(), Some(2));
+}
+
+/// Lists devices where a driver loads; elsewhere says why not and exits with 1.
+#[test]
+fn devices_lists_devices_or_says_why_not() {
+    let out = chorus(&["devices"]);
+    match out.status.code() {
+        Some(0) => {
+            let text = stdout(&out);
+            assert!(text.starts_with("CUDA driver "), "{text}");
+            let count: usize = text
+                .split(", ")
+                .nth(1)
+                .and_then(|s| s.split(' ').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(text.lines().count(), 1 + count, "{text}");
+        }
+        Some(1) => assert!(stderr(&out).starts_with("chorus: "), "{}", stderr(&out)),
+        other => panic!("exit status {other:?}: {}", stderr(&out)),
+    }
+    assert_eq!(chorus(&["devices", "extra"]).status.code(), Some(2));
+}
