@@ -1216,3 +1216,14 @@ fn a_simulation_style_unit_checks() {
         "{ir}"
     );
 }
+
+#[test]
+fn functions_that_always_return_are_accepted() {
+    check(
+        "(defkernel a (int ((x int))) (if (> x 0) (return 1) (return 0)))
+         (defkernel b (int ((x int))) (switch x (1 (return 1)) (t (let ((y 2)) (return y)))))
+         (defkernel c (int ((x int))) (while t (if (> x 0) (return x)) (set x (+ x 1))))
+         (defkernel d (int ((x int))) (while t (do ((i 0 (+ i 1))) ((> i x)) (break)) (return 0)))
+         (defkernel e (float ((x int))) (progn (set x 1) (return 1)))",
+    );
+}

@@ -134,6 +134,8 @@ cases! {
     duplicate_let_variable: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (let ((q 1) (q 2))\n    (syncthreads)))", "2:16", "`q` is bound twice in one let");
     struct_accessor_clashes_with_a_built_in: exact("(defkernel-struct atomic (add int))", "1:19", "structure `atomic` would define `atomic-add`: `atomic-add` is a built-in name of the kernel language; choose another name");
     pointer_test_hint: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (if p (return)))", "2:7", "the test of if must be bool, got float*");
+    missing_final_return: exact("(defkernel f (int ((a int)))\n  (if (> a 0) (return 1))\n  (set a 2))", "3:3", "`f` returns int, but its body can reach the end without returning a value; end it with (return …)");
+    loop_with_break_can_end: contains("(defkernel f (int ((a int)))\n  (while t (if (> a 0) (break) (return 1))))", "2:3", "`f` returns int, but its body can reach the end without returning a value");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
 }
 

@@ -15,6 +15,7 @@ pub mod builtins;
 mod consts;
 pub mod convert;
 mod expr;
+mod flow;
 pub mod names;
 mod printf;
 mod stmt;

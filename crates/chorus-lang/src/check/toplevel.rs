@@ -1,6 +1,6 @@
 //! Top-level forms: `defkernel-struct`, `defglobal`, `defkernel`.
 
-use super::{FnCx, binding_name, builtins, consts, err, expr, names, parse_type};
+use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -510,7 +510,19 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
         launch_bounds = cx.declarations(sig, specs)?;
         body = rest;
     }
-    let body = cx.body(body)?;
+    let body_forms = body;
+    let body = cx.body(body_forms)?;
+    if sig.ret != Type::Void && !flow::always_returns(&body) {
+        let span = body_forms.last().map_or(&pending.form.span, |f| &f.span);
+        return err(
+            span,
+            format!(
+                "`{}` returns {}, but its body can reach the end without returning a value; \
+                 end it with (return …)",
+                sig.name, sig.ret
+            ),
+        );
+    }
     Ok(Function {
         name: sig.name.as_str().into(),
         c_name: sig.c_name.clone(),
