@@ -514,6 +514,7 @@ impl Reader {
                         }
                     }
                 }
+                c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
                 c => text.extend(c.to_lowercase()),
             }
         }

@@ -213,6 +213,18 @@ fn top_level_macros_make_top_level_forms() {
 }
 
 #[test]
+fn definitions_inside_a_top_level_progn_apply_to_the_forms_after_them() {
+    let text = "(progn (defkernelmacro one () 1) (defkernel k (int ()) (return (one))))";
+    assert_eq!(ex(text), "(defkernel k (int ()) (return 1))");
+    let text = "(progn (defkernel k (int ()) (return (two))) (defkernelmacro two () 2))";
+    assert_eq!(
+        ex(text),
+        "(defkernel k (int ()) (return (two)))",
+        "not yet defined: `(two)` is left for the checker as a function call"
+    );
+}
+
+#[test]
 fn top_level_macros_may_define_macros_for_later_forms() {
     let text = "(defkernelmacro define-constant (name value)
                   `(defkernel-symbol-macro ,name ,value))

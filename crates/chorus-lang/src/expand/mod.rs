@@ -8,7 +8,8 @@
 //! (`defkernel`, `defglobal`, `defkernel-struct`) fully expanded: no macro call, symbol macro,
 //! `macrolet`, `symbol-macrolet`, `let*`, `when` or `unless` is left. `macrolet` and
 //! `symbol-macrolet` become `(let () body…)`, which keeps their C block. A top-level macro call
-//! may expand into top-level forms, and a top-level `progn` is spliced.
+//! may expand into top-level forms and a top-level `progn` is spliced; a definition found that
+//! way (rather than written at top level) applies to the forms after it.
 //!
 //! # Code walking
 //! The expander knows the binding structure of the core forms that reach the checker, so that it
@@ -56,7 +57,7 @@ use crate::error::{Error, Result};
 use crate::form::Form;
 use crate::span::Span;
 use lisp::LispMacro;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -297,30 +298,48 @@ impl Expander {
                     ));
                 }
             }
+            // The other forms in order, as a work list: a top-level macro call is replaced by its
+            // expansion, a top-level `progn` by its forms, and a definition a macro produced
+            // takes effect from where it appears. Each form carries how many expansions made it.
+            let mut pending: VecDeque<(Form, usize)> = forms
+                .iter()
+                .filter(|form| !is_definition(form))
+                .map(|form| (form.clone(), 0))
+                .collect();
             let mut out = Vec::new();
-            for form in forms {
-                if matches!(
-                    form.as_call(),
-                    Some(("defkernelmacro" | "defkernel-symbol-macro", _))
-                ) {
-                    continue;
-                }
-                let mut walker = Walker::new(self);
-                walker.walk_top(form, &mut out)?;
-                // Definitions that a top-level macro call produced apply to the forms after it.
-                for definition in std::mem::take(&mut walker.late_definitions) {
-                    self.define_late(&definition)?;
+            let mut expansions = 0;
+            while let Some((form, depth)) = pending.pop_front() {
+                match form.as_call() {
+                    Some(("defkernelmacro", _)) => drop(self.define_macro(&form)?),
+                    Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
+                    Some(("progn", items)) => {
+                        for item in items.iter().rev() {
+                            pending.push_front((item.clone(), depth));
+                        }
+                    }
+                    Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
+                        out.push(Walker::new(self).walk_definition(&form)?);
+                    }
+                    _ => {
+                        let mut walker = Walker::new(self);
+                        walker.expansions = expansions;
+                        let Some(expansion) = walker.expand_1(&form)? else {
+                            return Err(Error::new(
+                                &form.span,
+                                format!(
+                                    "expected defkernel, defglobal, defkernel-struct, defkernelmacro \
+                                     or defkernel-symbol-macro at top level, found `{form}`"
+                                ),
+                            ));
+                        };
+                        walker.count_expansion(&form, depth)?;
+                        expansions = walker.expansions;
+                        pending.push_front((expansion, depth + 1));
+                    }
                 }
             }
             Ok(out)
         })
-    }
-
-    fn define_late(&mut self, definition: &Form) -> Result<()> {
-        match definition.as_call() {
-            Some(("defkernelmacro", _)) => self.define_macro(definition).map(drop),
-            _ => self.define_symbol_macro(definition).map(drop),
-        }
     }
 
     fn call(&self, name: &str, definition: &Macro, form: &Form) -> Result<Form> {
@@ -364,6 +383,14 @@ fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
             )),
         }
     })
+}
+
+/// Whether `form` is a macro or symbol-macro definition.
+fn is_definition(form: &Form) -> bool {
+    matches!(
+        form.as_call(),
+        Some(("defkernelmacro" | "defkernel-symbol-macro", _))
+    )
 }
 
 /// Whether lists nest more than `limit` deep in `form` (an iterative walk).
@@ -414,8 +441,6 @@ struct Walker<'e> {
     /// Macro expansions whose output is being walked, innermost last.
     active: usize,
     depth: usize,
-    /// `defkernelmacro`/`defkernel-symbol-macro` forms that top-level macro calls produced.
-    late_definitions: Vec<Form>,
 }
 
 impl<'e> Walker<'e> {
@@ -427,7 +452,6 @@ impl<'e> Walker<'e> {
             expansions: 0,
             active: 0,
             depth: 0,
-            late_definitions: Vec::new(),
         }
     }
 
@@ -488,67 +512,27 @@ impl<'e> Walker<'e> {
         Ok(())
     }
 
-    /// Expands a top-level form into `out`.
-    fn walk_top(&mut self, form: &Form, out: &mut Vec<Form>) -> Result<()> {
-        let mut current = form.clone();
-        let mut in_place = 0;
-        loop {
-            match current.as_call() {
-                Some(("defkernel", _)) => {
-                    out.push(self.walk_defkernel(&current)?);
-                    return Ok(());
-                }
-                Some(("defglobal", _)) => {
-                    // (defglobal name init qualifiers…): only the initializer is code.
-                    let items = current.as_list().unwrap_or_default();
-                    let walked = items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, item)| {
-                            if i == 2 {
-                                self.walk(item)
-                            } else {
-                                Ok(item.clone())
-                            }
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    out.push(Form::list(walked, current.span.clone()));
-                    return Ok(());
-                }
-                Some(("defkernel-struct", _)) => {
-                    out.push(current);
-                    return Ok(());
-                }
-                Some(("defkernelmacro" | "defkernel-symbol-macro", _)) => {
-                    self.late_definitions.push(current);
-                    return Ok(());
-                }
-                Some(("progn", items)) => {
-                    self.active += in_place;
-                    for item in items {
-                        self.walk_top(item, out)?;
-                    }
-                    self.active -= in_place;
-                    return Ok(());
-                }
-                _ => {}
+    /// Expands a `defkernel`, `defglobal` or `defkernel-struct` form.
+    fn walk_definition(&mut self, form: &Form) -> Result<Form> {
+        match form.as_call() {
+            Some(("defkernel", _)) => self.walk_defkernel(form),
+            Some(("defglobal", _)) => {
+                // (defglobal name init qualifiers…): only the initializer is code.
+                let items = form.as_list().unwrap_or_default();
+                let walked = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        if i == 2 {
+                            self.walk(item)
+                        } else {
+                            Ok(item.clone())
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Form::list(walked, form.span.clone()))
             }
-            match self.expand_1(&current)? {
-                Some(next) => {
-                    self.count_expansion(&current, in_place)?;
-                    in_place += 1;
-                    current = next;
-                }
-                None => {
-                    return Err(Error::new(
-                        &current.span,
-                        format!(
-                            "expected defkernel, defglobal, defkernel-struct, defkernelmacro or \
-                             defkernel-symbol-macro at top level, found `{current}`"
-                        ),
-                    ));
-                }
-            }
+            _ => Ok(form.clone()),
         }
     }
 
