@@ -211,6 +211,12 @@ impl FnCx<'_> {
     fn call(&mut self, head: &str, args: &[Form], f: &Form) -> Result<Expr> {
         match head {
             "aref" => return self.aref(args, f),
+            "values" => {
+                return err(
+                    &f.span,
+                    "`values` is allowed only as a switch label: ((values 1 2) …)",
+                );
+            }
             "if" => return self.select(args, f),
             "pointer" => return self.address_of(args, f),
             "and" | "or" => return self.logic(head, args, f),

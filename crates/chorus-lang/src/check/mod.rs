@@ -65,6 +65,8 @@ struct FnCx<'m> {
     locals: Vec<Local>,
     /// The number of dimensions of each `with-shared-memory` array.
     shared_dims: HashMap<LocalId, usize>,
+    /// Bytes of `with-shared-memory` declared so far in this function.
+    static_shared_bytes: u64,
     /// Visible names, innermost scope last.
     scopes: Vec<Vec<(String, LocalId)>>,
     /// C names of the locals.
@@ -81,6 +83,7 @@ impl<'m> FnCx<'m> {
             ret,
             locals: Vec::new(),
             shared_dims: HashMap::new(),
+            static_shared_bytes: 0,
             scopes: vec![Vec::new()],
             namer: names::Namer::for_locals(&m.names),
             jumps: Vec::new(),

@@ -13,6 +13,10 @@ use crate::ir::{
 };
 use crate::types::Type;
 
+/// CUDA's limit on the static shared memory of one function (48 KiB); more needs dynamic
+/// shared memory and an opt-in at launch.
+const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
+
 /// A statement of `kind` made from `form`.
 fn stmt(kind: StmtKind, form: &Form) -> Stmt {
     Stmt {
@@ -350,12 +354,17 @@ impl FnCx<'_> {
                 &f.span,
                 format!("`{head}` outside a loop; it is allowed only inside do, while and for"),
             ),
+            // C would give `break` the switch and `continue` the loop; the IR allows neither
+            // (ir.rs invariants), and each clause already ends the switch.
+            Some(Jump::Switch) if head == "break" => err(
+                &f.span,
+                "`break` directly inside a switch clause is not allowed: each clause already \
+                 ends the switch; to skip the rest of a clause, use an if",
+            ),
             Some(Jump::Switch) => err(
                 &f.span,
-                format!(
-                    "`{head}` directly inside a switch clause is not allowed: each clause already \
-                     ends the switch; move the switch out of the loop test, or use an if"
-                ),
+                "`continue` directly inside a switch clause is not allowed; set a variable in \
+                 the clause and test it after the switch",
             ),
             Some(Jump::Loop) => Ok(stmt(
                 if head == "break" {
@@ -509,6 +518,26 @@ impl FnCx<'_> {
                     }
                 }
                 exprs.push(e);
+            }
+            let element_size = element
+                .layout(&self.m.structs)
+                .map_or(1, |(size, _)| size as u64);
+            let bytes = sizes
+                .iter()
+                .try_fold(element_size, |acc, d| acc.checked_mul(*d));
+            self.static_shared_bytes = bytes
+                .and_then(|b| b.checked_add(self.static_shared_bytes))
+                .unwrap_or(u64::MAX);
+            if self.static_shared_bytes > MAX_STATIC_SHARED_BYTES {
+                return err(
+                    &spec.span,
+                    format!(
+                        "`{}` declares more than {} KiB of static shared memory, CUDA's limit; \
+                         use with-dynamic-shared-memory and :shared-mem for more",
+                        self.fn_name,
+                        MAX_STATIC_SHARED_BYTES / 1024
+                    ),
+                );
             }
             arrays.push((name_str, element, exprs, sizes));
         }
