@@ -427,6 +427,37 @@ fn sph_small_macros() {
 }
 
 #[test]
+fn sph_do_range_with_once_only() {
+    let defs = "(defkernelmacro do-range ((var from to) &body body)
+                  (once-only (to)
+                    `(do ((,var ,from (+ ,var 1))) ((> ,var ,to)) ,@body)))";
+    assert_eq!(
+        body(defs, "(do-range (i 0 (- n 1)) (f i))"),
+        "(let ((#:to1 (- n 1))) (do ((i 0 (+ i 1))) ((> i #:to1)) (f i)))"
+    );
+    assert_eq!(
+        body(defs, "(do-range (i 0 14) (f i))"),
+        "(do ((i 0 (+ i 1))) ((> i 14)) (f i))"
+    );
+}
+
+#[test]
+fn sph_info_accessors_generated_by_one_macro() {
+    // sph.lisp writes fifteen one-line kernels by hand; one macro can write them.
+    let text = "(defkernelmacro def-info-accessors (&rest names)
+                  `(progn
+                     ,@(loop for name in names
+                             for index from 0
+                             collect `(defkernel ,(alexandria:symbolicate 'info- name)
+                                          (float ((info float*)))
+                                        (return (aref info ,index))))))
+                (def-info-accessors min-x min-y min-z max-x max-y max-z origin-x origin-y origin-z delta)";
+    let forms = expand_str(text, "t.lisp").unwrap();
+    let printed: Vec<String> = forms.iter().map(|f| f.pretty(100)).collect();
+    insta::assert_snapshot!(printed.join("\n"));
+}
+
+#[test]
 fn sph_check_type_rejects_a_non_integer_power() {
     let text = format!("{SPH_MACROS}(defkernel k (float ((x float))) (return (pow x y)))");
     let e = err(&text);

@@ -11,6 +11,9 @@
 //!   like `equal`;
 //! * there are no ratios: `/` on integers must divide exactly (`(/ 6 2)` is `3`); `(/ 7 2)` is an
 //!   error that suggests `floor`, `truncate` or a float operand;
+//! * there are no multiple values: `floor`, `round` … return their first value, `values` its
+//!   first argument;
+//! * `nreverse` and friends do not modify their argument (lists are values);
 //! * symbol names are stored folded to lower case, as the reader folds them: `symbol-name` gives
 //!   `"foo"`, and `intern` folds its argument the same way, so
 //!   `(intern (format nil "~a-X" 'foo))` is the symbol the text `foo-x` reads as.
@@ -26,6 +29,11 @@
 //! `repeat`; `collect`, `append`, `sum`, `do`, each optionally under `when`/`unless`),
 //! `destructuring-bind`, `check-type`, `assert`, and Alexandria's `with-gensyms` and `once-only`
 //! (also spelled `alexandria:with-gensyms` …). The functions are listed in [`BUILTINS`].
+//!
+//! # Limits
+//! A macro call may do [`MAX_STEPS`] units of work (an evaluation, a loop iteration, or copying
+//! one element: lists are vectors, so `cons` and variable references copy) and nest calls
+//! [`MAX_CALL_DEPTH`] deep; beyond that the expansion fails with an error naming the macro.
 //!
 //! Values that the macro returns keep the spans of the forms they were copied from (a macro
 //! argument keeps its own); everything the macro makes (constants of its body, new lists,
