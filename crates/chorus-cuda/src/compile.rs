@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::module::Module;
 use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option};
 use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
-use crate::settings::{CompilerChoice, Settings, message, settings};
+use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -110,12 +110,16 @@ fn target_arch() -> Option<(u32, u32)> {
     })
 }
 
-/// PTX when the toolkit is no newer than the driver (or when there is no driver: compile-only
-/// use), else cubin.
-fn default_kind(compiler: &Compiler) -> ImageKind {
-    match crate::driver::driver_version() {
-        Ok(driver) if compiler.version() > driver => ImageKind::Cubin,
-        _ => ImageKind::Ptx,
+/// The settings' image choice; under `Auto`, PTX when the toolkit is no newer than the driver
+/// (or when there is no driver: compile-only use), else cubin.
+fn default_kind(settings: &Settings, compiler: &Compiler) -> ImageKind {
+    match settings.image {
+        ImageChoice::Ptx => ImageKind::Ptx,
+        ImageChoice::Cubin => ImageKind::Cubin,
+        ImageChoice::Auto => match crate::driver::driver_version() {
+            Ok(driver) if compiler.version() > driver => ImageKind::Cubin,
+            _ => ImageKind::Ptx,
+        },
     }
 }
 
@@ -139,7 +143,7 @@ pub fn compile_with(
     kind: Option<ImageKind>,
 ) -> Result<CompiledImage> {
     let compiler = Compiler::from_settings(settings)?;
-    let kind = kind.unwrap_or_else(|| default_kind(&compiler));
+    let kind = kind.unwrap_or_else(|| default_kind(settings, &compiler));
     let arch = target_arch();
     let options = match &compiler {
         Compiler::Nvrtc { .. } => nvrtc_options(arch.unwrap_or((7, 5)), &settings.nvcc_options),

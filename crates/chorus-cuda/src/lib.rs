@@ -60,5 +60,7 @@ pub use nvcc::{
 };
 pub use nvrtc::{nvrtc_compile, nvrtc_version};
 pub use program::Program;
-pub use settings::{CompilerChoice, Settings, set_settings, settings, update_settings};
+pub use settings::{
+    CompilerChoice, ImageChoice, Settings, set_settings, settings, update_settings,
+};
 pub use stream::{Event, Graph, GraphExec, Stream, Timer, current_stream, with_stream};

@@ -294,8 +294,14 @@ pub(crate) fn toolkit_lib_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// The toolkit's header directories (for `cuda_fp16.h` and friends under NVRTC).
-pub(crate) fn toolkit_include_dirs() -> Vec<PathBuf> {
+/// The toolkit's header directories (for `cuda_fp16.h` and friends under NVRTC), searched once:
+/// every NVRTC compile needs them, and the search walks the file system.
+pub(crate) fn toolkit_include_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(find_toolkit_include_dirs)
+}
+
+fn find_toolkit_include_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(lib) = nvrtc().path.as_ref().and_then(|p| p.parent()) {
         dirs.push(lib.with_file_name("include"));
