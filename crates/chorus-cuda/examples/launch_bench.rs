@@ -127,6 +127,25 @@ fn main() -> Result<()> {
             "launch overhead ratio chorus / raw".into(),
             format!("{:10.3}", chorus.as_secs_f64() / raw.as_secs_f64()),
         ));
+        // The same kernel from kernel text: arguments are checked against its signature.
+        let checked_noop = Program::from_text(
+            "(defkernel noop (void ((a float*) (b float*) (n int)))
+               (if (< n 0) (set (aref a 0) (aref b 0))))",
+            "noop.lisp",
+        )?
+        .function("noop")?;
+        let checked = per_launch(|| {
+            let args = [
+                KernelArg::block(&a),
+                KernelArg::block(&b),
+                KernelArg::value(&n),
+            ];
+            launch(&checked_noop, &cfg, &args)
+        })?;
+        rows.push((
+            "launch, kernel text, checked arguments".into(),
+            micros(checked),
+        ));
 
         let base = Settings {
             disk_cache: false,
@@ -184,7 +203,14 @@ fn main() -> Result<()> {
         rows.push(("module load of a cubin".into(), micros(load)));
         let end_to_end = time_median(21, |_| Program::from_cuda_c(&source, "noop").map(drop))?;
         rows.push((
-            "Program::from_cuda_c, warm cache (compile+load)".into(),
+            "Program::from_cuda_c, warm cache, PTX (compile+load)".into(),
+            micros(end_to_end),
+        ));
+        update_settings(|s| s.image = ImageChoice::Cubin);
+        Program::from_cuda_c(&source, "noop")?;
+        let end_to_end = time_median(21, |_| Program::from_cuda_c(&source, "noop").map(drop))?;
+        rows.push((
+            "Program::from_cuda_c, warm cache, CHORUS_IMAGE=cubin".into(),
             micros(end_to_end),
         ));
         Ok(())

@@ -146,8 +146,10 @@ impl<'s> LaunchConfig<'s> {
 /// What a [`KernelArg`] says its type is.
 #[derive(Clone, Debug, PartialEq)]
 enum ArgType {
-    /// A value or pointer of this kernel type.
+    /// A value of this kernel type.
     Typed(Type),
+    /// A pointer to this kernel type (kept apart so that passing a block allocates nothing).
+    PointerTo(Type),
     /// A raw device address: accepted for any pointer parameter.
     AnyPointer,
 }
@@ -180,7 +182,7 @@ impl<'a> KernelArg<'a> {
     /// A memory block, passed as its device pointer (`T*`).
     pub fn block<T: KernelValue>(block: &MemoryBlock<T>) -> KernelArg<'a> {
         KernelArg {
-            ty: ArgType::Typed(T::kernel_type().pointer_to()),
+            ty: ArgType::PointerTo(T::kernel_type()),
             data: ArgData::Pointer(block.device_ptr()),
         }
     }
@@ -214,6 +216,7 @@ impl<'a> KernelArg<'a> {
     pub fn type_name(&self) -> String {
         match &self.ty {
             ArgType::Typed(t) => t.to_string(),
+            ArgType::PointerTo(t) => format!("{t}*"),
             ArgType::AnyPointer => "a device pointer".to_owned(),
         }
     }
@@ -249,6 +252,7 @@ pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> 
         let matches = match &arg.ty {
             ArgType::AnyPointer => expected.pointee().is_some(),
             ArgType::Typed(t) => t == expected,
+            ArgType::PointerTo(t) => expected.pointee() == Some(t),
         };
         let size_ok = signature
             .module

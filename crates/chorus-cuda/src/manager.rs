@@ -219,10 +219,7 @@ impl KernelManager {
 
     /// II → III: loads the compiled image into the current context.
     pub fn load_module(&mut self) -> Result<()> {
-        let Some(compiled) = (self.state() == State::Compiled)
-            .then_some(())
-            .and(self.compiled.as_ref())
-        else {
+        let (State::Compiled, Some(compiled)) = (self.state(), &self.compiled) else {
             return Err(self.illegal("load-module"));
         };
         self.loaded = Some(compile_and_load(&compiled.source, &self.name)?);
@@ -282,6 +279,17 @@ impl KernelManager {
     }
 
     fn ensure_module(&mut self) -> Result<()> {
+        // A module loaded in another context (one since destroyed, or another device's) is
+        // useless here: forget it and load again.
+        let current = crate::context::current_context();
+        if self
+            .loaded
+            .as_ref()
+            .is_some_and(|(m, _)| Some(m.context()) != current)
+        {
+            self.functions = None;
+            self.loaded = None;
+        }
         if self.state() == State::Initial {
             self.compile_module()?;
         }
@@ -360,11 +368,14 @@ impl std::ops::DerefMut for DefaultManager {
 
 /// Called as a context is destroyed: the default manager forgets modules loaded in it.
 pub(crate) fn unload_default_in(context: cudarc::driver::sys::CUcontext) {
-    if let Some(m) = DEFAULT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_mut()
-    {
+    // `try_lock`: the thread dropping the context may hold the manager itself; then the
+    // manager notices the stale module at its next use (`ensure_module`).
+    let mut guard = match DEFAULT.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Some(m) = guard.as_mut() {
         m.unload_in(context);
     }
 }
