@@ -289,18 +289,28 @@ proptest! {
     #[test]
     fn the_checker_never_panics(body in prop::collection::vec(arbitrary_form(), 0..4),
                                 global in arbitrary_form()) {
-        let src = format!(
-            "(defkernel-struct pair (x int) (y float))
-             (defglobal g {global})
-             (defkernel f (int ((a int*) (n int) (x float))) {})
-             (defkernel k (void ((a int*) (n int) (x float) (i int))) {})",
-            body.join(" "),
-            body.join(" ")
-        );
-        // Ok or a positioned error; never a panic.
-        if let Err(e) = compile_str(&src, "p.lisp") {
-            prop_assert!(!e.message.is_empty());
-            prop_assert!(e.span.line >= 1);
+        // Each definition is compiled on its own, so that an error in one does not keep the
+        // checker from reaching the others.
+        let body = body.join(" ");
+        let units = [
+            format!("(defglobal g {global})"),
+            format!(
+                "(defkernel-struct pair (x int) (y float))
+                 (defglobal g 1.5)
+                 (defkernel f (int ((a int*) (n int) (x float))) {body})"
+            ),
+            format!(
+                "(defkernel-struct pair (x int) (y float))
+                 (defkernel f (int ((a int*))) (return 0))
+                 (defkernel k (void ((a int*) (n int) (x float) (i int))) {body})"
+            ),
+        ];
+        for src in units {
+            // Ok or a positioned error; never a panic.
+            if let Err(e) = compile_str(&src, "p.lisp") {
+                prop_assert!(!e.message.is_empty());
+                prop_assert!(e.span.line >= 1);
+            }
         }
     }
 }

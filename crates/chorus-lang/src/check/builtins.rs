@@ -114,25 +114,31 @@ pub const ARITHMETIC_SCALARS: [ScalarType; 13] = [
     ScalarType::BFloat16,
 ];
 
+/// The overloads by name, and the names in definition order.
 struct Table {
     names: Vec<&'static str>,
     map: HashMap<&'static str, Vec<Signature>>,
 }
 
+/// Built on first use.
 static TABLE: LazyLock<Table> = LazyLock::new(build);
 
+/// `Type::Scalar(t)` (short, so that the table reads as data).
 fn s(t: ScalarType) -> Type {
     Type::Scalar(t)
 }
 
+/// `Type::Vector(t)`.
 fn v(t: VectorType) -> Type {
     Type::Vector(t)
 }
 
+/// A pointer to `t`.
 fn ptr(t: Type) -> Type {
     t.pointer_to()
 }
 
+/// One signature.
 fn sig(op: Builtin, params: &[Type], result: Type) -> Signature {
     Signature {
         op,
@@ -141,6 +147,7 @@ fn sig(op: Builtin, params: &[Type], result: Type) -> Signature {
     }
 }
 
+/// Every integer type.
 const INTEGERS: [ScalarType; 9] = [
     ScalarType::Int8,
     ScalarType::UInt8,
@@ -153,6 +160,7 @@ const INTEGERS: [ScalarType; 9] = [
     ScalarType::SizeT,
 ];
 
+/// `float` and `double`.
 const FLOATS: [ScalarType; 2] = [ScalarType::Float, ScalarType::Double];
 
 /// Vectors of `float` and `double` (the ones cl-cuda scales and dots).
@@ -165,6 +173,7 @@ const REAL_VECTORS: [VectorType; 6] = [
     VectorType::Double4,
 ];
 
+/// The table: every built-in called by name, with its overloads in order of preference.
 fn build() -> Table {
     use ScalarType::*;
     let mut t = Table {

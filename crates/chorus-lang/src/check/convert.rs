@@ -266,12 +266,16 @@ pub fn fix(from: &Type, to: &Type) -> String {
         _ if *to == Type::Bool && from.scalar().is_some() => {
             "compare explicitly, e.g. (/= x 0)".to_string()
         }
-        _ => format!("{} cannot be used where {} is expected", a(from), a(to)),
+        _ => format!(
+            "{} cannot be used where {} is expected",
+            with_article(from),
+            with_article(to)
+        ),
     }
 }
 
 /// "a float" / "an int": the type with its article, for messages.
-pub fn a(ty: &Type) -> String {
+pub fn with_article(ty: &Type) -> String {
     let text = ty.to_string();
     // `uint…` starts with a consonant sound ("a uint").
     let article = if text.starts_with(['a', 'e', 'i', 'o']) {

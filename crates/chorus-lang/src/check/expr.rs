@@ -2,7 +2,7 @@
 //! built-ins with overload resolution.
 
 use super::builtins::{self, Signature};
-use super::convert::{self, a, coerce, common_type_of, cost, fix, is_arithmetic};
+use super::convert::{self, coerce, common_type_of, cost, fix, is_arithmetic, with_article};
 use super::{FnCx, did_you_mean, err, names::display_name, node};
 use crate::error::Result;
 use crate::form::{FloatPrecision, Form, FormKind, IntSuffix};
@@ -339,7 +339,10 @@ impl FnCx<'_> {
                 };
                 return err(
                     &i.span,
-                    format!("an array index must be an integer, got {}{hint}", a(&e.ty)),
+                    format!(
+                        "an array index must be an integer, got {}{hint}",
+                        with_article(&e.ty)
+                    ),
                 );
             }
             indices.push(e);
@@ -486,7 +489,7 @@ impl FnCx<'_> {
                     &arg.span,
                     format!(
                         "`{head}` needs bool operands, got {}; compare explicitly, e.g. (/= x 0)",
-                        a(&e.ty)
+                        with_article(&e.ty)
                     ),
                 );
             }
@@ -534,7 +537,7 @@ impl FnCx<'_> {
                 coerce(e.clone(), &src_ty).ok_or_else(|| {
                     crate::Error::new(
                         &arg.span,
-                        format!("`{head}` converts a {src_ty}, got {}", a(&e.ty)),
+                        format!("`{head}` converts a {src_ty}, got {}", with_article(&e.ty)),
                     )
                 })?
             }
@@ -553,7 +556,7 @@ impl FnCx<'_> {
                 if !convertible {
                     return err(
                         &arg.span,
-                        format!("cannot convert {} to {target_ty}", a(&e.ty)),
+                        format!("cannot convert {} to {target_ty}", with_article(&e.ty)),
                     );
                 }
                 e
@@ -601,7 +604,7 @@ impl FnCx<'_> {
                         format!(
                             "value {} of `{head}` must be {want}, got {}; {}",
                             i + 1,
-                            a(&got),
+                            with_article(&got),
                             fix(&got, want)
                         ),
                     );
@@ -636,7 +639,11 @@ impl FnCx<'_> {
             };
             return err(
                 &arg.span,
-                format!("`{head}` needs {}, got {}{hint}", a(owner), a(&base.ty)),
+                format!(
+                    "`{head}` needs {}, got {}{hint}",
+                    with_article(owner),
+                    with_article(&base.ty)
+                ),
             );
         }
         Ok(node(
@@ -690,7 +697,7 @@ impl FnCx<'_> {
                             "argument {} of `{}` must be {want}, got {}; {}",
                             i + 1,
                             self.m.functions[id.0 as usize].name,
-                            a(&got),
+                            with_article(&got),
                             fix(&got, want)
                         ),
                     );
@@ -725,7 +732,7 @@ impl FnCx<'_> {
                 if !is_arithmetic(&e.ty) && !matches!(e.ty, Type::Vector(_)) {
                     return err(
                         &e.span,
-                        format!("`{head}` needs a number, got {}", a(&e.ty)),
+                        format!("`{head}` needs a number, got {}", with_article(&e.ty)),
                     );
                 }
                 return Ok(e);
@@ -803,7 +810,11 @@ pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> 
                 None => {
                     return err(
                         &arg_span,
-                        format!("`{name}` needs {} here, got {}", a(p), a(&got)),
+                        format!(
+                            "`{name}` needs {} here, got {}",
+                            with_article(p),
+                            with_article(&got)
+                        ),
                     );
                 }
             }

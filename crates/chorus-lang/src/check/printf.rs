@@ -1,7 +1,7 @@
 //! `printf`: the conversions of a format string, the C variadic promotions, and the check that
 //! each argument suits its conversion.
 
-use super::convert::a;
+use super::convert::with_article;
 use crate::ir::{Expr, ExprKind};
 use crate::types::{ScalarType, Type};
 
@@ -96,14 +96,14 @@ pub fn promote(e: Expr) -> Result<Expr, String> {
         Type::Scalar(Fp8 | Fp4) => {
             return Err(format!(
                 "printf cannot print {}; convert it: (float …)",
-                a(&e.ty)
+                with_article(&e.ty)
             ));
         }
         Type::Scalar(_) | Type::Pointer(_) => return Ok(e),
         other => {
             return Err(format!(
                 "printf cannot print {}; print its components",
-                a(other)
+                with_article(other)
             ));
         }
     };
@@ -126,7 +126,7 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
             Type::Scalar(ScalarType::Int) => Ok(()),
             _ => Err(format!(
                 "a `*` width or precision in printf takes an int, got {}",
-                a(ty)
+                with_article(ty)
             )),
         },
         'd' | 'i' | 'o' | 'u' | 'x' | 'X' | 'c' => {
@@ -134,20 +134,20 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
                 return Err(format!(
                     "printf conversion `{}` needs an integer, got {}",
                     conv.text,
-                    a(ty)
+                    with_article(ty)
                 ));
             };
             match (s.size() == 8, wide) {
                 (true, false) => Err(format!(
                     "printf conversion `{}` takes a 32-bit integer, got {}; write `%ll{}`",
                     conv.text,
-                    a(ty),
+                    with_article(ty),
                     conv.kind
                 )),
                 (false, true) => Err(format!(
                     "printf conversion `{}` takes a 64-bit integer, got {}; write `%{}`",
                     conv.text,
-                    a(ty),
+                    with_article(ty),
                     conv.kind
                 )),
                 _ => Ok(()),
@@ -158,7 +158,7 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
             _ => Err(format!(
                 "printf conversion `{}` needs a floating value, got {}",
                 conv.text,
-                a(ty)
+                with_article(ty)
             )),
         },
         's' => match ty.pointee().and_then(Type::scalar) {
@@ -166,7 +166,7 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
             _ => Err(format!(
                 "printf conversion `{}` needs a pointer to int8 or uint8 characters, got {}",
                 conv.text,
-                a(ty)
+                with_article(ty)
             )),
         },
         'p' => match ty {
@@ -174,7 +174,7 @@ pub fn check(conv: &Conversion, ty: &Type) -> Result<(), String> {
             _ => Err(format!(
                 "printf conversion `{}` needs a pointer, got {}",
                 conv.text,
-                a(ty)
+                with_article(ty)
             )),
         },
         _ => Err(format!("unsupported printf conversion `{}`", conv.text)),

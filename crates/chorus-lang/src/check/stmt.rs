@@ -1,7 +1,7 @@
 //! Statements: `if let do while for break continue switch with-shared-memory
 //! with-dynamic-shared-memory set progn return printf cuda-asm` and calls.
 
-use super::convert::{a, coerce, fix};
+use super::convert::{coerce, fix, with_article};
 use super::expr::{EXPANDER_MACROS, assignable_storage};
 use super::names::display_name;
 use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf};
@@ -300,7 +300,7 @@ impl FnCx<'_> {
                 format!(
                     "the step of `{}` must be {want}, got {}; {}",
                     display_name(name),
-                    a(&got),
+                    with_article(&got),
                     fix(&got, &want)
                 ),
             )
@@ -389,7 +389,10 @@ impl FnCx<'_> {
         let Some(scalar) = scrutinee.ty.scalar().filter(|s| s.is_integer()) else {
             return err(
                 &scrutinee_form.span,
-                format!("switch needs an integer value, got {}", a(&scrutinee.ty)),
+                format!(
+                    "switch needs an integer value, got {}",
+                    with_article(&scrutinee.ty)
+                ),
             );
         };
         let mut cases: Vec<SwitchCase> = Vec::new();
@@ -669,7 +672,7 @@ impl FnCx<'_> {
                 &value_form.span,
                 format!(
                     "cannot store {} in {} {what}; {}",
-                    a(&got),
+                    with_article(&got),
                     place.ty,
                     fix(&got, &place.ty)
                 ),
@@ -701,7 +704,7 @@ impl FnCx<'_> {
                         &v.span,
                         format!(
                             "`{name}` returns {ret}, but this value is {}; {}",
-                            a(&got),
+                            with_article(&got),
                             fix(&got, &ret)
                         ),
                     ),
