@@ -176,7 +176,7 @@ impl LambdaList {
             bind_pattern(whole_pattern, whole.clone(), binder, span, what)?;
         }
         if let Some(env) = &self.environment {
-            binder.bind(env, Value::nil(span))?;
+            binder.bind(env, Value::nil(span));
         }
         if args.len() < self.required.len() {
             return Err(Error::new(span, self.arity_message(args.len(), what)));
@@ -198,7 +198,7 @@ impl LambdaList {
             };
             bind_pattern(&optional.pattern, value, binder, span, what)?;
             if let Some(supplied_var) = &optional.supplied {
-                binder.bind(supplied_var, Value::boolean(supplied, span))?;
+                binder.bind(supplied_var, Value::boolean(supplied, span));
             }
         }
         if let Some(rest_pattern) = &self.rest {
@@ -222,7 +222,7 @@ impl LambdaList {
                 Some(init) => binder.eval(init)?,
                 None => Value::nil(span),
             };
-            binder.bind(var, value)?;
+            binder.bind(var, value);
         }
         Ok(())
     }
@@ -279,7 +279,7 @@ impl LambdaList {
             };
             bind_pattern(&key.pattern, value, binder, span, what)?;
             if let Some(supplied_var) = &key.supplied {
-                binder.bind(supplied_var, Value::boolean(supplied, span))?;
+                binder.bind(supplied_var, Value::boolean(supplied, span));
             }
         }
         Ok(())
@@ -305,7 +305,7 @@ impl LambdaList {
 /// Receives the bindings a lambda list makes, and evaluates defaults in the bindings so far.
 pub(crate) trait Binder {
     /// Binds `name` to `value`.
-    fn bind(&mut self, name: &str, value: Value) -> Result<()>;
+    fn bind(&mut self, name: &str, value: Value);
     /// Evaluates a default (`&optional (x 1)`) after the parameters to its left are bound.
     fn eval(&mut self, form: &Form) -> Result<Value>;
 }
@@ -318,7 +318,10 @@ fn bind_pattern(
     what: &str,
 ) -> Result<()> {
     match pattern {
-        Pattern::Var(name) => binder.bind(name, value),
+        Pattern::Var(name) => {
+            binder.bind(name, value);
+            Ok(())
+        }
         Pattern::List(list) => {
             let Some(items) = value.as_list() else {
                 return Err(Error::new(

@@ -275,9 +275,8 @@ struct EnvBinder<'i, 'a, 'c> {
 }
 
 impl Binder for EnvBinder<'_, '_, '_> {
-    fn bind(&mut self, name: &str, value: Value) -> Result<()> {
+    fn bind(&mut self, name: &str, value: Value) {
         self.env.bind(name, value);
-        Ok(())
     }
 
     fn eval(&mut self, form: &Form) -> Result<Value> {
