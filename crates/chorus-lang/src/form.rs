@@ -340,7 +340,10 @@ impl Form {
                 if i > 0 {
                     out.push(' ');
                 }
-                let column = out.rsplit('\n').next().map_or(0, |line| line.chars().count());
+                let column = out
+                    .rsplit('\n')
+                    .next()
+                    .map_or(0, |line| line.chars().count());
                 item.pretty_into(out, column, width);
             }
         }
