@@ -23,6 +23,16 @@
 //! particular `#:name` (an uninterned symbol in Common Lisp) is rejected, and so is any symbol
 //! whose name starts with `#:`, even when escaped: such names are reserved for the symbols the
 //! macro expander's `gensym` makes, so that those can never collide with a name in the source.
+//!
+//! ```
+//! use chorus_lang::read_str;
+//!
+//! let forms = read_str("(set (aref c i) 1.5f) ; a comment\n'VecAdd", "example.lisp")?;
+//! assert_eq!(forms[0].to_string(), "(set (aref c i) 1.5)");
+//! assert_eq!(forms[1].to_string(), "'vecadd");
+//! assert_eq!((forms[1].span.line, forms[1].span.column), (2, 1));
+//! # Ok::<(), chorus_lang::Error>(())
+//! ```
 
 use crate::error::{Error, Result};
 use crate::form::{FloatPrecision, Form, FormKind, IntSuffix};

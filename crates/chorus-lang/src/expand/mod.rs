@@ -11,6 +11,22 @@
 //! may expand into top-level forms and a top-level `progn` is spliced; a definition found that
 //! way (rather than written at top level) applies to the forms after it.
 //!
+//! ```
+//! use chorus_lang::{expand_str, read_str, Expander};
+//!
+//! let text = "(defkernelmacro square (x) (if (numberp x) (* x x) `(* ,x ,x)))
+//!             (defkernel f (float ((a float))) (return (+ (square a) (square 3))))";
+//! let expanded = expand_str(text, "example.lisp")?;
+//! assert_eq!(expanded[0].to_string(), "(defkernel f (float ((a float))) (return (+ (* a a) 9)))");
+//!
+//! // The same with an expander kept across units, and a macro written in Rust.
+//! let mut expander = Expander::new();
+//! expander.define_rust_macro("zero", |_call, cx| Ok(chorus_lang::Form::int(0, cx.span().clone())));
+//! let forms = read_str("(defkernel g (int ()) (return (zero)))", "g.lisp")?;
+//! assert_eq!(expander.expand_unit(&forms)?[0].to_string(), "(defkernel g (int ()) (return 0))");
+//! # Ok::<(), chorus_lang::Error>(())
+//! ```
+//!
 //! # Code walking
 //! The expander knows the binding structure of the core forms that reach the checker, so that it
 //! does not expand binding names and lets a variable shadow a symbol macro of the same name in
