@@ -82,17 +82,21 @@ pub fn folds_left(name: &str) -> bool {
     )
 }
 
+/// The named conversions between `float` and the reduced-precision types: name, source, target.
+pub const CONVERSIONS: [(&str, ScalarType, ScalarType); 4] = [
+    ("float-to-half", ScalarType::Float, ScalarType::Half),
+    ("half-to-float", ScalarType::Half, ScalarType::Float),
+    ("float-to-bfloat16", ScalarType::Float, ScalarType::BFloat16),
+    ("bfloat16-to-float", ScalarType::BFloat16, ScalarType::Float),
+];
+
 /// The explicit conversions written as calls: every scalar type name (`(float x)`, `(uint -1)`,
-/// `(half f)`), and `float-to-half`, `half-to-float`, `float-to-bfloat16`, `bfloat16-to-float`.
-/// Gives the target type and, for the four named conversions, the one source type they accept.
+/// `(half f)`), and the [`CONVERSIONS`]. Gives the target type and, for a named conversion, the
+/// one source type it accepts.
 pub fn cast_target(name: &str) -> Option<(ScalarType, Option<ScalarType>)> {
-    use ScalarType::*;
-    match name {
-        "float-to-half" => Some((Half, Some(Float))),
-        "half-to-float" => Some((Float, Some(Half))),
-        "float-to-bfloat16" => Some((BFloat16, Some(Float))),
-        "bfloat16-to-float" => Some((Float, Some(BFloat16))),
-        _ => ScalarType::from_name(name).map(|t| (t, None)),
+    match CONVERSIONS.iter().find(|(n, ..)| *n == name) {
+        Some(&(_, source, target)) => Some((target, Some(source))),
+        None => ScalarType::from_name(name).map(|t| (t, None)),
     }
 }
 

@@ -276,6 +276,10 @@ impl FnCx<'_> {
         known.extend(self.m.accessors.keys().map(String::as_str));
         known.extend(self.m.constructors.keys().map(String::as_str));
         known.extend(STATEMENT_FORMS.iter().chain(EXPRESSION_FORMS).copied());
+        // Casts and vector constructors.
+        known.extend(ScalarType::ALL.iter().map(|t| t.name()));
+        known.extend(VectorType::ALL.iter().map(|t| t.name()));
+        known.extend(builtins::CONVERSIONS.iter().map(|(n, ..)| *n));
         let hint = did_you_mean(head, known);
         err(
             &f.span,
