@@ -70,6 +70,7 @@ snapshots! {
     builtin_cluster_and_fences => "cluster.lisp",
     builtin_curand => "curand.lisp",
     builtin_integer_types => "integer-types.lisp",
+    edge_cases => "edge-cases.lisp",
 }
 
 /// C tokens: identifiers and numbers, string literals, and single punctuation characters, so
