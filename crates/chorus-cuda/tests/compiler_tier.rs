@@ -1,11 +1,12 @@
 //! The compiler tier: every kernel module of chorus-lang's printer tests (`tests/cuda/*.lisp`)
 //! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`) is printed as CUDA C and
-//! compiled by a real nvcc to PTX and to a cubin for sm_90.
+//! compiled by a real nvcc to PTX and to a cubin for sm_90, and, when NVRTC loads, by NVRTC to
+//! PTX as well.
 //!
 //! With no nvcc (PATH, `CUDA_PATH`, `CUDA_HOME`, /usr/local/cuda …) the tier says so and
 //! passes, unless the environment variable `CI` is set: then it fails, since CI installs nvcc.
 
-use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile};
+use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::cuda::{Header, generate};
 use chorus_lang::ir::{FunctionKind, GlobalQualifier};
 use std::path::{Path, PathBuf};
@@ -107,10 +108,29 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
         }
     }
     match nvcc_compile(&source.code, &name, ImageKind::Cubin, &options) {
-        Ok(cubin) if cubin.starts_with(b"\x7fELF") => Outcome::Compiled,
-        Ok(_) => Outcome::Failed("the cubin is not an ELF image".into()),
-        Err(e) => Outcome::Failed(format!("cubin: {e}")),
+        Ok(cubin) if cubin.starts_with(b"\x7fELF") => {}
+        Ok(_) => return Outcome::Failed("the cubin is not an ELF image".into()),
+        Err(e) => return Outcome::Failed(format!("cubin: {e}")),
     }
+    // The same text through NVRTC, the runtime's usual compiler, with the toolkit's headers
+    // (curand_kernel.h needs CCCL's, which nvcc finds in include/cccl by itself).
+    if nvrtc_available() {
+        let mut options = vec![
+            "--std=c++17".to_string(),
+            "--gpu-architecture=sm_90".to_string(),
+        ];
+        if let Some(root) = nvcc.parent().and_then(Path::parent) {
+            for dir in [root.join("include"), root.join("include/cccl")] {
+                if dir.is_dir() {
+                    options.push(format!("--include-path={}", dir.display()));
+                }
+            }
+        }
+        if let Err(e) = nvrtc_compile(&source.code, &name, ImageKind::Ptx, &options) {
+            return Outcome::Failed(format!("NVRTC: {e}"));
+        }
+    }
+    Outcome::Compiled
 }
 
 /// True when the PTX line declares the module-scope variable `name` (`.global .align 4 .u32 foo;`,
@@ -176,8 +196,13 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
             Outcome::Failed(reason) => failures.push(format!("{name}: {reason}")),
         }
     }
+    let nvrtc = if nvrtc_available() {
+        ", and to PTX with NVRTC"
+    } else {
+        " (NVRTC not found: not tried)"
+    };
     println!(
-        "compiler tier: {compiled} of {} modules compiled to PTX and cubin ({ARCH}) with {}",
+        "compiler tier: {compiled} of {} modules compiled to PTX and cubin ({ARCH}) with {}{nvrtc}",
         results.len(),
         nvcc.display()
     );
