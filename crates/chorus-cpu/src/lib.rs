@@ -1,1 +1,328 @@
-//! The CPU executor of Chorus.
+//! The CPU executor of Chorus: runs the typed kernel IR ([`chorus_lang::ir`]) on the host with
+//! CUDA's semantics, so every kernel and every test runs on machines without a GPU.
+//!
+//! # Design
+//!
+//! [`CpuModule::new`] compiles each function of a module once to a flat, warp-wide bytecode
+//! (locals resolved to register slots, types to fixed 64-bit lanes, structured control flow to
+//! jumps plus mask bookkeeping). A launch runs each block warp by warp: every instruction acts
+//! on 32 lanes under the warp's active mask, `if` runs each branch under its mask, loops run
+//! while any lane is active, `break`/`continue`/`return` park lanes until their construct ends,
+//! and warp collectives read the other lanes directly (lockstep warps give CUDA's results for
+//! shuffles and votes by construction). `syncthreads` is a real barrier: the warp stops there
+//! and the block's next warp runs until every warp has arrived or finished. Blocks are spread
+//! over one worker thread per core (an atomic counter hands them out).
+//!
+//! # Memory
+//!
+//! Device memory is [`DeviceBuffer`]s, globals, each block's shared memory and each thread's
+//! local stack. Pointers carry their allocation, so every access is checked: an out-of-bounds
+//! or misaligned access, a null pointer, an integer division by zero or runaway recursion
+//! returns [`Error::Fault`] naming the kernel, the block, the thread and the source position.
+//! Memory is accessed through atomic words, so atomics are atomic across blocks running on
+//! different threads.
+//!
+//! # Differences from a GPU
+//!
+//! * Math functions use Rust's `f32`/`f64` functions (the platform's libm); results may differ
+//!   from CUDA's by a few ulp, and `__sinf` and the other fast intrinsics are computed as
+//!   precisely as their accurate forms. No floating-point contraction into `fma` happens unless
+//!   the kernel calls `fma`.
+//! * A shuffle whose source lane is inactive (or not in the mask) returns the caller's own
+//!   value, as CUDA does for a source outside the segment; CUDA leaves that case undefined.
+//! * Lanes of a warp always run in lockstep, as on pre-Volta GPUs: code relying on
+//!   independent thread scheduling inside a warp sees reconverged lanes.
+//! * `cuda-asm`, cluster indexes and cluster calls are refused when the module is prepared.
+//! * `printf` lines of one warp are printed in lane order, one `printf` statement at a time.
+
+mod bytecode;
+mod compile;
+mod curand;
+mod error;
+mod exec;
+mod math;
+mod memory;
+mod printf;
+mod value;
+
+pub use error::{Error, Result};
+pub use memory::DeviceBuffer;
+
+use chorus_lang::host::KernelValue;
+use chorus_lang::ir::{self, FunctionKind};
+use chorus_lang::types::Type;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// Grid and block sizes of a launch, and its dynamic shared memory in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks per grid in x, y, z (each at least 1).
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z (at most 1024 in all, z at most 64).
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory (`with-dynamic-shared-memory`).
+    pub shared_mem: usize,
+}
+
+impl LaunchConfig {
+    /// A one-dimensional launch: `grid` blocks of `block` threads.
+    pub fn linear(grid: u32, block: u32) -> LaunchConfig {
+        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], shared_mem: 0 }
+    }
+}
+
+/// The largest dynamic shared memory a launch may ask for (227 KiB, an H100/H200 block's
+/// opt-in maximum).
+pub const MAX_DYNAMIC_SHARED_MEMORY: usize = 227 * 1024;
+
+/// Bytes of local memory each thread has for variables whose address is taken (all frames of
+/// its call chain together).
+pub const LOCAL_STACK_BYTES: usize = 16 * 1024;
+
+/// One argument of a launch.
+#[derive(Clone, Debug)]
+pub enum KernelArg<'a> {
+    /// A pointer to the start of a buffer (any pointer parameter).
+    Buffer(&'a DeviceBuffer),
+    /// A pointer to byte `offset` of a buffer.
+    BufferAt(&'a DeviceBuffer, usize),
+    /// A value passed by value: its kernel type and its bytes (the type's size).
+    Value {
+        /// The parameter's type, which must match exactly.
+        ty: Type,
+        /// Its bytes, laid out as on the device.
+        bytes: Vec<u8>,
+    },
+}
+
+impl KernelArg<'_> {
+    /// A by-value argument from a host value whose layout matches its kernel type.
+    pub fn value<T: KernelValue>(v: T) -> KernelArg<'static> {
+        KernelArg::Value { ty: T::kernel_type(), bytes: bytemuck::bytes_of(&v).to_vec() }
+    }
+}
+
+/// A module prepared for the CPU: compiled once, launched any number of times, from any
+/// number of threads.
+pub struct CpuModule {
+    ir: Arc<ir::Module>,
+    program: bytecode::Program,
+    globals: Vec<DeviceBuffer>,
+    output: Mutex<Box<dyn Write + Send>>,
+    workers: usize,
+}
+
+impl std::fmt::Debug for CpuModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuModule")
+            .field("functions", &self.program.functions.iter().map(|f| &f.name).collect::<Vec<_>>())
+            .field("workers", &self.workers)
+            .finish()
+    }
+}
+
+impl CpuModule {
+    /// Prepares `module`: allocates and initialises its globals and compiles every function.
+    /// Anything the CPU cannot run (`cuda-asm`, clusters) is an [`Error::Unsupported`] naming
+    /// the statement.
+    pub fn new(module: Arc<ir::Module>) -> Result<CpuModule> {
+        let mut globals = Vec::with_capacity(module.globals.len());
+        for g in &module.globals {
+            let bytes = compile::constant_bytes(&module, g)?;
+            globals.push(DeviceBuffer::from_bytes(&bytes)?);
+        }
+        let ids: Vec<u32> = globals.iter().map(DeviceBuffer::id).collect();
+        let program = compile::compile(&module, &ids)?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(CpuModule { ir: module, program, globals, output: Mutex::new(Box::new(std::io::stdout())), workers })
+    }
+
+    /// The module this was prepared from.
+    pub fn module(&self) -> &ir::Module {
+        &self.ir
+    }
+
+    /// Sets how many OS threads run blocks (default: the available parallelism; at least 1).
+    pub fn set_workers(&mut self, workers: usize) {
+        self.workers = workers.max(1);
+    }
+
+    /// Sends `printf` output to `out` instead of standard output.
+    pub fn set_printf_output(&self, out: Box<dyn Write + Send>) {
+        *self.output.lock().unwrap_or_else(|p| p.into_inner()) = out;
+    }
+
+    /// Runs kernel `name` to completion over the grid of `config` with `args`, which must match
+    /// the kernel's parameters in number and type (a buffer for each pointer parameter).
+    pub fn launch(&self, name: &str, config: &LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
+        let Some((id, function)) = self.ir.function(name) else {
+            return Err(Error::NoSuchKernel(name.to_string()));
+        };
+        if function.kind != FunctionKind::Kernel {
+            return Err(Error::NoSuchKernel(format!("{name}` is a device function, not a kernel; `{name}")));
+        }
+        let launch_error = |message: String| Error::Launch { kernel: name.to_string(), message };
+        check_config(config, function).map_err(launch_error)?;
+        if args.len() != function.params.len() {
+            return Err(launch_error(format!(
+                "the kernel takes {} argument(s), {} were given",
+                function.params.len(),
+                args.len()
+            )));
+        }
+        let code = &self.program.functions[id.0 as usize];
+        let mut regions: Vec<(u32, memory::Region<'_>)> =
+            self.globals.iter().map(|g| (g.id(), g.region())).collect();
+        let mut params = Vec::new();
+        for (k, ((param, arg), (first_reg, leaves))) in function.params.iter().zip(args).zip(&code.params).enumerate() {
+            let local = &function.locals[param.local.0 as usize];
+            let bytes: Vec<u8> = match arg {
+                KernelArg::Buffer(b) | KernelArg::BufferAt(b, _) => {
+                    if local.ty.pointee().is_none() {
+                        return Err(launch_error(format!(
+                            "argument {} (`{}`) is a `{}`, but a buffer was given",
+                            k + 1,
+                            local.name,
+                            local.ty
+                        )));
+                    }
+                    let offset = match arg {
+                        KernelArg::BufferAt(_, off) => *off,
+                        _ => 0,
+                    };
+                    if offset > b.len() {
+                        return Err(launch_error(format!(
+                            "argument {}: offset {offset} is beyond the {}-byte buffer",
+                            k + 1,
+                            b.len()
+                        )));
+                    }
+                    if !regions.iter().any(|(i, _)| *i == b.id()) {
+                        regions.push((b.id(), b.region()));
+                    }
+                    b.device_pointer(offset).to_le_bytes().to_vec()
+                }
+                KernelArg::Value { ty, bytes } => {
+                    if *ty != local.ty {
+                        return Err(launch_error(format!(
+                            "argument {} (`{}`) is a `{}`, but a `{ty}` was given",
+                            k + 1,
+                            local.name,
+                            local.ty
+                        )));
+                    }
+                    let size = self.ir.layout(ty).map_or(0, |(s, _)| s);
+                    if bytes.len() != size {
+                        return Err(launch_error(format!(
+                            "argument {} (`{ty}`) needs {size} bytes, {} were given",
+                            k + 1,
+                            bytes.len()
+                        )));
+                    }
+                    bytes.clone()
+                }
+            };
+            for (i, leaf) in leaves.iter().enumerate() {
+                let at = leaf.offset as usize;
+                let mut raw = [0u8; 8];
+                raw[..leaf.kind.size()].copy_from_slice(&bytes[at..at + leaf.kind.size()]);
+                params.push((first_reg + i as u32, value::from_raw(leaf.kind, u64::from_le_bytes(raw))));
+            }
+        }
+        let uses_local_memory = self.program.functions.iter().any(|f| f.local_bytes > 0);
+        let launch = exec::Launch {
+            program: &self.program,
+            kernel: id.0,
+            kernel_name: name,
+            grid: config.grid,
+            block: config.block,
+            regions,
+            params,
+            dynamic_shared: config.shared_mem,
+            stack_bytes: if uses_local_memory { LOCAL_STACK_BYTES } else { 0 },
+            output: &self.output,
+            workers: self.workers,
+        };
+        exec::run(&launch)
+    }
+
+    /// The current bytes of global `name`.
+    pub fn global_bytes(&self, name: &str) -> Result<Vec<u8>> {
+        Ok(self.global(name)?.to_bytes())
+    }
+
+    /// Overwrites global `name` with `bytes` (exactly its size).
+    pub fn set_global_bytes(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let g = self.global(name)?;
+        if bytes.len() != g.len() {
+            return Err(Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("it has {} bytes, {} were given", g.len(), bytes.len()),
+            });
+        }
+        g.write(0, bytes)
+    }
+
+    /// Reads global `name` as a `T`, whose kernel type must be the global's.
+    pub fn global_ref<T: KernelValue>(&self, name: &str) -> Result<T> {
+        self.check_global_type::<T>(name)?;
+        let bytes = self.global_bytes(name)?;
+        Ok(bytemuck::pod_read_unaligned(&bytes))
+    }
+
+    /// Writes global `name` from a `T`, whose kernel type must be the global's.
+    pub fn set_global_ref<T: KernelValue>(&self, name: &str, value: T) -> Result<()> {
+        self.check_global_type::<T>(name)?;
+        self.set_global_bytes(name, bytemuck::bytes_of(&value))
+    }
+
+    fn global(&self, name: &str) -> Result<&DeviceBuffer> {
+        let (id, _) = self.ir.global(name).ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
+        Ok(&self.globals[id.0 as usize])
+    }
+
+    fn check_global_type<T: KernelValue>(&self, name: &str) -> Result<()> {
+        let (_, g) = self.ir.global(name).ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
+        if g.ty != T::kernel_type() {
+            return Err(Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("it is a `{}`, not a `{}`", g.ty, T::kernel_type()),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn check_config(config: &LaunchConfig, function: &ir::Function) -> std::result::Result<(), String> {
+    let [gx, gy, gz] = config.grid;
+    let [bx, by, bz] = config.block;
+    if config.grid.contains(&0) || config.block.contains(&0) {
+        return Err(format!("grid {:?} and block {:?} must be at least 1 in every dimension", config.grid, config.block));
+    }
+    if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+        return Err(format!("grid {:?} exceeds CUDA's limits (2^31-1, 65535, 65535)", config.grid));
+    }
+    if bx > 1024 || by > 1024 || bz > 64 {
+        return Err(format!("block {:?} exceeds CUDA's limits (1024, 1024, 64)", config.block));
+    }
+    let threads = bx as u64 * by as u64 * bz as u64;
+    if threads > 1024 {
+        return Err(format!("a block of {threads} threads exceeds CUDA's limit of 1024"));
+    }
+    if let Some(bounds) = function.launch_bounds
+        && threads > bounds.max_threads as u64
+    {
+        return Err(format!(
+            "a block of {threads} threads exceeds the kernel's launch bounds ({})",
+            bounds.max_threads
+        ));
+    }
+    if config.shared_mem > MAX_DYNAMIC_SHARED_MEMORY {
+        return Err(format!(
+            "{} bytes of dynamic shared memory exceed the limit of {MAX_DYNAMIC_SHARED_MEMORY}",
+            config.shared_mem
+        ));
+    }
+    Ok(())
+}
