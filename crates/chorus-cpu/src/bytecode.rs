@@ -82,77 +82,240 @@ pub(crate) enum VoteOp {
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
     /// Every lane of `dst` := `bits`.
-    Const { dst: Reg, bits: u64 },
+    Const {
+        dst: Reg,
+        bits: u64,
+    },
     /// Every lane of `dst` := `src` (temporaries).
-    Copy { dst: Reg, src: Reg },
+    Copy {
+        dst: Reg,
+        src: Reg,
+    },
     /// Active lanes of `dst` := `src` (assignments to variables).
-    CopyMasked { dst: Reg, src: Reg },
+    CopyMasked {
+        dst: Reg,
+        src: Reg,
+    },
     /// Per lane `cond ? a : b`.
-    Select { dst: Reg, cond: Reg, a: Reg, b: Reg },
+    Select {
+        dst: Reg,
+        cond: Reg,
+        a: Reg,
+        b: Reg,
+    },
     /// An index variable (as `int`).
-    Index { dst: Reg, source: IndexSource },
-    Unary { op: UnOp, kind: Kind, dst: Reg, a: Reg },
-    Binary { op: BinOp, kind: Kind, dst: Reg, a: Reg, b: Reg },
-    Fma { kind: Kind, dst: Reg, a: Reg, b: Reg, c: Reg },
-    Math1 { f: MathFn, kind: Kind, dst: Reg, a: Reg },
-    Math2 { f: MathFn, kind: Kind, dst: Reg, a: Reg, b: Reg },
-    Convert { from: Kind, to: Kind, dst: Reg, src: Reg },
+    Index {
+        dst: Reg,
+        source: IndexSource,
+    },
+    Unary {
+        op: UnOp,
+        kind: Kind,
+        dst: Reg,
+        a: Reg,
+    },
+    Binary {
+        op: BinOp,
+        kind: Kind,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Fma {
+        kind: Kind,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    Math1 {
+        f: MathFn,
+        kind: Kind,
+        dst: Reg,
+        a: Reg,
+    },
+    Math2 {
+        f: MathFn,
+        kind: Kind,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Convert {
+        from: Kind,
+        to: Kind,
+        dst: Reg,
+        src: Reg,
+    },
     /// `dst := base + index * stride` on pointers (`index` canonical of `index_kind`).
-    PtrIndex { dst: Reg, base: Reg, index: Reg, index_kind: Kind, stride: i64 },
+    PtrIndex {
+        dst: Reg,
+        base: Reg,
+        index: Reg,
+        index_kind: Kind,
+        stride: i64,
+    },
     /// `dst := base + bytes`.
-    PtrAdd { dst: Reg, base: Reg, bytes: i64 },
+    PtrAdd {
+        dst: Reg,
+        base: Reg,
+        bytes: i64,
+    },
     /// A pointer to byte `offset` of the current frame in each lane's local stack.
-    LocalAddr { dst: Reg, offset: u32 },
+    LocalAddr {
+        dst: Reg,
+        offset: u32,
+    },
     /// Active lanes: `dst := *(addr + offset)`.
-    Load { dst: Reg, addr: Reg, kind: Kind, offset: u32 },
+    Load {
+        dst: Reg,
+        addr: Reg,
+        kind: Kind,
+        offset: u32,
+    },
     /// Active lanes: `*(addr + offset) := src`.
-    Store { addr: Reg, src: Reg, kind: Kind, offset: u32 },
-    Jump { target: u32 },
+    Store {
+        addr: Reg,
+        src: Reg,
+        kind: Kind,
+        offset: u32,
+    },
+    Jump {
+        target: u32,
+    },
     /// `m[slot] := exec; m[slot+1] := exec & !cond; exec &= cond`; jumps to `else_target`
     /// when no lane takes the branch.
-    IfBegin { cond: Reg, slot: u32, else_target: u32 },
+    IfBegin {
+        cond: Reg,
+        slot: u32,
+        else_target: u32,
+    },
     /// `exec := m[slot+1]`; jumps to `end_target` when no lane takes it.
-    Else { slot: u32, end_target: u32 },
+    Else {
+        slot: u32,
+        end_target: u32,
+    },
     /// `exec := m[slot] & !parked`: lanes that broke, continued or returned stay out.
-    EndIf { slot: u32 },
+    EndIf {
+        slot: u32,
+    },
     /// `m[slot] := exec` (entry), `m[slot+1] := 0` (broke), `m[slot+2] := 0` (continued).
-    LoopBegin { slot: u32 },
+    LoopBegin {
+        slot: u32,
+    },
     /// `exec &= cond` (no condition: unchanged); leaves the loop when no lane is left.
-    LoopTest { cond: Option<Reg>, exit: u32 },
+    LoopTest {
+        cond: Option<Reg>,
+        exit: u32,
+    },
     /// Lanes that continued rejoin before the step.
-    LoopContinue { slot: u32 },
+    LoopContinue {
+        slot: u32,
+    },
     /// Lanes that broke rejoin; `exec := m[slot] & !parked`.
-    LoopEnd { slot: u32 },
+    LoopEnd {
+        slot: u32,
+    },
     /// Active lanes leave the innermost loop or switch (slot + 1).
-    Break { slot: u32 },
+    Break {
+        slot: u32,
+    },
     /// Active lanes skip to the loop's step (slot + 2).
-    Continue { slot: u32 },
+    Continue {
+        slot: u32,
+    },
     /// `m[slot] := exec` (entry), `m[slot+1] := 0` (broke), `m[slot+2] := exec` (unmatched).
-    SwitchBegin { slot: u32 },
+    SwitchBegin {
+        slot: u32,
+    },
     /// Unmatched lanes whose scrutinee equals one of `values` run the clause.
-    Case { slot: u32, scrutinee: Reg, values: (u32, u32), next: u32 },
+    Case {
+        slot: u32,
+        scrutinee: Reg,
+        values: (u32, u32),
+        next: u32,
+    },
     /// Lanes no clause matched.
-    Default { slot: u32 },
-    SwitchEnd { slot: u32 },
+    Default {
+        slot: u32,
+    },
+    SwitchEnd {
+        slot: u32,
+    },
     /// Active lanes store their result (if any) and leave the function.
-    Return { value: Option<Reg> },
+    Return {
+        value: Option<Reg>,
+    },
     /// Calls `calls[index]`.
-    Call { index: u32 },
+    Call {
+        index: u32,
+    },
     /// The end of the function.
     End,
     SyncThreads,
     Fence,
-    Shfl { mode: ShflMode, dst: Reg, value: Reg, lane: Reg, width: Reg, mask: Reg },
-    Vote { op: VoteOp, dst: Reg, mask: Reg, pred: Reg },
-    ActiveMask { dst: Reg },
-    MatchAny { dst: Reg, mask: Reg, value: Reg },
-    MatchAll { dst: Reg, mask: Reg, value: Reg, pred: Reg },
-    Reduce { op: WarpReduceOp, kind: Kind, dst: Reg, mask: Reg, value: Reg },
-    Atomic { op: AtomicOp, kind: Kind, dst: Reg, addr: Reg, a: Reg, b: Reg },
-    CurandInit { seed: Reg, subsequence: Reg, offset: Reg, state: Reg },
-    CurandUniform { dst: Reg, state: Reg, double: bool },
-    CurandNormal { dst: Reg, state: Reg, double: bool },
-    Printf { index: u32 },
+    Shfl {
+        mode: ShflMode,
+        dst: Reg,
+        value: Reg,
+        lane: Reg,
+        width: Reg,
+        mask: Reg,
+    },
+    Vote {
+        op: VoteOp,
+        dst: Reg,
+        mask: Reg,
+        pred: Reg,
+    },
+    ActiveMask {
+        dst: Reg,
+    },
+    MatchAny {
+        dst: Reg,
+        mask: Reg,
+        value: Reg,
+    },
+    MatchAll {
+        dst: Reg,
+        mask: Reg,
+        value: Reg,
+        pred: Reg,
+    },
+    Reduce {
+        op: WarpReduceOp,
+        kind: Kind,
+        dst: Reg,
+        mask: Reg,
+        value: Reg,
+    },
+    Atomic {
+        op: AtomicOp,
+        kind: Kind,
+        dst: Reg,
+        addr: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    CurandInit {
+        seed: Reg,
+        subsequence: Reg,
+        offset: Reg,
+        state: Reg,
+    },
+    CurandUniform {
+        dst: Reg,
+        state: Reg,
+        double: bool,
+    },
+    CurandNormal {
+        dst: Reg,
+        state: Reg,
+        double: bool,
+    },
+    Printf {
+        index: u32,
+    },
 }
 
 /// A call site: argument registers copied into the callee's parameters, result copied back.

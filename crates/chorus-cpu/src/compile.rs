@@ -29,17 +29,28 @@ pub(crate) fn leaves(module: &ir::Module, ty: &Type, span: &Span) -> Result<Vec<
     Ok(out)
 }
 
-fn push_leaves(module: &ir::Module, ty: &Type, base: u32, span: &Span, out: &mut Vec<Leaf>) -> Result<()> {
+fn push_leaves(
+    module: &ir::Module,
+    ty: &Type,
+    base: u32,
+    span: &Span,
+    out: &mut Vec<Leaf>,
+) -> Result<()> {
     match ty {
         Type::Void => {}
         Type::Vector(v) => {
             let kind = Kind::of_scalar(v.element());
             for i in 0..v.len() {
-                out.push(Leaf { kind, offset: base + (i * kind.size()) as u32 });
+                out.push(Leaf {
+                    kind,
+                    offset: base + (i * kind.size()) as u32,
+                });
             }
         }
         Type::Struct(name) => {
-            let def = module.struct_def(name).ok_or_else(|| unsupported(span, format!("unknown structure `{name}`")))?;
+            let def = module
+                .struct_def(name)
+                .ok_or_else(|| unsupported(span, format!("unknown structure `{name}`")))?;
             for field in &def.fields {
                 push_leaves(module, &field.ty, base + field.offset as u32, span, out)?;
             }
@@ -47,11 +58,15 @@ fn push_leaves(module: &ir::Module, ty: &Type, base: u32, span: &Span, out: &mut
         Type::CurandStateXorwow => {
             // Opaque 48 bytes, copied as six words.
             for i in 0..6 {
-                out.push(Leaf { kind: Kind::U64, offset: base + 8 * i });
+                out.push(Leaf {
+                    kind: Kind::U64,
+                    offset: base + 8 * i,
+                });
             }
         }
         other => {
-            let kind = Kind::of(other).ok_or_else(|| unsupported(span, format!("values of type `{other}`")))?;
+            let kind = Kind::of(other)
+                .ok_or_else(|| unsupported(span, format!("values of type `{other}`")))?;
             out.push(Leaf { kind, offset: base });
         }
     }
@@ -59,7 +74,10 @@ fn push_leaves(module: &ir::Module, ty: &Type, base: u32, span: &Span, out: &mut
 }
 
 fn unsupported(span: &Span, what: impl Into<String>) -> Error {
-    Error::Unsupported { span: span.clone(), what: what.into() }
+    Error::Unsupported {
+        span: span.clone(),
+        what: what.into(),
+    }
 }
 
 /// Size in bytes of `ty` in `module`.
@@ -71,7 +89,10 @@ fn size_of_type(module: &ir::Module, ty: &Type, span: &Span) -> Result<u64> {
 }
 
 /// The register index of each parameter's first leaf; the result's leaves come first.
-fn param_layout(module: &ir::Module, f: &ir::Function) -> Result<(u32, Vec<(Reg, Vec<Leaf>)>)> {
+/// The number of result leaves, and each parameter's first register and leaves.
+type ParamLayout = (u32, Vec<(Reg, Vec<Leaf>)>);
+
+fn param_layout(module: &ir::Module, f: &ir::Function) -> Result<ParamLayout> {
     let ret = leaves(module, &f.ret, &f.span)?.len() as u32;
     let mut next = ret;
     let mut params = Vec::new();
@@ -85,9 +106,12 @@ fn param_layout(module: &ir::Module, f: &ir::Function) -> Result<(u32, Vec<(Reg,
 }
 
 fn local_of<'f>(f: &'f ir::Function, id: ir::LocalId, span: &Span) -> Result<&'f ir::Local> {
-    f.locals
-        .get(id.0 as usize)
-        .ok_or_else(|| unsupported(span, format!("local #{} is not declared in `{}`", id.0, f.name)))
+    f.locals.get(id.0 as usize).ok_or_else(|| {
+        unsupported(
+            span,
+            format!("local #{} is not declared in `{}`", id.0, f.name),
+        )
+    })
 }
 
 /// The bits of a literal as a leaf of `kind`.
@@ -107,7 +131,10 @@ pub(crate) fn constant_bytes(module: &ir::Module, global: &ir::Global) -> Result
     let mut values = Vec::new();
     constant_leaves(module, &global.init, &mut values)?;
     if values.len() != layout.len() {
-        return Err(unsupported(&global.span, "an initializer whose shape differs from its type"));
+        return Err(unsupported(
+            &global.span,
+            "an initializer whose shape differs from its type",
+        ));
     }
     let mut bytes = vec![0u8; size];
     for (leaf, bits) in layout.iter().zip(values) {
@@ -120,7 +147,8 @@ pub(crate) fn constant_bytes(module: &ir::Module, global: &ir::Global) -> Result
 fn constant_leaves(module: &ir::Module, e: &Expr, out: &mut Vec<u64>) -> Result<()> {
     match &e.kind {
         ExprKind::Literal(lit) => {
-            let kind = Kind::of(&e.ty).ok_or_else(|| unsupported(&e.span, format!("a `{}` literal", e.ty)))?;
+            let kind = Kind::of(&e.ty)
+                .ok_or_else(|| unsupported(&e.span, format!("a `{}` literal", e.ty)))?;
             out.push(literal_bits(*lit, kind));
         }
         ExprKind::Construct(args) => {
@@ -140,7 +168,10 @@ fn constant_leaves(module: &ir::Module, e: &Expr, out: &mut Vec<u64>) -> Result<
                 out.push(crate::value::convert(f.kind, t.kind, bits));
             }
         }
-        ExprKind::Builtin { op: Builtin::Neg, args } if args.len() == 1 => {
+        ExprKind::Builtin {
+            op: Builtin::Neg,
+            args,
+        } if args.len() == 1 => {
             let mut inner = Vec::new();
             constant_leaves(module, &args[0], &mut inner)?;
             let kinds = leaves(module, &e.ty, &e.span)?;
@@ -148,7 +179,12 @@ fn constant_leaves(module: &ir::Module, e: &Expr, out: &mut Vec<u64>) -> Result<
                 out.push(crate::exec::unary(UnOp::Neg, leaf.kind, bits));
             }
         }
-        _ => return Err(unsupported(&e.span, "a global initializer that is not a constant")),
+        _ => {
+            return Err(unsupported(
+                &e.span,
+                "a global initializer that is not a constant",
+            ));
+        }
     }
     Ok(())
 }
@@ -171,7 +207,11 @@ enum Home {
     /// Byte offset in the frame's local memory.
     Memory(u32),
     SharedScalar(u32),
-    SharedArray { slot: u32, sizes: Vec<u64>, elem_size: u64 },
+    SharedArray {
+        slot: u32,
+        sizes: Vec<u64>,
+        elem_size: u64,
+    },
     Dynamic,
 }
 
@@ -207,7 +247,12 @@ struct FnCompiler<'a> {
 }
 
 impl<'a> FnCompiler<'a> {
-    fn new(module: &'a ir::Module, prog: &'a mut Program, func: &'a ir::Function, global_ids: &'a [u32]) -> Result<Self> {
+    fn new(
+        module: &'a ir::Module,
+        prog: &'a mut Program,
+        func: &'a ir::Function,
+        global_ids: &'a [u32],
+    ) -> Result<Self> {
         let (ret_leaves, params) = param_layout(module, func)?;
         let mut addressed = vec![false; func.locals.len()];
         visit_block(&func.body, &mut |e| {
@@ -223,7 +268,9 @@ impl<'a> FnCompiler<'a> {
                 }
             }
         });
-        let next_reg = params.last().map_or(ret_leaves, |(r, l)| r + l.len() as u32);
+        let next_reg = params
+            .last()
+            .map_or(ret_leaves, |(r, l)| r + l.len() as u32);
         Ok(FnCompiler {
             module,
             prog,
@@ -258,7 +305,12 @@ impl<'a> FnCompiler<'a> {
                 let ptr = self.alloc(1);
                 self.emit(Op::LocalAddr { dst: ptr, offset });
                 for (i, leaf) in param_leaves.iter().enumerate() {
-                    self.emit(Op::Store { addr: ptr, src: reg + i as u32, kind: leaf.kind, offset: leaf.offset });
+                    self.emit(Op::Store {
+                        addr: ptr,
+                        src: reg + i as u32,
+                        kind: leaf.kind,
+                        offset: leaf.offset,
+                    });
                 }
                 self.homes[p.local.0 as usize] = Home::Memory(offset);
             } else {
@@ -370,16 +422,27 @@ impl<'a> FnCompiler<'a> {
                 self.next_reg = keep;
                 return Ok(());
             }
-            StmtKind::SharedArray { local, element, sizes, .. } => {
+            StmtKind::SharedArray {
+                local,
+                element,
+                sizes,
+                ..
+            } => {
                 let elem_size = size_of_type(self.module, element, &s.span)?;
                 let count: u64 = sizes.iter().product();
                 let slot = self.prog.shared_sizes.len() as u32;
-                self.prog.shared_sizes.push((elem_size * count.max(1)) as usize);
+                self.prog
+                    .shared_sizes
+                    .push((elem_size * count.max(1)) as usize);
                 self.shared_slots.push(slot);
                 let home = if sizes.is_empty() {
                     Home::SharedScalar(slot)
                 } else {
-                    Home::SharedArray { slot, sizes: sizes.clone(), elem_size }
+                    Home::SharedArray {
+                        slot,
+                        sizes: sizes.clone(),
+                        elem_size,
+                    }
                 };
                 self.set_home(*local, home)?;
             }
@@ -394,14 +457,25 @@ impl<'a> FnCompiler<'a> {
                 let p = self.place(place)?;
                 self.write_place(p, v, &place.ty)?;
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.expr(cond)?;
                 let slot = self.alloc_masks(2);
-                let begin = self.emit(Op::IfBegin { cond: c, slot, else_target: 0 });
+                let begin = self.emit(Op::IfBegin {
+                    cond: c,
+                    slot,
+                    else_target: 0,
+                });
                 self.block(then)?;
                 self.span = s.span.clone();
                 if let Some(other) = otherwise {
-                    let e = self.emit(Op::Else { slot, end_target: 0 });
+                    let e = self.emit(Op::Else {
+                        slot,
+                        end_target: 0,
+                    });
                     self.patch(begin, e);
                     self.block(other)?;
                     self.span = s.span.clone();
@@ -416,7 +490,12 @@ impl<'a> FnCompiler<'a> {
             StmtKind::While { cond, body } => {
                 self.emit_loop(Some(cond), &[], body, &s.span)?;
             }
-            StmtKind::For { init, cond, step, body } => {
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => {
                 for (local, value) in init {
                     let keep = self.declare(*local, value)?;
                     self.next_reg = keep;
@@ -439,7 +518,11 @@ impl<'a> FnCompiler<'a> {
                     .ok_or_else(|| unsupported(&s.span, "`continue` outside a loop"))?;
                 self.emit(Op::Continue { slot });
             }
-            StmtKind::Switch { scrutinee, cases, default } => {
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => {
                 let kind = self.kind(&scrutinee.ty)?;
                 let sc = self.expr(scrutinee)?;
                 self.span = s.span.clone();
@@ -448,9 +531,16 @@ impl<'a> FnCompiler<'a> {
                 self.breakables.push((slot, false));
                 for case in cases {
                     let start = self.prog.case_values.len() as u32;
-                    self.prog.case_values.extend(case.values.iter().map(|v| canon(kind, *v as u64)));
+                    self.prog
+                        .case_values
+                        .extend(case.values.iter().map(|v| canon(kind, *v as u64)));
                     let values = (start, case.values.len() as u32);
-                    let at = self.emit(Op::Case { slot, scrutinee: sc, values, next: 0 });
+                    let at = self.emit(Op::Case {
+                        slot,
+                        scrutinee: sc,
+                        values,
+                        next: 0,
+                    });
                     self.block(&case.body)?;
                     let next = self.pc();
                     self.patch(at, next);
@@ -477,7 +567,9 @@ impl<'a> FnCompiler<'a> {
                 self.expr(e)?;
             }
             StmtKind::Printf { format, args } => self.printf(format, args)?,
-            StmtKind::Asm(_) => return Err(unsupported(&s.span, "`cuda-asm` (inline CUDA C or PTX)")),
+            StmtKind::Asm(_) => {
+                return Err(unsupported(&s.span, "`cuda-asm` (inline CUDA C or PTX)"));
+            }
         }
         self.next_reg = mark;
         Ok(())
@@ -506,7 +598,10 @@ impl<'a> FnCompiler<'a> {
             let keep = self.next_reg;
             let v = self.expr(init)?;
             for i in 0..n {
-                self.emit(Op::CopyMasked { dst: regs + i, src: v + i });
+                self.emit(Op::CopyMasked {
+                    dst: regs + i,
+                    src: v + i,
+                });
             }
             self.homes[local.0 as usize] = Home::Regs(regs);
             Ok(keep)
@@ -519,7 +614,13 @@ impl<'a> FnCompiler<'a> {
         self.write_place(Place::Mem { ptr, offset: 0 }, v, ty)
     }
 
-    fn emit_loop(&mut self, cond: Option<&Expr>, step: &[(ir::LocalId, Expr)], body: &Block, span: &Span) -> Result<()> {
+    fn emit_loop(
+        &mut self,
+        cond: Option<&Expr>,
+        step: &[(ir::LocalId, Expr)],
+        body: &Block,
+        span: &Span,
+    ) -> Result<()> {
         let slot = self.alloc_masks(3);
         self.emit(Op::LoopBegin { slot });
         let top = self.pc();
@@ -543,13 +644,20 @@ impl<'a> FnCompiler<'a> {
             let n = self.leaves(&value.ty)?.len() as u32;
             let t = self.alloc(n);
             for i in 0..n {
-                self.emit(Op::Copy { dst: t + i, src: v + i });
+                self.emit(Op::Copy {
+                    dst: t + i,
+                    src: v + i,
+                });
             }
             values.push((*local, t));
         }
         for (local, t) in values {
             let ty = self.local(local)?.ty.clone();
-            let p = self.place(&Expr { kind: ExprKind::Local(local), ty: ty.clone(), span: span.clone() })?;
+            let p = self.place(&Expr {
+                kind: ExprKind::Local(local),
+                ty: ty.clone(),
+                span: span.clone(),
+            })?;
             self.write_place(p, t, &ty)?;
         }
         self.next_reg = mark;
@@ -561,11 +669,16 @@ impl<'a> FnCompiler<'a> {
     }
 
     fn printf(&mut self, format: &str, args: &[Expr]) -> Result<()> {
-        let parsed = crate::printf::Format::parse(format).map_err(|m| unsupported(&self.span, m))?;
+        let parsed =
+            crate::printf::Format::parse(format).map_err(|m| unsupported(&self.span, m))?;
         if parsed.arg_count() != args.len() {
             return Err(unsupported(
                 &self.span,
-                format!("a printf format taking {} argument(s) given {}", parsed.arg_count(), args.len()),
+                format!(
+                    "a printf format taking {} argument(s) given {}",
+                    parsed.arg_count(),
+                    args.len()
+                ),
             ));
         }
         let mut regs = Vec::new();
@@ -573,13 +686,22 @@ impl<'a> FnCompiler<'a> {
             let kind = self.kind(&a.ty)?;
             let is_byte_pointer = matches!(
                 a.ty.pointee(),
-                Some(Type::Scalar(chorus_lang::types::ScalarType::Int8 | chorus_lang::types::ScalarType::UInt8))
+                Some(Type::Scalar(
+                    chorus_lang::types::ScalarType::Int8 | chorus_lang::types::ScalarType::UInt8
+                ))
             );
             let reg = self.expr(a)?;
-            regs.push(PrintfArg { reg, kind, is_byte_pointer });
+            regs.push(PrintfArg {
+                reg,
+                kind,
+                is_byte_pointer,
+            });
         }
         let index = self.prog.printfs.len() as u32;
-        self.prog.printfs.push(PrintfSite { format: parsed, args: regs });
+        self.prog.printfs.push(PrintfSite {
+            format: parsed,
+            args: regs,
+        });
         self.emit(Op::Printf { index });
         Ok(())
     }
@@ -629,8 +751,14 @@ impl<'a> FnCompiler<'a> {
                     let ptr = self.constant(encode(STATIC_SHARED_BASE + slot, 0));
                     Ok(Place::Mem { ptr, offset: 0 })
                 }
-                Some(Home::Unset) | None => Err(unsupported(&e.span, "a variable used before its declaration")),
-                Some(_) => Err(unsupported(&e.span, "assigning to a shared-memory array variable")),
+                Some(Home::Unset) | None => Err(unsupported(
+                    &e.span,
+                    "a variable used before its declaration",
+                )),
+                Some(_) => Err(unsupported(
+                    &e.span,
+                    "assigning to a shared-memory array variable",
+                )),
             },
             ExprKind::Global(g) => {
                 let ptr = self.global_pointer(*g)?;
@@ -647,40 +775,61 @@ impl<'a> FnCompiler<'a> {
                 let (leaf, byte) = self.field_position(&base.ty, *index, &e.span)?;
                 Ok(match self.place(base)? {
                     Place::Regs(r) => Place::Regs(r + leaf),
-                    Place::Mem { ptr, offset } => Place::Mem { ptr, offset: offset + byte },
+                    Place::Mem { ptr, offset } => Place::Mem {
+                        ptr,
+                        offset: offset + byte,
+                    },
                 })
             }
-            _ => Err(unsupported(&e.span, "a place that is not a variable, global, aref or field")),
+            _ => Err(unsupported(
+                &e.span,
+                "a place that is not a variable, global, aref or field",
+            )),
         }
     }
 
     /// (index of the first leaf, byte offset) of component or field `index` of `ty`.
     fn field_position(&self, ty: &Type, index: usize, span: &Span) -> Result<(u32, u32)> {
         match ty {
-            Type::Vector(v) if index < v.len() => Ok((index as u32, (index * v.element().size()) as u32)),
+            Type::Vector(v) if index < v.len() => {
+                Ok((index as u32, (index * v.element().size()) as u32))
+            }
             Type::Struct(name) => {
                 let def = self
                     .module
                     .struct_def(name)
                     .ok_or_else(|| unsupported(span, format!("unknown structure `{name}`")))?;
-                let field = def.fields.get(index).ok_or_else(|| unsupported(span, format!("field #{index} of `{name}`")))?;
+                let field = def
+                    .fields
+                    .get(index)
+                    .ok_or_else(|| unsupported(span, format!("field #{index} of `{name}`")))?;
                 let mut leaf = 0;
                 for f in &def.fields[..index] {
                     leaf += leaves(self.module, &f.ty, span)?.len() as u32;
                 }
                 Ok((leaf, field.offset as u32))
             }
-            other => Err(unsupported(span, format!("component #{index} of `{other}`"))),
+            other => Err(unsupported(
+                span,
+                format!("component #{index} of `{other}`"),
+            )),
         }
     }
 
     /// The address `base[i][j]…` (a row address when a shared array is indexed partially).
     fn aref_address(&mut self, base: &Expr, indices: &[Expr]) -> Result<Reg> {
         if let ExprKind::Local(id) = base.kind
-            && let Some(Home::SharedArray { slot, sizes, elem_size }) = self.homes.get(id.0 as usize).cloned()
+            && let Some(Home::SharedArray {
+                slot,
+                sizes,
+                elem_size,
+            }) = self.homes.get(id.0 as usize).cloned()
         {
             if indices.len() > sizes.len() {
-                return Err(unsupported(&base.span, "more indices than the shared array has dimensions"));
+                return Err(unsupported(
+                    &base.span,
+                    "more indices than the shared array has dimensions",
+                ));
             }
             let mut p = self.constant(encode(STATIC_SHARED_BASE + slot, 0));
             for (k, idx) in indices.iter().enumerate() {
@@ -688,7 +837,13 @@ impl<'a> FnCompiler<'a> {
                 let i = self.expr(idx)?;
                 let index_kind = self.kind(&idx.ty)?;
                 let q = self.alloc(1);
-                self.emit(Op::PtrIndex { dst: q, base: p, index: i, index_kind, stride: stride as i64 });
+                self.emit(Op::PtrIndex {
+                    dst: q,
+                    base: p,
+                    index: i,
+                    index_kind,
+                    stride: stride as i64,
+                });
                 p = q;
             }
             return Ok(p);
@@ -696,18 +851,31 @@ impl<'a> FnCompiler<'a> {
         let mut p = self.expr(base)?;
         let mut ty = base.ty.clone();
         for (k, idx) in indices.iter().enumerate() {
-            let elem = ty
-                .pointee()
-                .cloned()
-                .ok_or_else(|| unsupported(&base.span, format!("indexing a `{ty}`, which is not a pointer")))?;
+            let elem = ty.pointee().cloned().ok_or_else(|| {
+                unsupported(
+                    &base.span,
+                    format!("indexing a `{ty}`, which is not a pointer"),
+                )
+            })?;
             let stride = size_of_type(self.module, &elem, &base.span)?;
             let i = self.expr(idx)?;
             let index_kind = self.kind(&idx.ty)?;
             let q = self.alloc(1);
-            self.emit(Op::PtrIndex { dst: q, base: p, index: i, index_kind, stride: stride as i64 });
+            self.emit(Op::PtrIndex {
+                dst: q,
+                base: p,
+                index: i,
+                index_kind,
+                stride: stride as i64,
+            });
             if k + 1 < indices.len() {
                 let r = self.alloc(1);
-                self.emit(Op::Load { dst: r, addr: q, kind: Kind::Ptr, offset: 0 });
+                self.emit(Op::Load {
+                    dst: r,
+                    addr: q,
+                    kind: Kind::Ptr,
+                    offset: 0,
+                });
                 p = r;
             } else {
                 p = q;
@@ -724,7 +892,12 @@ impl<'a> FnCompiler<'a> {
                 let l = self.leaves(ty)?;
                 let dst = self.alloc(l.len() as u32);
                 for (i, leaf) in l.iter().enumerate() {
-                    self.emit(Op::Load { dst: dst + i as u32, addr: ptr, kind: leaf.kind, offset: offset + leaf.offset });
+                    self.emit(Op::Load {
+                        dst: dst + i as u32,
+                        addr: ptr,
+                        kind: leaf.kind,
+                        offset: offset + leaf.offset,
+                    });
                 }
                 Ok(dst)
             }
@@ -736,10 +909,16 @@ impl<'a> FnCompiler<'a> {
         for (i, leaf) in l.iter().enumerate() {
             let src = v + i as u32;
             match place {
-                Place::Regs(r) => self.emit(Op::CopyMasked { dst: r + i as u32, src }),
-                Place::Mem { ptr, offset } => {
-                    self.emit(Op::Store { addr: ptr, src, kind: leaf.kind, offset: offset + leaf.offset })
-                }
+                Place::Regs(r) => self.emit(Op::CopyMasked {
+                    dst: r + i as u32,
+                    src,
+                }),
+                Place::Mem { ptr, offset } => self.emit(Op::Store {
+                    addr: ptr,
+                    src,
+                    kind: leaf.kind,
+                    offset: offset + leaf.offset,
+                }),
             };
         }
         Ok(())
@@ -793,7 +972,11 @@ impl<'a> FnCompiler<'a> {
             ExprKind::Builtin { op, args } => self.builtin(e, *op, args),
             ExprKind::Call { function, args } => self.call(e, *function, args),
             ExprKind::Cast { value, .. } => self.cast(value, &e.ty, &e.span),
-            ExprKind::Select { cond, then, otherwise } => self.select(e, cond, then, otherwise),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => self.select(e, cond, then, otherwise),
             ExprKind::AddressOf(place) => self.address_of(place),
             ExprKind::Construct(parts) => {
                 let n = self.leaves(&e.ty)?.len() as u32;
@@ -803,12 +986,18 @@ impl<'a> FnCompiler<'a> {
                     let v = self.expr(part)?;
                     let m = self.leaves(&part.ty)?.len() as u32;
                     for i in 0..m {
-                        self.emit(Op::Copy { dst: at + i, src: v + i });
+                        self.emit(Op::Copy {
+                            dst: at + i,
+                            src: v + i,
+                        });
                     }
                     at += m;
                 }
                 if at != dst + n {
-                    return Err(unsupported(&e.span, format!("a `{}` built from {} values", e.ty, at - dst)));
+                    return Err(unsupported(
+                        &e.span,
+                        format!("a `{}` built from {} values", e.ty, at - dst),
+                    ));
                 }
                 Ok(dst)
             }
@@ -829,7 +1018,10 @@ impl<'a> FnCompiler<'a> {
             IndexVar::LaneId => IndexSource::LaneId,
             IndexVar::WarpSize => return Ok(self.constant(32)),
             IndexVar::ClusterDim(_) | IndexVar::ClusterIdx(_) | IndexVar::BlockInCluster(_) => {
-                return Err(unsupported(span, "thread-block cluster indexes (sm_90 clusters)"));
+                return Err(unsupported(
+                    span,
+                    "thread-block cluster indexes (sm_90 clusters)",
+                ));
             }
         };
         let dst = self.alloc(1);
@@ -848,10 +1040,17 @@ impl<'a> FnCompiler<'a> {
             Place::Mem { ptr, offset: 0 } => Ok(ptr),
             Place::Mem { ptr, offset } => {
                 let dst = self.alloc(1);
-                self.emit(Op::PtrAdd { dst, base: ptr, bytes: offset as i64 });
+                self.emit(Op::PtrAdd {
+                    dst,
+                    base: ptr,
+                    bytes: offset as i64,
+                });
                 Ok(dst)
             }
-            Place::Regs(_) => Err(unsupported(&place.span, "the address of a value that is not in memory")),
+            Place::Regs(_) => Err(unsupported(
+                &place.span,
+                "the address of a value that is not in memory",
+            )),
         }
     }
 
@@ -865,19 +1064,32 @@ impl<'a> FnCompiler<'a> {
         let to_leaves = self.leaves(to)?;
         let componentwise = match (&value.ty, to) {
             (Type::Vector(a), Type::Vector(b)) => a.len() == b.len(),
-            (Type::Struct(_) | Type::Vector(_), _) | (_, Type::Struct(_) | Type::Vector(_)) => false,
+            (Type::Struct(_) | Type::Vector(_), _) | (_, Type::Struct(_) | Type::Vector(_)) => {
+                false
+            }
             _ => from_leaves.len() == 1 && to_leaves.len() == 1,
         };
         if !componentwise {
-            return Err(unsupported(span, format!("a conversion from `{}` to `{to}`", value.ty)));
+            return Err(unsupported(
+                span,
+                format!("a conversion from `{}` to `{to}`", value.ty),
+            ));
         }
         let dst = self.alloc(to_leaves.len() as u32);
         for (i, (f, t)) in from_leaves.iter().zip(&to_leaves).enumerate() {
             let i = i as u32;
             if f.kind == t.kind {
-                self.emit(Op::Copy { dst: dst + i, src: v + i });
+                self.emit(Op::Copy {
+                    dst: dst + i,
+                    src: v + i,
+                });
             } else {
-                self.emit(Op::Convert { from: f.kind, to: t.kind, dst: dst + i, src: v + i });
+                self.emit(Op::Convert {
+                    from: f.kind,
+                    to: t.kind,
+                    dst: dst + i,
+                    src: v + i,
+                });
             }
         }
         Ok(dst)
@@ -889,13 +1101,18 @@ impl<'a> FnCompiler<'a> {
         match &e.kind {
             ExprKind::Literal(_) | ExprKind::Index(_) => true,
             ExprKind::Local(id) => {
-                matches!(self.homes.get(id.0 as usize), Some(Home::Regs(_) | Home::SharedArray { .. } | Home::Dynamic))
+                matches!(
+                    self.homes.get(id.0 as usize),
+                    Some(Home::Regs(_) | Home::SharedArray { .. } | Home::Dynamic)
+                )
             }
             ExprKind::Cast { value, .. } => self.is_pure(value),
             ExprKind::Field { base, .. } => self.is_pure(base),
-            ExprKind::Select { cond, then, otherwise } => {
-                self.is_pure(cond) && self.is_pure(then) && self.is_pure(otherwise)
-            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => self.is_pure(cond) && self.is_pure(then) && self.is_pure(otherwise),
             ExprKind::Construct(parts) => parts.iter().all(|p| self.is_pure(p)),
             ExprKind::Builtin { op, args } => {
                 let integer_division = matches!(op, Builtin::Div | Builtin::Rem | Builtin::Recip)
@@ -945,23 +1162,41 @@ impl<'a> FnCompiler<'a> {
             let b = self.expr(otherwise)?;
             let dst = self.alloc(n);
             for i in 0..n {
-                self.emit(Op::Select { dst: dst + i, cond: c, a: a + i, b: b + i });
+                self.emit(Op::Select {
+                    dst: dst + i,
+                    cond: c,
+                    a: a + i,
+                    b: b + i,
+                });
             }
             return Ok(dst);
         }
         let dst = self.alloc(n);
         let c = self.expr(cond)?;
         let slot = self.alloc_masks(2);
-        let begin = self.emit(Op::IfBegin { cond: c, slot, else_target: 0 });
+        let begin = self.emit(Op::IfBegin {
+            cond: c,
+            slot,
+            else_target: 0,
+        });
         let a = self.expr(then)?;
         for i in 0..n {
-            self.emit(Op::CopyMasked { dst: dst + i, src: a + i });
+            self.emit(Op::CopyMasked {
+                dst: dst + i,
+                src: a + i,
+            });
         }
-        let el = self.emit(Op::Else { slot, end_target: 0 });
+        let el = self.emit(Op::Else {
+            slot,
+            end_target: 0,
+        });
         self.patch(begin, el);
         let b = self.expr(otherwise)?;
         for i in 0..n {
-            self.emit(Op::CopyMasked { dst: dst + i, src: b + i });
+            self.emit(Op::CopyMasked {
+                dst: dst + i,
+                src: b + i,
+            });
         }
         let end = self.emit(Op::EndIf { slot });
         self.patch(el, end);
@@ -974,13 +1209,21 @@ impl<'a> FnCompiler<'a> {
             .module
             .functions
             .get(function.0 as usize)
-            .ok_or_else(|| unsupported(&e.span, format!("function #{} is not defined", function.0)))?;
+            .ok_or_else(|| {
+                unsupported(&e.span, format!("function #{} is not defined", function.0))
+            })?;
         if callee.kind != ir::FunctionKind::Device {
-            return Err(unsupported(&e.span, format!("calling the kernel `{}` from device code", callee.name)));
+            return Err(unsupported(
+                &e.span,
+                format!("calling the kernel `{}` from device code", callee.name),
+            ));
         }
         let (ret_leaves, params) = param_layout(self.module, callee)?;
         if params.len() != args.len() {
-            return Err(unsupported(&e.span, format!("a call of `{}` with {} arguments", callee.name, args.len())));
+            return Err(unsupported(
+                &e.span,
+                format!("a call of `{}` with {} arguments", callee.name, args.len()),
+            ));
         }
         let mut copies = Vec::new();
         for (arg, (param_reg, param_leaves)) in args.iter().zip(&params) {
@@ -1004,7 +1247,13 @@ impl<'a> FnCompiler<'a> {
 
     fn binary_into(&mut self, op: BinOp, kind: Kind, a: Reg, b: Reg) -> Reg {
         let dst = self.alloc(1);
-        self.emit(Op::Binary { op, kind, dst, a, b });
+        self.emit(Op::Binary {
+            op,
+            kind,
+            dst,
+            a,
+            b,
+        });
         dst
     }
 
@@ -1012,9 +1261,14 @@ impl<'a> FnCompiler<'a> {
     /// pointer ± integer.
     fn arith2(&mut self, e: &Expr, op: BinOp, args: &[Expr]) -> Result<Reg> {
         let [x, y] = args else {
-            return Err(unsupported(&e.span, format!("{op:?} with {} arguments", args.len())));
+            return Err(unsupported(
+                &e.span,
+                format!("{op:?} with {} arguments", args.len()),
+            ));
         };
-        if matches!(op, BinOp::Add | BinOp::Sub) && (x.ty.pointee().is_some() || y.ty.pointee().is_some()) {
+        if matches!(op, BinOp::Add | BinOp::Sub)
+            && (x.ty.pointee().is_some() || y.ty.pointee().is_some())
+        {
             return self.pointer_arith(e, op, x, y);
         }
         let a = self.expr(x)?;
@@ -1024,15 +1278,29 @@ impl<'a> FnCompiler<'a> {
             let kind = Kind::of_scalar(v.element());
             let dst = self.alloc(v.len() as u32);
             for i in 0..v.len() as u32 {
-                let ai = if matches!(x.ty, Type::Vector(_)) { a + i } else { a };
-                let bi = if matches!(y.ty, Type::Vector(_)) { b + i } else { b };
-                self.emit(Op::Binary { op, kind, dst: dst + i, a: ai, b: bi });
+                let ai = if matches!(x.ty, Type::Vector(_)) {
+                    a + i
+                } else {
+                    a
+                };
+                let bi = if matches!(y.ty, Type::Vector(_)) {
+                    b + i
+                } else {
+                    b
+                };
+                self.emit(Op::Binary {
+                    op,
+                    kind,
+                    dst: dst + i,
+                    a: ai,
+                    b: bi,
+                });
             }
             return Ok(dst);
         }
         let kind = self.kind(&x.ty)?;
         let r = self.binary_into(op, kind, a, b);
-        self.to_result_kind(r, kind, &e.ty)
+        self.convert_result(r, kind, &e.ty)
     }
 
     fn pointer_arith(&mut self, e: &Expr, op: BinOp, x: &Expr, y: &Expr) -> Result<Reg> {
@@ -1048,13 +1316,22 @@ impl<'a> FnCompiler<'a> {
         let i = self.expr(int)?;
         let index_kind = self.kind(&int.ty)?;
         let dst = self.alloc(1);
-        self.emit(Op::PtrIndex { dst, base: p, index: i, index_kind, stride: if negate { -size } else { size } });
+        self.emit(Op::PtrIndex {
+            dst,
+            base: p,
+            index: i,
+            index_kind,
+            stride: if negate { -size } else { size },
+        });
         Ok(dst)
     }
 
     fn arith1(&mut self, e: &Expr, op: UnOp, args: &[Expr]) -> Result<Reg> {
         let [x] = args else {
-            return Err(unsupported(&e.span, format!("{op:?} with {} arguments", args.len())));
+            return Err(unsupported(
+                &e.span,
+                format!("{op:?} with {} arguments", args.len()),
+            ));
         };
         let a = self.expr(x)?;
         self.span = e.span.clone();
@@ -1062,7 +1339,12 @@ impl<'a> FnCompiler<'a> {
             let kind = Kind::of_scalar(v.element());
             let dst = self.alloc(v.len() as u32);
             for i in 0..v.len() as u32 {
-                self.emit(Op::Unary { op, kind, dst: dst + i, a: a + i });
+                self.emit(Op::Unary {
+                    op,
+                    kind,
+                    dst: dst + i,
+                    a: a + i,
+                });
             }
             return Ok(dst);
         }
@@ -1074,17 +1356,22 @@ impl<'a> FnCompiler<'a> {
             UnOp::Not => Kind::Bool,
             _ => kind,
         };
-        self.to_result_kind(dst, produced, &e.ty)
+        self.convert_result(dst, produced, &e.ty)
     }
 
     /// Converts a scalar computed as `produced` to the expression's type when they differ.
-    fn to_result_kind(&mut self, r: Reg, produced: Kind, ty: &Type) -> Result<Reg> {
+    fn convert_result(&mut self, r: Reg, produced: Kind, ty: &Type) -> Result<Reg> {
         let want = self.kind(ty)?;
         if want == produced {
             return Ok(r);
         }
         let dst = self.alloc(1);
-        self.emit(Op::Convert { from: produced, to: want, dst, src: r });
+        self.emit(Op::Convert {
+            from: produced,
+            to: want,
+            dst,
+            src: r,
+        });
         Ok(dst)
     }
 
@@ -1101,7 +1388,13 @@ impl<'a> FnCompiler<'a> {
         for y in rest {
             if self.is_pure(y) {
                 let b = self.expr(y)?;
-                self.emit(Op::Binary { op, kind: Kind::Bool, dst, a: dst, b });
+                self.emit(Op::Binary {
+                    op,
+                    kind: Kind::Bool,
+                    dst,
+                    a: dst,
+                    b,
+                });
                 continue;
             }
             self.span = e.span.clone();
@@ -1109,11 +1402,20 @@ impl<'a> FnCompiler<'a> {
                 dst
             } else {
                 let n = self.alloc(1);
-                self.emit(Op::Unary { op: UnOp::Not, kind: Kind::Bool, dst: n, a: dst });
+                self.emit(Op::Unary {
+                    op: UnOp::Not,
+                    kind: Kind::Bool,
+                    dst: n,
+                    a: dst,
+                });
                 n
             };
             let slot = self.alloc_masks(2);
-            let begin = self.emit(Op::IfBegin { cond, slot, else_target: 0 });
+            let begin = self.emit(Op::IfBegin {
+                cond,
+                slot,
+                else_target: 0,
+            });
             let b = self.expr(y)?;
             self.emit(Op::CopyMasked { dst, src: b });
             let end = self.emit(Op::EndIf { slot });
@@ -1125,7 +1427,13 @@ impl<'a> FnCompiler<'a> {
 
     fn args<const N: usize>(&mut self, e: &Expr, args: &[Expr]) -> Result<[Reg; N]> {
         if args.len() != N {
-            return Err(unsupported(&e.span, format!("a built-in given {} arguments where {N} were expected", args.len())));
+            return Err(unsupported(
+                &e.span,
+                format!(
+                    "a built-in given {} arguments where {N} were expected",
+                    args.len()
+                ),
+            ));
         }
         let mut out = [0; N];
         for (o, a) in out.iter_mut().zip(args) {
@@ -1171,7 +1479,7 @@ impl<'a> FnCompiler<'a> {
             };
             let [a, b] = self.args(e, args)?;
             let r = self.binary_into(c, kind, a, b);
-            return self.to_result_kind(r, Kind::Bool, &e.ty);
+            return self.convert_result(r, Kind::Bool, &e.ty);
         }
         let un = match op {
             Builtin::Neg => Some(UnOp::Neg),
@@ -1209,7 +1517,7 @@ impl<'a> FnCompiler<'a> {
                     let [a] = self.args(e, args)?;
                     self.emit(Op::Math1 { f, kind, dst, a });
                 }
-                self.to_result_kind(dst, kind, &e.ty)
+                self.convert_result(dst, kind, &e.ty)
             }
             Builtin::Fma => {
                 let kind = self.kind(&e.ty)?;
@@ -1246,7 +1554,10 @@ impl<'a> FnCompiler<'a> {
                 self.emit(Op::Fence);
                 Ok(0)
             }
-            Builtin::ShflSync | Builtin::ShflUpSync | Builtin::ShflDownSync | Builtin::ShflXorSync => {
+            Builtin::ShflSync
+            | Builtin::ShflUpSync
+            | Builtin::ShflDownSync
+            | Builtin::ShflXorSync => {
                 let mode = match op {
                     Builtin::ShflSync => ShflMode::Idx,
                     Builtin::ShflUpSync => ShflMode::Up,
@@ -1254,7 +1565,10 @@ impl<'a> FnCompiler<'a> {
                     _ => ShflMode::Xor,
                 };
                 if !(3..=4).contains(&args.len()) {
-                    return Err(unsupported(&e.span, "a shuffle with other than 3 or 4 arguments"));
+                    return Err(unsupported(
+                        &e.span,
+                        "a shuffle with other than 3 or 4 arguments",
+                    ));
                 }
                 let mask = self.expr(&args[0])?;
                 let value = self.expr(&args[1])?;
@@ -1267,7 +1581,14 @@ impl<'a> FnCompiler<'a> {
                 let n = self.leaves(&e.ty)?.len() as u32;
                 let dst = self.alloc(n);
                 for i in 0..n {
-                    self.emit(Op::Shfl { mode, dst: dst + i, value: value + i, lane, width, mask });
+                    self.emit(Op::Shfl {
+                        mode,
+                        dst: dst + i,
+                        value: value + i,
+                        lane,
+                        width,
+                        mask,
+                    });
                 }
                 Ok(dst)
             }
@@ -1279,7 +1600,12 @@ impl<'a> FnCompiler<'a> {
                 };
                 let [mask, pred] = self.args(e, args)?;
                 let dst = self.alloc(1);
-                self.emit(Op::Vote { op: vote, dst, mask, pred });
+                self.emit(Op::Vote {
+                    op: vote,
+                    dst,
+                    mask,
+                    pred,
+                });
                 Ok(dst)
             }
             Builtin::ActiveMask => {
@@ -1296,7 +1622,12 @@ impl<'a> FnCompiler<'a> {
             Builtin::MatchAllSync => {
                 let [mask, value, pred] = self.args(e, args)?;
                 let dst = self.alloc(1);
-                self.emit(Op::MatchAll { dst, mask, value, pred });
+                self.emit(Op::MatchAll {
+                    dst,
+                    mask,
+                    value,
+                    pred,
+                });
                 Ok(dst)
             }
             Builtin::WarpReduce(rop) => {
@@ -1305,21 +1636,41 @@ impl<'a> FnCompiler<'a> {
                     None => return Err(unsupported(&e.span, "a warp reduction without a value")),
                 };
                 if !matches!(kind, Kind::I32 | Kind::U32) {
-                    return Err(unsupported(&e.span, "a warp reduction of other than `int` or `uint`"));
+                    return Err(unsupported(
+                        &e.span,
+                        "a warp reduction of other than `int` or `uint`",
+                    ));
                 }
                 let [mask, value] = self.args(e, args)?;
                 let dst = self.alloc(1);
-                self.emit(Op::Reduce { op: rop, kind, dst, mask, value });
+                self.emit(Op::Reduce {
+                    op: rop,
+                    kind,
+                    dst,
+                    mask,
+                    value,
+                });
                 Ok(dst)
             }
             Builtin::Atomic(aop) => {
                 let Some(pointee) = args.first().and_then(|a| a.ty.pointee()) else {
-                    return Err(unsupported(&e.span, "an atomic whose first argument is not a pointer"));
+                    return Err(unsupported(
+                        &e.span,
+                        "an atomic whose first argument is not a pointer",
+                    ));
                 };
                 let kind = self.kind(pointee)?;
                 if !matches!(
                     kind,
-                    Kind::I32 | Kind::U32 | Kind::I64 | Kind::U64 | Kind::F32 | Kind::F64 | Kind::F16 | Kind::BF16 | Kind::U16
+                    Kind::I32
+                        | Kind::U32
+                        | Kind::I64
+                        | Kind::U64
+                        | Kind::F32
+                        | Kind::F64
+                        | Kind::F16
+                        | Kind::BF16
+                        | Kind::U16
                 ) {
                     return Err(unsupported(&e.span, format!("atomics on `{pointee}`")));
                 }
@@ -1333,29 +1684,54 @@ impl<'a> FnCompiler<'a> {
                         let [addr, a, b] = self.args(e, args)?;
                         (addr, a, b)
                     }
-                    n => return Err(unsupported(&e.span, format!("an atomic with {n} arguments"))),
+                    n => {
+                        return Err(unsupported(
+                            &e.span,
+                            format!("an atomic with {n} arguments"),
+                        ));
+                    }
                 };
-                self.emit(Op::Atomic { op: aop, kind, dst, addr, a, b });
+                self.emit(Op::Atomic {
+                    op: aop,
+                    kind,
+                    dst,
+                    addr,
+                    a,
+                    b,
+                });
                 Ok(dst)
             }
-            Builtin::ClusterRank | Builtin::ClusterBarrier | Builtin::ThreadFenceCluster => {
-                Err(unsupported(&e.span, "thread-block cluster operations (sm_90 clusters)"))
-            }
+            Builtin::ClusterRank | Builtin::ClusterBarrier | Builtin::ThreadFenceCluster => Err(
+                unsupported(&e.span, "thread-block cluster operations (sm_90 clusters)"),
+            ),
             Builtin::CurandInit => {
                 for a in &args[..args.len().min(3)] {
                     if !self.kind(&a.ty)?.is_integer() {
-                        return Err(unsupported(&a.span, "a cuRAND seed, sequence or offset that is not an integer"));
+                        return Err(unsupported(
+                            &a.span,
+                            "a cuRAND seed, sequence or offset that is not an integer",
+                        ));
                     }
                 }
                 let [seed, subsequence, offset, state] = self.args(e, args)?;
-                self.emit(Op::CurandInit { seed, subsequence, offset, state });
+                self.emit(Op::CurandInit {
+                    seed,
+                    subsequence,
+                    offset,
+                    state,
+                });
                 Ok(0)
             }
             Builtin::CurandUniform | Builtin::CurandNormal => {
                 let double = match self.kind(&e.ty)? {
                     Kind::F32 => false,
                     Kind::F64 => true,
-                    _ => return Err(unsupported(&e.span, format!("a cuRAND result of type `{}`", e.ty))),
+                    _ => {
+                        return Err(unsupported(
+                            &e.span,
+                            format!("a cuRAND result of type `{}`", e.ty),
+                        ));
+                    }
                 };
                 let [state] = self.args(e, args)?;
                 let dst = self.alloc(1);
@@ -1382,7 +1758,11 @@ fn visit_block(block: &Block, f: &mut impl FnMut(&Expr)) {
                 visit_expr(place, f);
                 visit_expr(value, f);
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 visit_expr(cond, f);
                 visit_block(then, f);
                 if let Some(o) = otherwise {
@@ -1393,14 +1773,23 @@ fn visit_block(block: &Block, f: &mut impl FnMut(&Expr)) {
                 visit_expr(cond, f);
                 visit_block(body, f);
             }
-            StmtKind::For { init, cond, step, body } => {
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => {
                 init.iter().chain(step).for_each(|(_, e)| visit_expr(e, f));
                 if let Some(c) = cond {
                     visit_expr(c, f);
                 }
                 visit_block(body, f);
             }
-            StmtKind::Switch { scrutinee, cases, default } => {
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => {
                 visit_expr(scrutinee, f);
                 cases.iter().for_each(|c| visit_block(&c.body, f));
                 if let Some(d) = default {
@@ -1423,11 +1812,15 @@ fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
             indices.iter().for_each(|i| visit_expr(i, f));
         }
         ExprKind::Field { base, .. } => visit_expr(base, f),
-        ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } | ExprKind::Construct(args) => {
-            args.iter().for_each(|a| visit_expr(a, f))
-        }
+        ExprKind::Builtin { args, .. }
+        | ExprKind::Call { args, .. }
+        | ExprKind::Construct(args) => args.iter().for_each(|a| visit_expr(a, f)),
         ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => visit_expr(value, f),
-        ExprKind::Select { cond, then, otherwise } => {
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
             visit_expr(cond, f);
             visit_expr(then, f);
             visit_expr(otherwise, f);

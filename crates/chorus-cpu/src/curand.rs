@@ -19,9 +19,9 @@ pub(crate) struct State {
 }
 
 const TWO_POW32_INV: f32 = 2.3283064e-10;
-const TWO_PI: f32 = 6.2831855;
+const TWO_PI: f32 = std::f32::consts::TAU;
 const TWO_POW53_INV_DOUBLE: f64 = 1.1102230246251565e-16;
-const TWO_PI_DOUBLE: f64 = 6.283185307179586;
+const TWO_PI_DOUBLE: f64 = std::f64::consts::TAU;
 
 /// One xorshift step of `v` alone (the matrix M).
 fn xorshift(v: &mut [u32; 5]) {
@@ -200,7 +200,16 @@ mod tests {
         let s = State::init(0, 0, 0);
         let t0 = 1_099_087_573u32.wrapping_mul(0xaad2_6b49);
         let t1 = 2_591_861_531u32.wrapping_mul(0xf7dc_efdd);
-        assert_eq!(s.v, [123_456_789u32.wrapping_add(t0), 362_436_069 ^ t0, 521_288_629u32.wrapping_add(t1), 88_675_123 ^ t1, 5_783_321u32.wrapping_add(t0)]);
+        assert_eq!(
+            s.v,
+            [
+                123_456_789u32.wrapping_add(t0),
+                362_436_069 ^ t0,
+                521_288_629u32.wrapping_add(t1),
+                88_675_123 ^ t1,
+                5_783_321u32.wrapping_add(t0)
+            ]
+        );
         assert_eq!(s.d, 6_615_241u32.wrapping_add(t0).wrapping_add(t1));
     }
 

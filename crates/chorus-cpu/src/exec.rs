@@ -5,8 +5,8 @@ use crate::bytecode::*;
 use crate::curand;
 use crate::error::Error;
 use crate::memory::{
-    AccessError, DYNAMIC_SHARED_ID, OFFSET_MASK, Region, STATIC_SHARED_BASE, THREAD_LOCAL_BASE, encode,
-    offset_pointer, pointer_id, zeroed_words,
+    AccessError, DYNAMIC_SHARED_ID, OFFSET_MASK, Region, STATIC_SHARED_BASE, THREAD_LOCAL_BASE,
+    encode, offset_pointer, pointer_id, zeroed_words,
 };
 use crate::printf;
 use crate::value::{Kind, canon, convert, from_f32, from_raw, to_f32, to_f64};
@@ -27,7 +27,10 @@ pub(crate) struct Fault {
 }
 
 fn fault(lane: u32, message: impl Into<String>) -> Fault {
-    Fault { lane, message: message.into() }
+    Fault {
+        lane,
+        message: message.into(),
+    }
 }
 
 /// Everything a launch shares between its workers.
@@ -62,9 +65,15 @@ impl<'a> Memory<'a> {
     #[inline(always)]
     fn region(&self, id: u32) -> Option<Region<'a>> {
         if id >= STATIC_SHARED_BASE {
-            if let Some(slot) = (id - STATIC_SHARED_BASE).try_into().ok().filter(|s: &usize| *s < self.shared.len())
+            if let Some(slot) = (id - STATIC_SHARED_BASE)
+                .try_into()
+                .ok()
+                .filter(|s: &usize| *s < self.shared.len())
             {
-                return Some(Region { words: &self.shared[slot], len: self.shared_sizes[slot] });
+                return Some(Region {
+                    words: &self.shared[slot],
+                    len: self.shared_sizes[slot],
+                });
             }
             return self.launch.iter().find(|(i, _)| *i == id).map(|(_, r)| *r);
         }
@@ -75,7 +84,10 @@ impl<'a> Memory<'a> {
             let t = (id - THREAD_LOCAL_BASE) as usize;
             let words = self.stack_bytes / 8;
             let slice = self.stacks.get(t * words..(t + 1) * words)?;
-            return Some(Region { words: slice, len: self.stack_bytes });
+            return Some(Region {
+                words: slice,
+                len: self.stack_bytes,
+            });
         }
         None
     }
@@ -86,8 +98,17 @@ impl<'a> Memory<'a> {
         let id = pointer_id(ptr);
         match self.region(id) {
             Some(r) => Ok((r, ptr & OFFSET_MASK)),
-            None if id == 0 => Err(fault(lane, format!("access through a null pointer (offset {})", ptr & OFFSET_MASK))),
-            None => Err(fault(lane, "access through a pointer to memory that is not an argument of this launch")),
+            None if id == 0 => Err(fault(
+                lane,
+                format!(
+                    "access through a null pointer (offset {})",
+                    ptr & OFFSET_MASK
+                ),
+            )),
+            None => Err(fault(
+                lane,
+                "access through a pointer to memory that is not an argument of this launch",
+            )),
         }
     }
 }
@@ -237,7 +258,13 @@ fn new_worker(launch: &Launch<'_>) -> Worker {
         .shared_sizes
         .iter()
         .enumerate()
-        .map(|(slot, size)| zeroed_words(if reachable.contains(&(slot as u32)) { *size } else { 0 }))
+        .map(|(slot, size)| {
+            zeroed_words(if reachable.contains(&(slot as u32)) {
+                *size
+            } else {
+                0
+            })
+        })
         .collect();
     let threads = launch.block.iter().product::<u32>() as usize;
     Worker {
@@ -316,11 +343,18 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
         launch: &launch.regions,
         shared: &worker.shared,
         shared_sizes: &prog.shared_sizes,
-        dynamic: Region { words: &worker.dynamic, len: launch.dynamic_shared },
+        dynamic: Region {
+            words: &worker.dynamic,
+            len: launch.dynamic_shared,
+        },
         stacks: &worker.stacks,
         stack_bytes: launch.stack_bytes,
     };
-    let ctx = BlockCtx { launch, memory, block_idx };
+    let ctx = BlockCtx {
+        launch,
+        memory,
+        block_idx,
+    };
     loop {
         for w in worker.warps[..n_warps].iter_mut() {
             if w.status == Status::Ready {
@@ -328,12 +362,20 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
                     Ok(s) => w.status = s,
                     Err(f) => {
                         let func = &prog.functions[w.func as usize];
-                        let span = func.spans.get(w.pc as usize).cloned().unwrap_or_else(chorus_lang::Span::generated);
+                        let span = func
+                            .spans
+                            .get(w.pc as usize)
+                            .cloned()
+                            .unwrap_or_else(chorus_lang::Span::generated);
                         let lane = f.lane as usize;
                         return Err(Error::Fault {
                             kernel: launch.kernel_name.to_string(),
                             block: block_idx,
-                            thread: [w.tid[0][lane] as u32, w.tid[1][lane] as u32, w.tid[2][lane] as u32],
+                            thread: [
+                                w.tid[0][lane] as u32,
+                                w.tid[1][lane] as u32,
+                                w.tid[2][lane] as u32,
+                            ],
                             span,
                             message: f.message,
                         });
@@ -421,7 +463,13 @@ impl BlockCtx<'_> {
                     reg!(*dst) = d;
                     r
                 }
-                Op::Binary { op, kind, dst, a, b } => {
+                Op::Binary {
+                    op,
+                    kind,
+                    dst,
+                    a,
+                    b,
+                } => {
                     let (x, y) = (reg!(*a), reg!(*b));
                     let mut d = [0; 32];
                     let r = binary_lanes(*op, *kind, &x, &y, &mut d, exec);
@@ -460,12 +508,22 @@ impl BlockCtx<'_> {
                     }
                     Ok(())
                 }
-                Op::PtrIndex { dst, base, index, index_kind, stride } => {
+                Op::PtrIndex {
+                    dst,
+                    base,
+                    index,
+                    index_kind,
+                    stride,
+                } => {
                     let (p, i) = (reg!(*base), reg!(*index));
                     let signed = index_kind.is_signed();
                     let d = &mut reg!(*dst);
                     for l in 0..32 {
-                        let idx = if signed { i[l] as i64 } else { i[l].min(i64::MAX as u64) as i64 };
+                        let idx = if signed {
+                            i[l] as i64
+                        } else {
+                            i[l].min(i64::MAX as u64) as i64
+                        };
                         d[l] = offset_pointer(p[l], idx.wrapping_mul(*stride));
                     }
                     Ok(())
@@ -487,14 +545,24 @@ impl BlockCtx<'_> {
                     }
                     Ok(())
                 }
-                Op::Load { dst, addr, kind, offset } => {
+                Op::Load {
+                    dst,
+                    addr,
+                    kind,
+                    offset,
+                } => {
                     let a = reg!(*addr);
                     let mut d = reg!(*dst);
                     let r = self.load_lanes(&a, *kind, *offset, &mut d, exec);
                     reg!(*dst) = d;
                     r
                 }
-                Op::Store { addr, src, kind, offset } => {
+                Op::Store {
+                    addr,
+                    src,
+                    kind,
+                    offset,
+                } => {
                     let (a, s) = (reg!(*addr), reg!(*src));
                     self.store_lanes(&a, &s, *kind, *offset, exec)
                 }
@@ -502,7 +570,11 @@ impl BlockCtx<'_> {
                     w.pc = *target;
                     Ok(())
                 }
-                Op::IfBegin { cond, slot, else_target } => {
+                Op::IfBegin {
+                    cond,
+                    slot,
+                    else_target,
+                } => {
                     let c = mask_of(&reg!(*cond)) & exec;
                     w.masks[mb + *slot as usize] = exec;
                     w.masks[mb + *slot as usize + 1] = exec & !c;
@@ -527,7 +599,11 @@ impl BlockCtx<'_> {
                     let s = mb + *slot as usize;
                     w.masks[s] = exec;
                     w.masks[s + 1] = 0;
-                    w.masks[s + 2] = if matches!(func.code[pc], Op::SwitchBegin { .. }) { exec } else { 0 };
+                    w.masks[s + 2] = if matches!(func.code[pc], Op::SwitchBegin { .. }) {
+                        exec
+                    } else {
+                        0
+                    };
                     Ok(())
                 }
                 Op::LoopTest { cond, exit } => {
@@ -565,10 +641,16 @@ impl BlockCtx<'_> {
                     w.exec = 0;
                     Ok(())
                 }
-                Op::Case { slot, scrutinee, values, next } => {
+                Op::Case {
+                    slot,
+                    scrutinee,
+                    values,
+                    next,
+                } => {
                     let s = mb + *slot as usize + 2;
                     let sc = reg!(*scrutinee);
-                    let wanted = &prog.case_values[values.0 as usize..(values.0 + values.1) as usize];
+                    let wanted =
+                        &prog.case_values[values.0 as usize..(values.0 + values.1) as usize];
                     let mut m = 0;
                     for l in lanes_of(w.masks[s]) {
                         if wanted.contains(&sc[l as usize]) {
@@ -612,13 +694,18 @@ impl BlockCtx<'_> {
                     }
                     let site = &prog.calls[*index as usize];
                     if w.frames.len() >= MAX_CALL_DEPTH {
-                        return Err(fault(exec.trailing_zeros(), format!("device-function calls nested deeper than {MAX_CALL_DEPTH}")));
+                        return Err(fault(
+                            exec.trailing_zeros(),
+                            format!("device-function calls nested deeper than {MAX_CALL_DEPTH}"),
+                        ));
                     }
                     let callee = &prog.functions[site.function as usize];
                     let reg_base = rb + func.n_regs as usize;
                     let mask_base = mb + func.n_masks as usize;
                     let local_base = w.local_base + func.local_bytes;
-                    if callee.local_bytes > 0 && (local_base + callee.local_bytes) as usize > self.launch.stack_bytes {
+                    if callee.local_bytes > 0
+                        && (local_base + callee.local_bytes) as usize > self.launch.stack_bytes
+                    {
                         return Err(fault(exec.trailing_zeros(), "local-memory stack overflow"));
                     }
                     if w.regs.len() < reg_base + callee.n_regs as usize {
@@ -668,7 +755,8 @@ impl BlockCtx<'_> {
                     func = &prog.functions[w.func as usize];
                     if let Some((dest, n)) = prog.calls[frame.call as usize].dest {
                         for i in 0..n as usize {
-                            w.regs[frame.reg_base + dest as usize + i] = w.regs[callee_base + callee.ret_reg as usize + i];
+                            w.regs[frame.reg_base + dest as usize + i] =
+                                w.regs[callee_base + callee.ret_reg as usize + i];
                         }
                     }
                     Ok(())
@@ -678,13 +766,25 @@ impl BlockCtx<'_> {
                     std::sync::atomic::fence(Ordering::SeqCst);
                     Ok(())
                 }
-                Op::Shfl { mode, dst, value, lane, width, mask } => {
+                Op::Shfl {
+                    mode,
+                    dst,
+                    value,
+                    lane,
+                    width,
+                    mask,
+                } => {
                     let (v, src, wd, m) = (reg!(*value), reg!(*lane), reg!(*width), reg!(*mask));
                     let d = &mut reg!(*dst);
                     shuffle(*mode, &v, &src, &wd, &m, exec, d);
                     Ok(())
                 }
-                Op::Vote { op, dst, mask, pred } => {
+                Op::Vote {
+                    op,
+                    dst,
+                    mask,
+                    pred,
+                } => {
                     let participating = exec & first_active(&reg!(*mask), exec) as u32;
                     let p = mask_of(&reg!(*pred)) & participating;
                     let r = match op {
@@ -714,7 +814,12 @@ impl BlockCtx<'_> {
                     }
                     Ok(())
                 }
-                Op::MatchAll { dst, mask, value, pred } => {
+                Op::MatchAll {
+                    dst,
+                    mask,
+                    value,
+                    pred,
+                } => {
                     let participating = exec & first_active(&reg!(*mask), exec) as u32;
                     let v = reg!(*value);
                     let first = v[participating.trailing_zeros().min(31) as usize];
@@ -724,22 +829,41 @@ impl BlockCtx<'_> {
                     let ones = [all as u64; 32];
                     self.store_lanes(&p, &ones, Kind::I32, 0, exec)
                 }
-                Op::Reduce { op, kind, dst, mask, value } => {
+                Op::Reduce {
+                    op,
+                    kind,
+                    dst,
+                    mask,
+                    value,
+                } => {
                     let participating = exec & first_active(&reg!(*mask), exec) as u32;
                     let v = reg!(*value);
                     let r = warp_reduce(*op, *kind, &v, participating);
                     reg!(*dst) = [r; 32];
                     Ok(())
                 }
-                Op::Atomic { op, kind, dst, addr, a, b } => {
+                Op::Atomic {
+                    op,
+                    kind,
+                    dst,
+                    addr,
+                    a,
+                    b,
+                } => {
                     let (p, x, y) = (reg!(*addr), reg!(*a), reg!(*b));
                     let mut d = reg!(*dst);
                     let r = self.atomic_lanes(*op, *kind, &p, &x, &y, &mut d, exec);
                     reg!(*dst) = d;
                     r
                 }
-                Op::CurandInit { seed, subsequence, offset, state } => {
-                    let (s, q, o, p) = (reg!(*seed), reg!(*subsequence), reg!(*offset), reg!(*state));
+                Op::CurandInit {
+                    seed,
+                    subsequence,
+                    offset,
+                    state,
+                } => {
+                    let (s, q, o, p) =
+                        (reg!(*seed), reg!(*subsequence), reg!(*offset), reg!(*state));
                     let mut r = Ok(());
                     for l in lanes_of(exec) {
                         let i = l as usize;
@@ -751,7 +875,8 @@ impl BlockCtx<'_> {
                     }
                     r
                 }
-                Op::CurandUniform { dst, state, double } | Op::CurandNormal { dst, state, double } => {
+                Op::CurandUniform { dst, state, double }
+                | Op::CurandNormal { dst, state, double } => {
                     let normal = matches!(func.code[pc], Op::CurandNormal { .. });
                     let p = reg!(*state);
                     let mut d = reg!(*dst);
@@ -787,7 +912,14 @@ impl BlockCtx<'_> {
     }
 
     #[inline(always)]
-    fn load_lanes(&self, addr: &Lanes, kind: Kind, offset: u32, d: &mut Lanes, exec: u32) -> Result<(), Fault> {
+    fn load_lanes(
+        &self,
+        addr: &Lanes,
+        kind: Kind,
+        offset: u32,
+        d: &mut Lanes,
+        exec: u32,
+    ) -> Result<(), Fault> {
         let mut cached: Option<(u32, Region<'_>)> = None;
         for l in lanes_of(exec) {
             let p = addr[l as usize];
@@ -801,13 +933,22 @@ impl BlockCtx<'_> {
                 }
             };
             let off = (p & OFFSET_MASK) + offset as u64;
-            d[l as usize] = region.load(off, kind).map_err(|e| access_fault(l, "read", e))?;
+            d[l as usize] = region
+                .load(off, kind)
+                .map_err(|e| access_fault(l, "read", e))?;
         }
         Ok(())
     }
 
     #[inline(always)]
-    fn store_lanes(&self, addr: &Lanes, src: &Lanes, kind: Kind, offset: u32, exec: u32) -> Result<(), Fault> {
+    fn store_lanes(
+        &self,
+        addr: &Lanes,
+        src: &Lanes,
+        kind: Kind,
+        offset: u32,
+        exec: u32,
+    ) -> Result<(), Fault> {
         let mut cached: Option<(u32, Region<'_>)> = None;
         for l in lanes_of(exec) {
             let p = addr[l as usize];
@@ -821,7 +962,9 @@ impl BlockCtx<'_> {
                 }
             };
             let off = (p & OFFSET_MASK) + offset as u64;
-            region.store(off, kind, src[l as usize]).map_err(|e| access_fault(l, "write", e))?;
+            region
+                .store(off, kind, src[l as usize])
+                .map_err(|e| access_fault(l, "write", e))?;
         }
         Ok(())
     }
@@ -830,7 +973,9 @@ impl BlockCtx<'_> {
         let (region, off) = self.memory.resolve(ptr, lane)?;
         let mut bytes = [0u8; 48];
         for i in 0..6 {
-            let word = region.load(off + 8 * i, Kind::U64).map_err(|e| access_fault(lane, "read of a cuRAND state", e))?;
+            let word = region
+                .load(off + 8 * i, Kind::U64)
+                .map_err(|e| access_fault(lane, "read of a cuRAND state", e))?;
             bytes[8 * i as usize..8 * i as usize + 8].copy_from_slice(&word.to_le_bytes());
         }
         Ok(curand::State::from_bytes(&bytes))
@@ -849,18 +994,33 @@ impl BlockCtx<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn atomic_lanes(&self, op: AtomicOp, kind: Kind, p: &Lanes, x: &Lanes, y: &Lanes, d: &mut Lanes, exec: u32) -> Result<(), Fault> {
+    fn atomic_lanes(
+        &self,
+        op: AtomicOp,
+        kind: Kind,
+        p: &Lanes,
+        x: &Lanes,
+        y: &Lanes,
+        d: &mut Lanes,
+        exec: u32,
+    ) -> Result<(), Fault> {
         for l in lanes_of(exec) {
             let i = l as usize;
             let (region, off) = self.memory.resolve(p[i], l)?;
             let old = if kind.size() == 2 {
-                let (cell, shift) = region.atomic16(off).map_err(|e| access_fault(l, "atomic", e))?;
+                let (cell, shift) = region
+                    .atomic16(off)
+                    .map_err(|e| access_fault(l, "atomic", e))?;
                 atomic16(cell, shift, op, kind, x[i] as u16, y[i] as u16) as u64
             } else if kind.size() == 4 {
-                let cell = region.atomic32(off).map_err(|e| access_fault(l, "atomic", e))?;
+                let cell = region
+                    .atomic32(off)
+                    .map_err(|e| access_fault(l, "atomic", e))?;
                 atomic32(cell, op, kind, x[i] as u32, y[i] as u32) as u64
             } else {
-                let cell = region.atomic64(off).map_err(|e| access_fault(l, "atomic", e))?;
+                let cell = region
+                    .atomic64(off)
+                    .map_err(|e| access_fault(l, "atomic", e))?;
                 atomic64(cell, op, kind, x[i], y[i])
             };
             d[i] = from_raw(kind, old);
@@ -900,7 +1060,9 @@ impl BlockCtx<'_> {
         let (region, mut off) = self.memory.resolve(ptr, lane)?;
         let mut bytes = Vec::new();
         loop {
-            let b = region.load(off, Kind::U8).map_err(|e| access_fault(lane, "read of a %s string", e))?;
+            let b = region
+                .load(off, Kind::U8)
+                .map_err(|e| access_fault(lane, "read of a %s string", e))?;
             if b == 0 {
                 break;
             }
@@ -920,7 +1082,15 @@ fn first_active(r: &Lanes, exec: u32) -> u64 {
 /// CUDA's `__shfl*_sync`, by the PTX `shfl.sync` rules: a source outside the lane's segment
 /// (for `up`, below it; for `down` and `xor`, above it), or one that is not active and in
 /// `mask`, gives the lane its own value.
-fn shuffle(mode: ShflMode, v: &Lanes, src: &Lanes, width: &Lanes, mask: &Lanes, exec: u32, d: &mut Lanes) {
+fn shuffle(
+    mode: ShflMode,
+    v: &Lanes,
+    src: &Lanes,
+    width: &Lanes,
+    mask: &Lanes,
+    exec: u32,
+    d: &mut Lanes,
+) {
     let sources = exec & first_active(mask, exec) as u32;
     for l in 0..32u32 {
         let i = l as usize;
@@ -929,7 +1099,11 @@ fn shuffle(mode: ShflMode, v: &Lanes, src: &Lanes, width: &Lanes, mask: &Lanes, 
             continue;
         }
         let w = width[i] as u32;
-        let w = if w.is_power_of_two() && w <= 32 { w } else { 32 };
+        let w = if w.is_power_of_two() && w <= 32 {
+            w
+        } else {
+            32
+        };
         let min_lane = l & !(w - 1);
         let max_lane = min_lane | (w - 1);
         let s = src[i] as i64;
@@ -982,19 +1156,41 @@ fn atomic16(cell: &AtomicU32, shift: u32, op: AtomicOp, kind: Kind, v: u16, w: u
     use Ordering::SeqCst;
     let apply = |old: u16| -> u16 {
         match op {
-            AtomicOp::Add if kind.is_float() => from_f32(kind, to_f32(kind, old as u64) + to_f32(kind, v as u64)) as u16,
-            AtomicOp::Sub if kind.is_float() => from_f32(kind, to_f32(kind, old as u64) - to_f32(kind, v as u64)) as u16,
+            AtomicOp::Add if kind.is_float() => {
+                from_f32(kind, to_f32(kind, old as u64) + to_f32(kind, v as u64)) as u16
+            }
+            AtomicOp::Sub if kind.is_float() => {
+                from_f32(kind, to_f32(kind, old as u64) - to_f32(kind, v as u64)) as u16
+            }
             AtomicOp::Add => old.wrapping_add(v),
             AtomicOp::Sub => old.wrapping_sub(v),
             AtomicOp::Exch => v,
-            AtomicOp::Cas => if old == v { w } else { old },
+            AtomicOp::Cas => {
+                if old == v {
+                    w
+                } else {
+                    old
+                }
+            }
             AtomicOp::And => old & v,
             AtomicOp::Or => old | v,
             AtomicOp::Xor => old ^ v,
             AtomicOp::Min => old.min(v),
             AtomicOp::Max => old.max(v),
-            AtomicOp::Inc => if old >= v { 0 } else { old + 1 },
-            AtomicOp::Dec => if old == 0 || old > v { v } else { old - 1 },
+            AtomicOp::Inc => {
+                if old >= v {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            AtomicOp::Dec => {
+                if old == 0 || old > v {
+                    v
+                } else {
+                    old - 1
+                }
+            }
         }
     };
     let word = cell
@@ -1010,7 +1206,10 @@ fn atomic32(cell: &AtomicU32, op: AtomicOp, kind: Kind, v: u32, w: u32) -> u32 {
     use Ordering::SeqCst;
     let float = kind == Kind::F32;
     let f = f32::from_bits;
-    let update = |g: &dyn Fn(u32) -> u32| cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old))).unwrap_or_else(|x| x);
+    let update = |g: &dyn Fn(u32) -> u32| {
+        cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old)))
+            .unwrap_or_else(|x| x)
+    };
     match op {
         AtomicOp::Add if float => update(&|o| (f(o) + f(v)).to_bits()),
         AtomicOp::Sub if float => update(&|o| (f(o) - f(v)).to_bits()),
@@ -1025,7 +1224,9 @@ fn atomic32(cell: &AtomicU32, op: AtomicOp, kind: Kind, v: u32, w: u32) -> u32 {
         AtomicOp::Max => cell.fetch_max(v, SeqCst),
         AtomicOp::Inc => update(&|o| if o >= v { 0 } else { o + 1 }),
         AtomicOp::Dec => update(&|o| if o == 0 || o > v { v } else { o - 1 }),
-        AtomicOp::Cas => cell.compare_exchange(v, w, SeqCst, SeqCst).unwrap_or_else(|x| x),
+        AtomicOp::Cas => cell
+            .compare_exchange(v, w, SeqCst, SeqCst)
+            .unwrap_or_else(|x| x),
         AtomicOp::And => cell.fetch_and(v, SeqCst),
         AtomicOp::Or => cell.fetch_or(v, SeqCst),
         AtomicOp::Xor => cell.fetch_xor(v, SeqCst),
@@ -1036,7 +1237,10 @@ fn atomic64(cell: &AtomicU64, op: AtomicOp, kind: Kind, v: u64, w: u64) -> u64 {
     use Ordering::SeqCst;
     let float = kind == Kind::F64;
     let f = f64::from_bits;
-    let update = |g: &dyn Fn(u64) -> u64| cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old))).unwrap_or_else(|x| x);
+    let update = |g: &dyn Fn(u64) -> u64| {
+        cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old)))
+            .unwrap_or_else(|x| x)
+    };
     match op {
         AtomicOp::Add if float => update(&|o| (f(o) + f(v)).to_bits()),
         AtomicOp::Sub if float => update(&|o| (f(o) - f(v)).to_bits()),
@@ -1051,7 +1255,9 @@ fn atomic64(cell: &AtomicU64, op: AtomicOp, kind: Kind, v: u64, w: u64) -> u64 {
         AtomicOp::Max => cell.fetch_max(v, SeqCst),
         AtomicOp::Inc => update(&|o| if o >= v { 0 } else { o + 1 }),
         AtomicOp::Dec => update(&|o| if o == 0 || o > v { v } else { o - 1 }),
-        AtomicOp::Cas => cell.compare_exchange(v, w, SeqCst, SeqCst).unwrap_or_else(|x| x),
+        AtomicOp::Cas => cell
+            .compare_exchange(v, w, SeqCst, SeqCst)
+            .unwrap_or_else(|x| x),
         AtomicOp::And => cell.fetch_and(v, SeqCst),
         AtomicOp::Or => cell.fetch_or(v, SeqCst),
         AtomicOp::Xor => cell.fetch_xor(v, SeqCst),
@@ -1103,12 +1309,35 @@ pub(crate) fn unary(op: UnOp, kind: Kind, x: u64) -> u64 {
         }
         UnOp::Saturate => x,
         UnOp::DoubleToIntRn => canon(Kind::I32, x),
-        UnOp::Clz => (if wide { x.leading_zeros() } else { (x as u32).leading_zeros() }) as u64,
-        UnOp::Popc => (if wide { x.count_ones() } else { (x as u32).count_ones() }) as u64,
-        UnOp::Brev => canon(kind, if wide { x.reverse_bits() } else { (x as u32).reverse_bits() as u64 }),
+        UnOp::Clz => {
+            (if wide {
+                x.leading_zeros()
+            } else {
+                (x as u32).leading_zeros()
+            }) as u64
+        }
+        UnOp::Popc => {
+            (if wide {
+                x.count_ones()
+            } else {
+                (x as u32).count_ones()
+            }) as u64
+        }
+        UnOp::Brev => canon(
+            kind,
+            if wide {
+                x.reverse_bits()
+            } else {
+                (x as u32).reverse_bits() as u64
+            },
+        ),
         UnOp::Ffs => {
             let v = if wide { x } else { x as u32 as u64 };
-            if v == 0 { 0 } else { v.trailing_zeros() as u64 + 1 }
+            if v == 0 {
+                0
+            } else {
+                v.trailing_zeros() as u64 + 1
+            }
         }
     }
 }
@@ -1141,7 +1370,14 @@ macro_rules! map2 {
     };
 }
 
-fn binary_lanes(op: BinOp, kind: Kind, x: &Lanes, y: &Lanes, d: &mut Lanes, exec: u32) -> Result<(), Fault> {
+fn binary_lanes(
+    op: BinOp,
+    kind: Kind,
+    x: &Lanes,
+    y: &Lanes,
+    d: &mut Lanes,
+    exec: u32,
+) -> Result<(), Fault> {
     match kind {
         Kind::F32 => {
             let f = |v: u64| f32::from_bits(v as u32);
@@ -1150,7 +1386,12 @@ fn binary_lanes(op: BinOp, kind: Kind, x: &Lanes, y: &Lanes, d: &mut Lanes, exec
                 BinOp::Sub => map2!(d, x, y, |a, b| (f(a) - f(b)).to_bits() as u64),
                 BinOp::Mul => map2!(d, x, y, |a, b| (f(a) * f(b)).to_bits() as u64),
                 BinOp::Div => map2!(d, x, y, |a, b| (f(a) / f(b)).to_bits() as u64),
-                _ => map2!(d, x, y, |a, b| float_binary(op, f(a) as f64, f(b) as f64, |r| (r as f32).to_bits() as u64)),
+                _ => map2!(d, x, y, |a, b| float_binary(
+                    op,
+                    f(a) as f64,
+                    f(b) as f64,
+                    |r| (r as f32).to_bits() as u64
+                )),
             }
         }
         Kind::F64 => {
@@ -1191,13 +1432,21 @@ fn binary_lanes(op: BinOp, kind: Kind, x: &Lanes, y: &Lanes, d: &mut Lanes, exec
                 BinOp::Sub => map2!(d, x, y, |a, b| canon(k, a.wrapping_sub(b))),
                 BinOp::Mul => map2!(d, x, y, |a, b| canon(k, a.wrapping_mul(b))),
                 BinOp::Div if signed => {
-                    map2!(d, x, y, |a, b| if b == 0 { 0 } else { canon(k, (a as i64).wrapping_div(b as i64) as u64) })
+                    map2!(d, x, y, |a, b| if b == 0 {
+                        0
+                    } else {
+                        canon(k, (a as i64).wrapping_div(b as i64) as u64)
+                    })
                 }
-                BinOp::Div => map2!(d, x, y, |a, b| if b == 0 { 0 } else { a / b }),
+                BinOp::Div => map2!(d, x, y, |a, b| a.checked_div(b).unwrap_or(0)),
                 BinOp::Rem if signed => {
-                    map2!(d, x, y, |a, b| if b == 0 { 0 } else { canon(k, (a as i64).wrapping_rem(b as i64) as u64) })
+                    map2!(d, x, y, |a, b| if b == 0 {
+                        0
+                    } else {
+                        canon(k, (a as i64).wrapping_rem(b as i64) as u64)
+                    })
                 }
-                BinOp::Rem => map2!(d, x, y, |a, b| if b == 0 { 0 } else { a % b }),
+                BinOp::Rem => map2!(d, x, y, |a, b| a.checked_rem(b).unwrap_or(0)),
                 BinOp::Min if signed => map2!(d, x, y, |a, b| (a as i64).min(b as i64) as u64),
                 BinOp::Max if signed => map2!(d, x, y, |a, b| (a as i64).max(b as i64) as u64),
                 BinOp::Min => map2!(d, x, y, |a, b| a.min(b)),
@@ -1206,7 +1455,11 @@ fn binary_lanes(op: BinOp, kind: Kind, x: &Lanes, y: &Lanes, d: &mut Lanes, exec
                 BinOp::BitOr => map2!(d, x, y, |a, b| a | b),
                 BinOp::BitXor => map2!(d, x, y, |a, b| a ^ b),
                 // PTX semantics: counts at or beyond the width shift everything out.
-                BinOp::Shl => map2!(d, x, y, |a, b| if b >= width { 0 } else { canon(k, a << b) }),
+                BinOp::Shl => map2!(d, x, y, |a, b| if b >= width {
+                    0
+                } else {
+                    canon(k, a << b)
+                }),
                 BinOp::Shr if signed => map2!(d, x, y, |a, b| ((a as i64) >> b.min(63)) as u64),
                 BinOp::Shr => map2!(d, x, y, |a, b| if b >= width { 0 } else { a >> b }),
                 BinOp::Eq => map2!(d, x, y, |a, b| (a == b) as u64),
@@ -1248,7 +1501,9 @@ fn float_binary(op: BinOp, a: f64, b: f64, round: impl Fn(f64) -> u64) -> u64 {
 
 fn fma(kind: Kind, a: u64, b: u64, c: u64) -> u64 {
     match kind {
-        Kind::F64 => f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)).to_bits(),
+        Kind::F64 => f64::from_bits(a)
+            .mul_add(f64::from_bits(b), f64::from_bits(c))
+            .to_bits(),
         k if k.is_float() => from_f32(k, to_f32(k, a).mul_add(to_f32(k, b), to_f32(k, c))),
         k => canon(k, a.wrapping_mul(b).wrapping_add(c)),
     }

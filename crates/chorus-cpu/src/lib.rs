@@ -68,7 +68,11 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A one-dimensional launch: `grid` blocks of `block` threads.
     pub fn linear(grid: u32, block: u32) -> LaunchConfig {
-        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], shared_mem: 0 }
+        LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            shared_mem: 0,
+        }
     }
 }
 
@@ -99,7 +103,10 @@ pub enum KernelArg<'a> {
 impl KernelArg<'_> {
     /// A by-value argument from a host value whose layout matches its kernel type.
     pub fn value<T: KernelValue>(v: T) -> KernelArg<'static> {
-        KernelArg::Value { ty: T::kernel_type(), bytes: bytemuck::bytes_of(&v).to_vec() }
+        KernelArg::Value {
+            ty: T::kernel_type(),
+            bytes: bytemuck::bytes_of(&v).to_vec(),
+        }
     }
 }
 
@@ -116,7 +123,15 @@ pub struct CpuModule {
 impl std::fmt::Debug for CpuModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CpuModule")
-            .field("functions", &self.program.functions.iter().map(|f| &f.name).collect::<Vec<_>>())
+            .field(
+                "functions",
+                &self
+                    .program
+                    .functions
+                    .iter()
+                    .map(|f| &f.name)
+                    .collect::<Vec<_>>(),
+            )
             .field("workers", &self.workers)
             .finish()
     }
@@ -135,7 +150,13 @@ impl CpuModule {
         let ids: Vec<u32> = globals.iter().map(DeviceBuffer::id).collect();
         let program = compile::compile(&module, &ids)?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(CpuModule { ir: module, program, globals, output: Mutex::new(Box::new(std::io::stdout())), workers })
+        Ok(CpuModule {
+            ir: module,
+            program,
+            globals,
+            output: Mutex::new(Box::new(std::io::stdout())),
+            workers,
+        })
     }
 
     /// The module this was prepared from.
@@ -160,9 +181,14 @@ impl CpuModule {
             return Err(Error::NoSuchKernel(name.to_string()));
         };
         if function.kind != FunctionKind::Kernel {
-            return Err(Error::NoSuchKernel(format!("{name}` is a device function, not a kernel; `{name}")));
+            return Err(Error::NoSuchKernel(format!(
+                "{name}` is a device function, not a kernel; `{name}"
+            )));
         }
-        let launch_error = |message: String| Error::Launch { kernel: name.to_string(), message };
+        let launch_error = |message: String| Error::Launch {
+            kernel: name.to_string(),
+            message,
+        };
         check_config(config, function).map_err(launch_error)?;
         if args.len() != function.params.len() {
             return Err(launch_error(format!(
@@ -175,7 +201,13 @@ impl CpuModule {
         let mut regions: Vec<(u32, memory::Region<'_>)> =
             self.globals.iter().map(|g| (g.id(), g.region())).collect();
         let mut params = Vec::new();
-        for (k, ((param, arg), (first_reg, leaves))) in function.params.iter().zip(args).zip(&code.params).enumerate() {
+        for (k, ((param, arg), (first_reg, leaves))) in function
+            .params
+            .iter()
+            .zip(args)
+            .zip(&code.params)
+            .enumerate()
+        {
             let local = &function.locals[param.local.0 as usize];
             let bytes: Vec<u8> = match arg {
                 KernelArg::Buffer(b) | KernelArg::BufferAt(b, _) => {
@@ -227,7 +259,10 @@ impl CpuModule {
                 let at = leaf.offset as usize;
                 let mut raw = [0u8; 8];
                 raw[..leaf.kind.size()].copy_from_slice(&bytes[at..at + leaf.kind.size()]);
-                params.push((first_reg + i as u32, value::from_raw(leaf.kind, u64::from_le_bytes(raw))));
+                params.push((
+                    first_reg + i as u32,
+                    value::from_raw(leaf.kind, u64::from_le_bytes(raw)),
+                ));
             }
         }
         let uses_local_memory = self.program.functions.iter().any(|f| f.local_bytes > 0);
@@ -240,7 +275,11 @@ impl CpuModule {
             regions,
             params,
             dynamic_shared: config.shared_mem,
-            stack_bytes: if uses_local_memory { LOCAL_STACK_BYTES } else { 0 },
+            stack_bytes: if uses_local_memory {
+                LOCAL_STACK_BYTES
+            } else {
+                0
+            },
             output: &self.output,
             workers: self.workers,
         };
@@ -278,12 +317,18 @@ impl CpuModule {
     }
 
     fn global(&self, name: &str) -> Result<&DeviceBuffer> {
-        let (id, _) = self.ir.global(name).ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
+        let (id, _) = self
+            .ir
+            .global(name)
+            .ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
         Ok(&self.globals[id.0 as usize])
     }
 
     fn check_global_type<T: KernelValue>(&self, name: &str) -> Result<()> {
-        let (_, g) = self.ir.global(name).ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
+        let (_, g) = self
+            .ir
+            .global(name)
+            .ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
         if g.ty != T::kernel_type() {
             return Err(Error::GlobalAccess {
                 name: name.to_string(),
@@ -298,17 +343,28 @@ fn check_config(config: &LaunchConfig, function: &ir::Function) -> std::result::
     let [gx, gy, gz] = config.grid;
     let [bx, by, bz] = config.block;
     if config.grid.contains(&0) || config.block.contains(&0) {
-        return Err(format!("grid {:?} and block {:?} must be at least 1 in every dimension", config.grid, config.block));
+        return Err(format!(
+            "grid {:?} and block {:?} must be at least 1 in every dimension",
+            config.grid, config.block
+        ));
     }
     if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-        return Err(format!("grid {:?} exceeds CUDA's limits (2^31-1, 65535, 65535)", config.grid));
+        return Err(format!(
+            "grid {:?} exceeds CUDA's limits (2^31-1, 65535, 65535)",
+            config.grid
+        ));
     }
     if bx > 1024 || by > 1024 || bz > 64 {
-        return Err(format!("block {:?} exceeds CUDA's limits (1024, 1024, 64)", config.block));
+        return Err(format!(
+            "block {:?} exceeds CUDA's limits (1024, 1024, 64)",
+            config.block
+        ));
     }
     let threads = bx as u64 * by as u64 * bz as u64;
     if threads > 1024 {
-        return Err(format!("a block of {threads} threads exceeds CUDA's limit of 1024"));
+        return Err(format!(
+            "a block of {threads} threads exceeds CUDA's limit of 1024"
+        ));
     }
     if let Some(bounds) = function.launch_bounds
         && threads > bounds.max_threads as u64

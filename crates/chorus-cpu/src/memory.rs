@@ -62,8 +62,15 @@ pub(crate) struct Region<'a> {
 /// Why an access failed (turned into a message naming the thread by the caller).
 #[derive(Debug)]
 pub(crate) enum AccessError {
-    OutOfBounds { offset: u64, size: usize, len: usize },
-    Misaligned { offset: u64, size: usize },
+    OutOfBounds {
+        offset: u64,
+        size: usize,
+        len: usize,
+    },
+    Misaligned {
+        offset: u64,
+        size: usize,
+    },
 }
 
 impl AccessError {
@@ -83,10 +90,17 @@ impl AccessError {
 impl<'a> Region<'a> {
     #[inline(always)]
     fn check(&self, offset: u64, size: usize) -> Result<*mut u8, AccessError> {
-        if offset.checked_add(size as u64).is_none_or(|end| end > self.len as u64) {
-            return Err(AccessError::OutOfBounds { offset, size, len: self.len });
+        if offset
+            .checked_add(size as u64)
+            .is_none_or(|end| end > self.len as u64)
+        {
+            return Err(AccessError::OutOfBounds {
+                offset,
+                size,
+                len: self.len,
+            });
         }
-        if offset % size as u64 != 0 {
+        if !offset.is_multiple_of(size as u64) {
             return Err(AccessError::Misaligned { offset, size });
         }
         // In bounds of `words`, whose storage is 8-aligned: the address is aligned to `size`.
@@ -142,7 +156,10 @@ impl<'a> Region<'a> {
         // SAFETY: the 2-byte value is in bounds and 2-aligned (checked), so its 4-aligned word
         // starts in bounds and ends within the last 8-byte storage word.
         let p = unsafe { self.words.as_ptr().cast::<u8>().add(word as usize) as *mut u32 };
-        Ok((unsafe { AtomicU32::from_ptr(p) }, ((offset - word) * 8) as u32))
+        Ok((
+            unsafe { AtomicU32::from_ptr(p) },
+            ((offset - word) * 8) as u32,
+        ))
     }
 
     /// The 64-bit atomic at `offset`.
@@ -197,7 +214,10 @@ pub struct DeviceBuffer {
 
 impl std::fmt::Debug for DeviceBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceBuffer").field("id", &self.id).field("len", &self.len).finish()
+        f.debug_struct("DeviceBuffer")
+            .field("id", &self.id)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -223,7 +243,11 @@ impl DeviceBuffer {
             .try_reserve_exact(bytes.div_ceil(8))
             .map_err(|_| Error::Alloc(format!("out of host memory allocating {bytes} bytes")))?;
         words.extend((0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)));
-        Ok(DeviceBuffer { id, len: bytes, words: words.into_boxed_slice() })
+        Ok(DeviceBuffer {
+            id,
+            len: bytes,
+            words: words.into_boxed_slice(),
+        })
     }
 
     /// Allocates a buffer holding a copy of `bytes`.
@@ -234,7 +258,9 @@ impl DeviceBuffer {
     }
 
     /// Allocates a buffer holding a copy of `values`.
-    pub fn from_slice<T: chorus_lang::host::KernelValue>(values: &[T]) -> Result<DeviceBuffer, Error> {
+    pub fn from_slice<T: chorus_lang::host::KernelValue>(
+        values: &[T],
+    ) -> Result<DeviceBuffer, Error> {
         DeviceBuffer::from_bytes(bytemuck::cast_slice(values))
     }
 
@@ -272,7 +298,7 @@ impl DeviceBuffer {
     /// The buffer read as values of `T` (its length must be a multiple of `T`'s size).
     pub fn to_vec<T: chorus_lang::host::KernelValue>(&self) -> Result<Vec<T>, Error> {
         let size = size_of::<T>();
-        if self.len % size != 0 {
+        if !self.len.is_multiple_of(size) {
             return Err(Error::Alloc(format!(
                 "a {}-byte buffer does not hold a whole number of {}-byte `{}` values",
                 self.len,
@@ -281,12 +307,16 @@ impl DeviceBuffer {
             )));
         }
         let mut out = vec![T::zeroed(); self.len / size];
-        self.region().read_bytes(0, bytemuck::cast_slice_mut(&mut out));
+        self.region()
+            .read_bytes(0, bytemuck::cast_slice_mut(&mut out));
         Ok(out)
     }
 
     /// Overwrites the buffer from its start with `values`.
-    pub fn write_slice<T: chorus_lang::host::KernelValue>(&self, values: &[T]) -> Result<(), Error> {
+    pub fn write_slice<T: chorus_lang::host::KernelValue>(
+        &self,
+        values: &[T],
+    ) -> Result<(), Error> {
         self.write(0, bytemuck::cast_slice(values))
     }
 
@@ -302,7 +332,10 @@ impl DeviceBuffer {
     }
 
     pub(crate) fn region(&self) -> Region<'_> {
-        Region { words: &self.words, len: self.len }
+        Region {
+            words: &self.words,
+            len: self.len,
+        }
     }
 
     fn check_range(&self, offset: usize, len: usize) -> Result<(), Error> {
@@ -342,9 +375,18 @@ mod tests {
         r.store(4, Kind::I32, (-3i64) as u64).unwrap();
         assert_eq!(r.load(4, Kind::I32).ok(), Some((-3i64) as u64));
         assert_eq!(r.load(4, Kind::U32).ok(), Some(0xffff_fffd));
-        assert!(matches!(r.load(8, Kind::U8), Err(AccessError::OutOfBounds { .. })));
-        assert!(matches!(r.load(2, Kind::U32), Err(AccessError::Misaligned { .. })));
-        assert!(matches!(r.load(u64::MAX - 1, Kind::U32), Err(AccessError::OutOfBounds { .. })));
+        assert!(matches!(
+            r.load(8, Kind::U8),
+            Err(AccessError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            r.load(2, Kind::U32),
+            Err(AccessError::Misaligned { .. })
+        ));
+        assert!(matches!(
+            r.load(u64::MAX - 1, Kind::U32),
+            Err(AccessError::OutOfBounds { .. })
+        ));
     }
 
     #[test]

@@ -207,7 +207,11 @@ impl Spec {
     fn render(&self, arg: &Arg, out: &mut String) {
         let (sign, body) = match self.conversion {
             'd' | 'i' => {
-                let v = if self.long { arg.as_i64() } else { arg.as_i64() as i32 as i64 };
+                let v = if self.long {
+                    arg.as_i64()
+                } else {
+                    arg.as_i64() as i32 as i64
+                };
                 let sign = if v < 0 {
                     "-"
                 } else if self.plus {
@@ -217,7 +221,10 @@ impl Spec {
                 } else {
                     ""
                 };
-                (sign.to_string(), self.integer_digits(v.unsigned_abs().to_string()))
+                (
+                    sign.to_string(),
+                    self.integer_digits(v.unsigned_abs().to_string()),
+                )
             }
             'u' | 'x' | 'X' | 'o' => {
                 let raw = arg.as_i64() as u64;
@@ -372,19 +379,30 @@ fn hex_float(v: f64, precision: Option<usize>, alt: bool) -> String {
                 rounded &= (1 << (4 * p)) - 1;
             }
             mantissa = rounded;
-            if p == 0 { String::new() } else { format!("{mantissa:0width$x}", width = p) }
+            if p == 0 {
+                String::new()
+            } else {
+                format!("{mantissa:0width$x}", width = p)
+            }
         }
         Some(p) => format!("{mantissa:013x}{}", "0".repeat(p - 13)),
         None => format!("{mantissa:013x}").trim_end_matches('0').to_string(),
     };
     let point = if !digits.is_empty() || alt { "." } else { "" };
-    format!("0x{lead}{point}{digits}p{}{}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
+    format!(
+        "0x{lead}{point}{digits}p{}{}",
+        if exp < 0 { '-' } else { '+' },
+        exp.unsigned_abs()
+    )
 }
 
 /// The decimal exponent `v` has when printed with `precision` fraction digits in `%e` form.
 fn decimal_exponent(v: f64, precision: usize) -> i32 {
     let s = format!("{v:.precision$e}");
-    s.rsplit('e').next().and_then(|e| e.parse().ok()).unwrap_or(0)
+    s.rsplit('e')
+        .next()
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `%e`: `d.ddde+XX`.
@@ -393,7 +411,11 @@ fn exponent_form(v: f64, precision: usize, alt: bool) -> String {
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let point = if alt && precision == 0 { "." } else { "" };
-    format!("{mantissa}{point}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
+    format!(
+        "{mantissa}{point}e{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.unsigned_abs()
+    )
 }
 
 /// `%g` without `#`: trailing zeros of the fraction, and a bare point, go.
@@ -421,13 +443,38 @@ mod tests {
     #[test]
     fn integers() {
         assert_eq!(fmt("chorus %d", &[Arg::Int(1)]), "chorus 1");
-        assert_eq!(fmt("%5d|%-5d|%05d", &[Arg::Int(-42), Arg::Int(42), Arg::Int(-42)]), "  -42|42   |-0042");
-        assert_eq!(fmt("%+d % d %.3d", &[Arg::Int(5), Arg::Int(5), Arg::Int(5)]), "+5  5 005");
-        assert_eq!(fmt("%u %x %X %#x %o %#o", &[
-            Arg::Int(-1), Arg::UInt(255), Arg::UInt(255), Arg::UInt(255), Arg::UInt(8), Arg::UInt(8)
-        ]), "4294967295 ff FF 0xff 10 010");
-        assert_eq!(fmt("%ld %lld %llu", &[Arg::Int(-5_000_000_000), Arg::Int(1 << 40), Arg::Int(-1)]),
-            "-5000000000 1099511627776 18446744073709551615");
+        assert_eq!(
+            fmt(
+                "%5d|%-5d|%05d",
+                &[Arg::Int(-42), Arg::Int(42), Arg::Int(-42)]
+            ),
+            "  -42|42   |-0042"
+        );
+        assert_eq!(
+            fmt("%+d % d %.3d", &[Arg::Int(5), Arg::Int(5), Arg::Int(5)]),
+            "+5  5 005"
+        );
+        assert_eq!(
+            fmt(
+                "%u %x %X %#x %o %#o",
+                &[
+                    Arg::Int(-1),
+                    Arg::UInt(255),
+                    Arg::UInt(255),
+                    Arg::UInt(255),
+                    Arg::UInt(8),
+                    Arg::UInt(8)
+                ]
+            ),
+            "4294967295 ff FF 0xff 10 010"
+        );
+        assert_eq!(
+            fmt(
+                "%ld %lld %llu",
+                &[Arg::Int(-5_000_000_000), Arg::Int(1 << 40), Arg::Int(-1)]
+            ),
+            "-5000000000 1099511627776 18446744073709551615"
+        );
         assert_eq!(fmt("%i%%%c", &[Arg::Int(7), Arg::Int(65)]), "7%A");
         assert_eq!(fmt("%#010x", &[Arg::UInt(255)]), "0x000000ff");
     }
@@ -435,27 +482,93 @@ mod tests {
     #[test]
     fn floats() {
         assert_eq!(fmt("%f", &[Arg::Float(1.5)]), "1.500000");
-        assert_eq!(fmt("%.2f|%8.3f|%-8.1f|", &[Arg::Float(3.14159), Arg::Float(-2.5), Arg::Float(2.25)]),
-            "3.14|  -2.500|2.2     |");
-        assert_eq!(fmt("%e %E", &[Arg::Float(12345.678), Arg::Float(0.00012)]), "1.234568e+04 1.200000E-04");
-        assert_eq!(fmt("%g %g %g %g", &[Arg::Float(100000.0), Arg::Float(1e6), Arg::Float(0.0001), Arg::Float(1.5e-5)]),
-            "100000 1e+06 0.0001 1.5e-05");
-        assert_eq!(fmt("%g %.3g %#g", &[Arg::Float(3.0), Arg::Float(3.14159), Arg::Float(3.0)]), "3 3.14 3.00000");
-        assert_eq!(fmt("%f %F %+.1f", &[Arg::Float(f64::INFINITY), Arg::Float(f64::NAN), Arg::Float(0.25)]), "inf NAN +0.2");
+        assert_eq!(
+            fmt(
+                "%.2f|%8.3f|%-8.1f|",
+                &[Arg::Float(1.23456), Arg::Float(-2.5), Arg::Float(2.25)]
+            ),
+            "1.23|  -2.500|2.2     |"
+        );
+        assert_eq!(
+            fmt("%e %E", &[Arg::Float(12345.678), Arg::Float(0.00012)]),
+            "1.234568e+04 1.200000E-04"
+        );
+        assert_eq!(
+            fmt(
+                "%g %g %g %g",
+                &[
+                    Arg::Float(100000.0),
+                    Arg::Float(1e6),
+                    Arg::Float(0.0001),
+                    Arg::Float(1.5e-5)
+                ]
+            ),
+            "100000 1e+06 0.0001 1.5e-05"
+        );
+        assert_eq!(
+            fmt(
+                "%g %.3g %#g",
+                &[Arg::Float(3.0), Arg::Float(1.23456), Arg::Float(3.0)]
+            ),
+            "3 1.23 3.00000"
+        );
+        assert_eq!(
+            fmt(
+                "%f %F %+.1f",
+                &[
+                    Arg::Float(f64::INFINITY),
+                    Arg::Float(f64::NAN),
+                    Arg::Float(0.25)
+                ]
+            ),
+            "inf NAN +0.2"
+        );
         assert_eq!(fmt("%08.2f", &[Arg::Float(-3.5)]), "-0003.50");
     }
 
     #[test]
     fn strings_pointers_and_errors() {
-        assert_eq!(fmt("[%s|%.2s|%5s]", &[Arg::Str("abc".into()), Arg::Str("abc".into()), Arg::Str("ab".into())]),
-            "[abc|ab|   ab]");
+        assert_eq!(
+            fmt(
+                "[%s|%.2s|%5s]",
+                &[
+                    Arg::Str("abc".into()),
+                    Arg::Str("abc".into()),
+                    Arg::Str("ab".into())
+                ]
+            ),
+            "[abc|ab|   ab]"
+        );
         assert_eq!(fmt("%p", &[Arg::Pointer(0x1000)]), "0x1000");
         assert!(Format::parse("%q").is_err());
-        assert_eq!(fmt("[%*d|%-*d|%.*f]", &[Arg::Int(4), Arg::Int(7), Arg::Int(3), Arg::Int(7), Arg::Int(2), Arg::Float(1.0)]),
-            "[   7|7  |1.00]");
+        assert_eq!(
+            fmt(
+                "[%*d|%-*d|%.*f]",
+                &[
+                    Arg::Int(4),
+                    Arg::Int(7),
+                    Arg::Int(3),
+                    Arg::Int(7),
+                    Arg::Int(2),
+                    Arg::Float(1.0)
+                ]
+            ),
+            "[   7|7  |1.00]"
+        );
         assert_eq!(Format::parse("%*.*f").unwrap().arg_count(), 3);
-        assert_eq!(fmt("%a %a %A %.1a %a", &[Arg::Float(1.5), Arg::Float(-0.25), Arg::Float(10.0), Arg::Float(1.96875), Arg::Float(0.0)]),
-            "0x1.8p+0 -0x1p-2 0X1.4P+3 0x2.0p+0 0x0p+0");
+        assert_eq!(
+            fmt(
+                "%a %a %A %.1a %a",
+                &[
+                    Arg::Float(1.5),
+                    Arg::Float(-0.25),
+                    Arg::Float(10.0),
+                    Arg::Float(1.96875),
+                    Arg::Float(0.0)
+                ]
+            ),
+            "0x1.8p+0 -0x1p-2 0X1.4P+3 0x2.0p+0 0x0p+0"
+        );
         assert!(Format::parse("50%").is_err());
         assert_eq!(Format::parse("a %d b %s").unwrap().arg_count(), 2);
     }

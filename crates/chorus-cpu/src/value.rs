@@ -192,7 +192,11 @@ pub(crate) fn convert(from: Kind, to: Kind, bits: u64) -> u64 {
         return bits;
     }
     if to == Kind::Bool {
-        return if from.is_float() { (to_f64(from, bits) != 0.0) as u64 } else { (bits != 0) as u64 };
+        return if from.is_float() {
+            (to_f64(from, bits) != 0.0) as u64
+        } else {
+            (bits != 0) as u64
+        };
     }
     let from_int = from.is_integer() || matches!(from, Kind::Bool | Kind::Ptr);
     let to_int = to.is_integer() || to == Kind::Ptr;
@@ -202,8 +206,20 @@ pub(crate) fn convert(from: Kind, to: Kind, bits: u64) -> u64 {
             // Integer to floating: round once, from the exact integer.
             let signed = from.is_signed();
             match to {
-                Kind::F32 => (if signed { bits as i64 as f32 } else { bits as f32 }).to_bits() as u64,
-                _ => from_f64(to, if signed { bits as i64 as f64 } else { bits as f64 }),
+                Kind::F32 => (if signed {
+                    bits as i64 as f32
+                } else {
+                    bits as f32
+                })
+                .to_bits() as u64,
+                _ => from_f64(
+                    to,
+                    if signed {
+                        bits as i64 as f64
+                    } else {
+                        bits as f64
+                    },
+                ),
             }
         }
         (false, _) => {
@@ -372,13 +388,28 @@ mod tests {
         assert_eq!(convert(Kind::I32, Kind::U32, neg1), 0xffff_ffff);
         assert_eq!(convert(Kind::I32, Kind::U64, neg1), u64::MAX);
         assert_eq!(convert(Kind::U32, Kind::I8, 0x1ff), neg1);
-        assert_eq!(convert(Kind::F32, Kind::I32, (-2.7f32).to_bits() as u64), (-2i64) as u64);
+        assert_eq!(
+            convert(Kind::F32, Kind::I32, (-2.7f32).to_bits() as u64),
+            (-2i64) as u64
+        );
         assert_eq!(convert(Kind::F32, Kind::I32, f32::NAN.to_bits() as u64), 0);
         assert_eq!(convert(Kind::F64, Kind::U8, 300.0f64.to_bits()), 255);
         assert_eq!(convert(Kind::F32, Kind::U32, (-5.0f32).to_bits() as u64), 0);
-        assert_eq!(convert(Kind::I32, Kind::F16, 3), f16::from_f32(3.0).to_bits() as u64);
-        assert_eq!(convert(Kind::F16, Kind::F32, 0x3c00), 1.0f32.to_bits() as u64);
-        assert_eq!(convert(Kind::F32, Kind::Bool, (-0.0f32).to_bits() as u64), 0);
-        assert_eq!(convert(Kind::U64, Kind::F32, u64::MAX), (u64::MAX as f32).to_bits() as u64);
+        assert_eq!(
+            convert(Kind::I32, Kind::F16, 3),
+            f16::from_f32(3.0).to_bits() as u64
+        );
+        assert_eq!(
+            convert(Kind::F16, Kind::F32, 0x3c00),
+            1.0f32.to_bits() as u64
+        );
+        assert_eq!(
+            convert(Kind::F32, Kind::Bool, (-0.0f32).to_bits() as u64),
+            0
+        );
+        assert_eq!(
+            convert(Kind::U64, Kind::F32, u64::MAX),
+            (u64::MAX as f32).to_bits() as u64
+        );
     }
 }

@@ -1,0 +1,13 @@
+;; One step of cl-cuda's diffuse0: the 5-point heat stencil with Neumann boundaries.
+(defkernel diffuse (void ((f float*) (fn float*) (nx int) (ny int) (c0 float) (c1 float) (c2 float)))
+  (let* ((jy (+ (* block-dim-y block-idx-y) thread-idx-y))
+         (jx (+ (* block-dim-x block-idx-x) thread-idx-x))
+         (j (+ (* nx jy) jx))
+         (fcc (aref f j))
+         (fcw (if (= jx 0) fcc (aref f (- j 1))))
+         (fce (if (= jx (- nx 1)) fcc (aref f (+ j 1))))
+         (fcs (if (= jy 0) fcc (aref f (- j nx))))
+         (fcn (if (= jy (- ny 1)) fcc (aref f (+ j nx)))))
+    (set (aref fn j) (+ (* c0 (+ fce fcw))
+                        (* c1 (+ fcn fcs))
+                        (* c2 fcc)))))

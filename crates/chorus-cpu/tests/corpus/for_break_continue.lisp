@@ -1,0 +1,11 @@
+;; for with continue (skip even numbers) and break (stop past a per-thread limit).
+(defkernel odd-sums (void ((out int*)))
+  (let ((tx thread-idx-x)
+        (sum 0))
+    (for (i 0 (< i 100) (+ i 1))
+      (if (= (mod i 2) 0)
+          (continue))
+      (if (> i (* 3 tx))
+          (break))
+      (set sum (+ sum i)))
+    (set (aref out tx) sum)))

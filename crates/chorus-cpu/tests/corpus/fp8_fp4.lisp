@@ -1,0 +1,10 @@
+;; fp8 (E4M3) and fp4 (E2M1) conversions: round to nearest even, saturating.
+(defkernel narrow-floats (void ((x float*) (codes8 fp8*) (back8 float*) (codes4 fp4*) (back4 float*)))
+  (let* ((tx thread-idx-x)
+         (v (aref x tx))
+         (e (fp8 v))
+         (q (fp4 v)))
+    (set (aref codes8 tx) e)
+    (set (aref back8 tx) (float e))
+    (set (aref codes4 tx) q)
+    (set (aref back4 tx) (float q))))

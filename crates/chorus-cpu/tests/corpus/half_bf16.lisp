@@ -1,0 +1,13 @@
+;; half and bfloat16 arithmetic (each result rounded once, as __hadd and friends).
+(defkernel half-math (void ((h half*) (b bfloat16*) (hout half*) (bout bfloat16*) (f float*)))
+  (let* ((tx thread-idx-x)
+         (x (aref h tx))
+         (y (aref b tx)))
+    (set (aref hout (* 4 tx)) (+ x x))
+    (set (aref hout (+ (* 4 tx) 1)) (* x (half 1.1)))
+    (set (aref hout (+ (* 4 tx) 2)) (/ x (half 3.0)))
+    (set (aref hout (+ (* 4 tx) 3)) (- x (float-to-half 0.1)))
+    (set (aref bout (* 2 tx)) (+ y y))
+    (set (aref bout (+ (* 2 tx) 1)) (* y (float-to-bfloat16 1.1)))
+    (set (aref f (* 2 tx)) (half-to-float (* x x)))
+    (set (aref f (+ (* 2 tx) 1)) (bfloat16-to-float (- y (bfloat16 0.5))))))

@@ -1,0 +1,10 @@
+;; Every index variable in a 3-D grid of 3-D blocks.
+(defkernel index-3d (void ((ids int*) (dims int*)))
+  (let* ((block (+ block-idx-x (* grid-dim-x (+ block-idx-y (* grid-dim-y block-idx-z)))))
+         (threads (* block-dim-x block-dim-y block-dim-z))
+         (thread (+ thread-idx-x (* block-dim-x (+ thread-idx-y (* block-dim-y thread-idx-z)))))
+         (g (+ (* block threads) thread)))
+    (set (aref ids g) (+ thread-idx-x (* 10 thread-idx-y) (* 100 thread-idx-z)
+                         (* 1000 block-idx-x) (* 10000 block-idx-y) (* 100000 block-idx-z)))
+    (set (aref dims g) (+ block-dim-x (* 10 block-dim-y) (* 100 block-dim-z)
+                          (* 1000 grid-dim-x) (* 10000 grid-dim-y) (* 100000 grid-dim-z)))))

@@ -1,0 +1,10 @@
+;; A 2-D shared tile (padded to 17 columns): matrix transpose.
+(defkernel transpose (void ((in float*) (out float*) (n int)))
+  (with-shared-memory ((tile float 16 17))
+    (let ((x (+ (* block-idx-x 16) thread-idx-x))
+          (y (+ (* block-idx-y 16) thread-idx-y)))
+      (set (aref tile thread-idx-y thread-idx-x) (aref in (+ (* y n) x)))
+      (syncthreads)
+      (let ((tx (+ (* block-idx-y 16) thread-idx-x))
+            (ty (+ (* block-idx-x 16) thread-idx-y)))
+        (set (aref out (+ (* ty n) tx)) (aref tile thread-idx-x thread-idx-y))))))

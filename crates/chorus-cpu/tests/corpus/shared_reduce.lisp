@@ -1,0 +1,12 @@
+;; Block-wide tree reduction in shared memory, with syncthreads between the rounds.
+(defkernel block-sum (void ((in int*) (out int*)))
+  (with-shared-memory ((s int 256))
+    (let ((tx thread-idx-x))
+      (set (aref s tx) (aref in (+ (* block-idx-x block-dim-x) tx)))
+      (syncthreads)
+      (do ((stride 128 (/ stride 2))) ((= stride 0))
+        (if (< tx stride)
+            (set (aref s tx) (+ (aref s tx) (aref s (+ tx stride)))))
+        (syncthreads))
+      (if (= tx 0)
+          (set (aref out block-idx-x) (aref s 0))))))

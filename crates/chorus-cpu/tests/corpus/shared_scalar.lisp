@@ -1,0 +1,10 @@
+;; A scalar shared variable updated atomically by the whole block.
+(defkernel block-count (void ((out int*)))
+  (with-shared-memory ((count int))
+    (if (= thread-idx-x 0)
+        (set count 0))
+    (syncthreads)
+    (atomic-add (pointer count) (+ thread-idx-x 1))
+    (syncthreads)
+    (if (= thread-idx-x 0)
+        (set (aref out block-idx-x) count))))

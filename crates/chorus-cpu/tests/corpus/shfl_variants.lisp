@@ -1,0 +1,13 @@
+;; The four shuffles, with the full width and with segments of 8 lanes.
+(defkernel shuffles (void ((out int*)))
+  (let* ((lane (+ thread-idx-x 0))
+         (v (* 100 (+ lane 1)))
+         (base (* lane 8)))
+    (set (aref out base) (shfl-sync (uint -1) v (+ lane 3)))
+    (set (aref out (+ base 1)) (shfl-sync (uint -1) v (+ lane 3) 8))
+    (set (aref out (+ base 2)) (shfl-up-sync (uint -1) v 2))
+    (set (aref out (+ base 3)) (shfl-up-sync (uint -1) v 2 8))
+    (set (aref out (+ base 4)) (shfl-down-sync (uint -1) v 3))
+    (set (aref out (+ base 5)) (shfl-down-sync (uint -1) v 3 8))
+    (set (aref out (+ base 6)) (shfl-xor-sync (uint -1) v 5))
+    (set (aref out (+ base 7)) (shfl-xor-sync (uint -1) v 9 8))))

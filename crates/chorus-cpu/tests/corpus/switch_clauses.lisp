@@ -1,0 +1,10 @@
+;; switch with single and multiple labels and a default clause.
+(defkernel classify (void ((out int*)))
+  (let ((tx thread-idx-x)
+        (r 0))
+    (switch (mod tx 7)
+      (0 (set r 100))
+      ((1 2) (set r 200) (set r (+ r tx)))
+      (5 (set r -5))
+      (t (set r (* tx tx))))
+    (set (aref out tx) r)))

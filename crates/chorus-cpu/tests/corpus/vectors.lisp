@@ -1,0 +1,12 @@
+;; Vector arithmetic: component-wise operations, scaling, dot products, component access.
+(defkernel vectors (void ((a float4*) (b float3*) (out float4*) (dots float*) (ints int2*)))
+  (let* ((tx thread-idx-x)
+         (u (aref a tx))
+         (v (aref b tx))
+         (w (+ u (float4 1.0 2.0 3.0 4.0))))
+    (set (aref out tx) (- (* 2.0 w) (/ u 2.0)))
+    (set (aref dots (* 2 tx)) (dot u u))
+    (set (aref dots (+ (* 2 tx) 1)) (dot (* v 3.0) v))
+    (set (float3-y (aref b tx)) (+ (float3-x v) (float3-z v)))
+    (set (aref ints tx) (int2 (* tx 2) (- tx)))
+    (set (int2-y (aref ints tx)) (+ (int2-y (aref ints tx)) 100))))

@@ -1,0 +1,11 @@
+;; A divergent while loop: Collatz steps of n = thread + 1.
+(defkernel collatz (void ((out int*)))
+  (let* ((i (+ (* block-idx-x block-dim-x) thread-idx-x))
+         (n (int64 (+ i 1)))
+         (steps 0))
+    (while (/= n 1)
+      (if (= (mod n 2) 0)
+          (set n (/ n 2))
+          (set n (+ (* 3 n) 1)))
+      (set steps (+ steps 1)))
+    (set (aref out i) steps)))
