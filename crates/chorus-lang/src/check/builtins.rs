@@ -55,6 +55,16 @@ impl fmt::Display for Signature {
 
 /// The overloads of the built-in `name` (`"+"`, `"atomic-add"`), in order of preference (ties in
 /// overload resolution go to the earlier one). Empty for a name that is not a table built-in.
+///
+/// ```
+/// use chorus_lang::check::builtins::signatures;
+/// use chorus_lang::ir::{AtomicOp, Builtin};
+///
+/// let cas = signatures("atomic-cas");
+/// assert!(cas.iter().all(|s| s.op == Builtin::Atomic(AtomicOp::Cas)));
+/// assert_eq!(cas[0].to_string(), "(int*, int, int) → int");
+/// assert!(signatures("no-such-built-in").is_empty());
+/// ```
 pub fn signatures(name: &str) -> &'static [Signature] {
     TABLE.map.get(name).map(Vec::as_slice).unwrap_or(&[])
 }

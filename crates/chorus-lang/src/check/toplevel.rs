@@ -201,6 +201,21 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
             format!("structure `{name}` is already defined at {}", prev.span),
         );
     }
+    // `Type::c_name` spells a structure type as `c_identifier(name)`, so that must be its name.
+    if let Some(prev) = m
+        .structs
+        .iter()
+        .find(|s| s.c_name == ir::c_identifier(name))
+    {
+        return err(
+            &name_form.span,
+            format!(
+                "structure `{name}` has the same C name `{}` as structure `{}` (defined at {}); \
+                 choose another name",
+                prev.c_name, prev.name, prev.span
+            ),
+        );
+    }
     if fields.is_empty() {
         return err(
             &form.span,
