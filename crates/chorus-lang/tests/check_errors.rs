@@ -140,6 +140,7 @@ cases! {
     values_outside_a_switch: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (values 1 2)))", "2:10", "`values` is allowed only as a switch label: ((values 1 2) …)");
     misspelled_cast_suggests_the_type: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set x (flaot n)))", "2:10", "unknown function `flaot`; did you mean `float`?");
     structures_with_one_c_name: exact("(defkernel-struct a-b (x int))\n(defkernel-struct a_b (y int))", "2:19", "structure `a_b` has the same C name `a_b` as structure `a-b` (defined at test.lisp:1:1); choose another name");
+    conflicting_global_qualifiers: exact("(defglobal g 1 (:constant :managed))", "1:16", "a global cannot be both :constant and :managed");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
 }
 

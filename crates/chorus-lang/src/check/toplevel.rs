@@ -349,20 +349,14 @@ fn parse_qualifiers(form: &Form) -> Result<Vec<GlobalQualifier>> {
     };
     let mut out: Vec<GlobalQualifier> = Vec::new();
     for item in items {
-        let q = match item.as_symbol() {
-            Some(":device") => GlobalQualifier::Device,
-            Some(":constant") => GlobalQualifier::Constant,
-            Some(":shared") => GlobalQualifier::Shared,
-            Some(":managed") => GlobalQualifier::Managed,
-            Some(":restrict") => GlobalQualifier::Restrict,
-            _ => {
-                return err(
-                    &item.span,
-                    format!(
-                        "unknown global qualifier `{item}`; expected :device, :constant, :shared, :managed or :restrict"
-                    ),
-                );
-            }
+        let Some(&(_, q)) = QUALIFIERS.iter().find(|(n, _)| item.is_symbol(n)) else {
+            return err(
+                &item.span,
+                format!(
+                    "unknown global qualifier `{item}`; expected :device, :constant, :shared, \
+                     :managed or :restrict"
+                ),
+            );
         };
         if out.contains(&q) {
             return err(&item.span, format!("qualifier `{item}` is given twice"));
@@ -391,15 +385,22 @@ fn parse_qualifiers(form: &Form) -> Result<Vec<GlobalQualifier>> {
     Ok(out)
 }
 
+/// The kernel-language spelling of a qualifier.
 fn qualifier_name(q: GlobalQualifier) -> &'static str {
-    match q {
-        GlobalQualifier::Device => ":device",
-        GlobalQualifier::Constant => ":constant",
-        GlobalQualifier::Shared => ":shared",
-        GlobalQualifier::Managed => ":managed",
-        GlobalQualifier::Restrict => ":restrict",
-    }
+    QUALIFIERS
+        .iter()
+        .find(|(_, x)| *x == q)
+        .map_or("", |(n, _)| n)
 }
+
+/// The `defglobal` qualifiers by name.
+const QUALIFIERS: [(&str, GlobalQualifier); 5] = [
+    (":device", GlobalQualifier::Device),
+    (":constant", GlobalQualifier::Constant),
+    (":shared", GlobalQualifier::Shared),
+    (":managed", GlobalQualifier::Managed),
+    (":restrict", GlobalQualifier::Restrict),
+];
 
 /// The parts of a `defkernel` whose checking waits until every signature is known.
 pub(super) struct PendingBody<'f> {
