@@ -1,1 +1,75 @@
-//! Chorus: the facade users depend on.
+//! Chorus: GPU programming in Rust with a kernel language of S-expressions and macros.
+//!
+//! ```
+//! # fn main() -> chorus::Result<()> {
+//! use chorus::{Direction, Launch, MemoryBlock};
+//!
+//! chorus::defkernel! {
+//!     (defkernel vec-add-kernel (void ((a float*) (b float*) (c float*) (n int)))
+//!       (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
+//!         (if (< i n)
+//!             (set (aref c i)
+//!                  (+ (aref a i) (aref b i))))))
+//! }
+//!
+//! let n = 1000;
+//! let a = MemoryBlock::from_slice(&vec![1.0f32; n])?;
+//! let b = MemoryBlock::from_slice(&vec![2.0f32; n])?;
+//! let mut c = MemoryBlock::<f32>::alloc(n)?;
+//! vec_add_kernel(&a, &b, &c, n as i32, Launch::grid(n.div_ceil(256)).block(256))?;
+//! c.sync(Direction::DeviceToHost)?;
+//! assert!(c.as_slice().iter().all(|&x| x == 3.0));
+//! # Ok(()) }
+//! ```
+//!
+//! * [`defkernel!`] checks kernels at compile time and generates a typed Rust function per
+//!   kernel; [`Program`] does the same for kernel text at run time.
+//! * [`backend`] says which backend runs kernels: CUDA where the driver loads and a device
+//!   exists, else the CPU executor; `CHORUS_BACKEND=cpu|cuda` overrides, and [`with_backend`]
+//!   overrides for a scope. [`list_devices`] lists every backend's devices.
+//! * [`MemoryBlock`] holds a host copy and a device copy of an array; [`Launch`] says how a
+//!   kernel runs. The same code runs on every backend.
+//! * The backends themselves: [`cuda`] (the native CUDA API: contexts, memory, the driver) and
+//!   [`cpu`]; the language: [`lang`].
+
+// Lets the code `defkernel!` generates (which names `::chorus`) compile inside this crate too.
+extern crate self as chorus;
+
+mod backend;
+mod dispatch;
+mod error;
+mod launch;
+mod memory;
+mod program;
+mod stream;
+
+pub use backend::{
+    Backend, Device, backend, check_backend, current_device, list_devices, synchronize, with_backend,
+};
+pub use error::{Error, Result};
+pub use launch::{Dim3, IntoDim3, Launch};
+pub use memory::{DeviceAddress, DevicePtr, Direction, MemoryBlock};
+pub use program::{Arg, Program};
+pub use stream::Stream;
+
+pub use chorus_lang::host::{
+    Bool8, CurandStateXorwow, Double2, Double3, Double4, Float2, Float3, Float4, Fp4E2M1, Fp8E4M3,
+    Half2, Int2, Int4, KernelValue, SizeT, UInt2, UInt4, bf16, f16,
+};
+pub use chorus_macros::defkernel;
+
+/// The native CUDA backend (the seed's `chorus/cuda`): `with_cuda`, contexts, memory blocks, the
+/// driver API, the kernel manager.
+pub use chorus_cuda as cuda;
+
+/// The CPU executor.
+pub use chorus_cpu as cpu;
+
+/// The kernel language: reader, macro expander, checker, typed IR, CUDA C printer.
+pub use chorus_lang as lang;
+
+/// What the code `defkernel!` generates needs; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use bytemuck;
+}

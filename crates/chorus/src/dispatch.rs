@@ -1,0 +1,393 @@
+//! The one place that knows each backend's native objects: availability and devices, device
+//! memory, compiled programs, launches, globals and streams. Everything else in the facade is
+//! backend-independent and calls these.
+
+use crate::backend::{Backend, Device};
+use crate::error::{Error, Result};
+use crate::launch::Dim3;
+use crate::program::{Arg, ArgKind};
+use crate::stream::Stream;
+use chorus_lang::host::KernelValue;
+use chorus_lang::ir::{Function, Global, Module};
+use std::sync::{Arc, OnceLock};
+
+/// Backends not implemented in this tree.
+fn not_implemented(backend: Backend) -> Error {
+    Error::BackendUnavailable { backend, reason: "this build of Chorus has no such backend yet".into() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUDA: one primary context per process, on the device `CHORUS_DEVICE` names.
+
+/// The facade's CUDA state: the context every CUDA operation of the facade runs in.
+struct CudaRuntime {
+    context: chorus_cuda::Context,
+}
+
+impl CudaRuntime {
+    /// Makes the facade's context current on this thread (every CUDA call needs one).
+    fn enter(&self) -> Result<()> {
+        Ok(self.context.make_current()?)
+    }
+}
+
+/// The device ordinal `CHORUS_DEVICE` names (default 0).
+fn cuda_device_ordinal() -> std::result::Result<usize, String> {
+    match std::env::var("CHORUS_DEVICE") {
+        Ok(text) if !text.trim().is_empty() => text
+            .trim()
+            .parse()
+            .map_err(|_| format!("CHORUS_DEVICE={text} is not a device ordinal")),
+        _ => Ok(0),
+    }
+}
+
+/// The CUDA runtime, started on first use; why not, where the driver or device is missing.
+fn cuda() -> Result<&'static CudaRuntime> {
+    static RUNTIME: OnceLock<std::result::Result<CudaRuntime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let device = cuda_device_ordinal()?;
+            chorus_cuda::ensure_driver().map_err(|e| e.to_string())?;
+            let count = chorus_cuda::device_count().map_err(|e| e.to_string())?;
+            if device >= count {
+                return Err(if count == 0 {
+                    "the CUDA driver loads but reports no device".to_string()
+                } else {
+                    format!("CHORUS_DEVICE={device}, but there are {count} CUDA devices")
+                });
+            }
+            let context = chorus_cuda::Context::primary(device).map_err(|e| e.to_string())?;
+            Ok(CudaRuntime { context })
+        })
+        .as_ref()
+        .map_err(|reason| Error::BackendUnavailable { backend: Backend::Cuda, reason: reason.clone() })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Availability and devices.
+
+/// `Ok` when `backend` can run kernels here.
+pub(crate) fn availability(backend: Backend) -> Result<()> {
+    match backend {
+        Backend::Cuda => cuda().map(drop),
+        Backend::Cpu => Ok(()),
+        Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+    }
+}
+
+/// The devices of `backend` (none where it is not available).
+pub(crate) fn devices(backend: Backend) -> Vec<Device> {
+    match backend {
+        Backend::Cuda => {
+            if chorus_cuda::ensure_driver().is_err() {
+                return Vec::new();
+            }
+            chorus_cuda::devices()
+                .map(|list| list.into_iter().map(cuda_device).collect())
+                .unwrap_or_default()
+        }
+        Backend::Cpu => vec![cpu_device()],
+        Backend::Metal | Backend::Hip => Vec::new(),
+    }
+}
+
+fn cuda_device(info: chorus_cuda::DeviceInfo) -> Device {
+    let (major, minor) = info.compute_capability;
+    Device {
+        backend: Backend::Cuda,
+        index: info.id,
+        name: info.name,
+        detail: format!(
+            "compute capability {major}.{minor}, {:.1} GiB",
+            info.total_memory as f64 / f64::from(1u32 << 30)
+        ),
+    }
+}
+
+fn cpu_device() -> Device {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    // The model name where the OS tells it (Linux); otherwise the architecture.
+    let name = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, name)| name.trim().to_string())
+        })
+        .unwrap_or_else(|| format!("{} host CPU", std::env::consts::ARCH));
+    Device { backend: Backend::Cpu, index: 0, name, detail: format!("{cores} cores") }
+}
+
+/// The device kernels of `backend` run on (the backend is available).
+pub(crate) fn current_device(backend: Backend) -> Result<Device> {
+    match backend {
+        Backend::Cuda => {
+            let runtime = cuda()?;
+            let id = runtime.context.device();
+            Ok(cuda_device(chorus_cuda::DeviceInfo {
+                id,
+                name: chorus_cuda::device_name(id)?,
+                compute_capability: chorus_cuda::compute_capability(id)?,
+                total_memory: chorus_cuda::device_total_memory(id)?,
+            }))
+        }
+        Backend::Cpu => Ok(cpu_device()),
+        Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+    }
+}
+
+/// Waits for all work queued on `backend`.
+pub(crate) fn synchronize(backend: Backend) -> Result<()> {
+    match backend {
+        Backend::Cuda => {
+            let runtime = cuda()?;
+            runtime.enter()?;
+            Ok(runtime.context.synchronize()?)
+        }
+        Backend::Cpu => Ok(()),
+        Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device memory.
+
+/// The device copy of a memory block.
+#[derive(Debug)]
+pub(crate) enum DeviceMemory {
+    Cuda(CudaMemory),
+    Cpu(chorus_cpu::DeviceBuffer),
+}
+
+/// CUDA memory, freed with the facade's context current.
+#[derive(Debug)]
+pub(crate) struct CudaMemory(chorus_cuda::DeviceMemory);
+
+impl Drop for CudaMemory {
+    fn drop(&mut self) {
+        // `cuMemFree` (run when the field drops, after this) needs a current context, and
+        // the thread dropping the block may never have used CUDA.
+        enter_cuda_for_drop();
+    }
+}
+
+/// Makes the facade's context current before a CUDA object is released; nothing to do (and
+/// nothing to report from a drop) when the runtime never started.
+fn enter_cuda_for_drop() {
+    if let Ok(runtime) = cuda() {
+        let _ = runtime.enter();
+    }
+}
+
+impl DeviceMemory {
+    /// `bytes` bytes of device memory on `backend`.
+    pub(crate) fn alloc(backend: Backend, bytes: usize) -> Result<DeviceMemory> {
+        match backend {
+            Backend::Cuda => {
+                cuda()?.enter()?;
+                Ok(DeviceMemory::Cuda(CudaMemory(chorus_cuda::DeviceMemory::alloc(bytes)?)))
+            }
+            Backend::Cpu => Ok(DeviceMemory::Cpu(chorus_cpu::DeviceBuffer::alloc(bytes)?)),
+            Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+        }
+    }
+
+    /// The backend the memory belongs to.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            DeviceMemory::Cuda(_) => Backend::Cuda,
+            DeviceMemory::Cpu(_) => Backend::Cpu,
+        }
+    }
+
+    /// The device address, on backends that have one.
+    pub(crate) fn address(&self) -> Option<u64> {
+        match self {
+            DeviceMemory::Cuda(memory) => Some(memory.0.ptr()),
+            DeviceMemory::Cpu(_) => None,
+        }
+    }
+
+    /// Copies `src` to the start of the device memory.
+    pub(crate) fn upload(&mut self, src: &[u8]) -> Result<()> {
+        match self {
+            DeviceMemory::Cuda(memory) => {
+                cuda()?.enter()?;
+                Ok(memory.0.copy_from_host(src)?)
+            }
+            DeviceMemory::Cpu(buffer) => Ok(buffer.write(0, src)?),
+        }
+    }
+
+    /// Copies the start of the device memory into `dst`.
+    pub(crate) fn download(&self, dst: &mut [u8]) -> Result<()> {
+        match self {
+            DeviceMemory::Cuda(memory) => {
+                cuda()?.enter()?;
+                Ok(memory.0.copy_to_host(dst)?)
+            }
+            DeviceMemory::Cpu(buffer) => Ok(buffer.read(0, dst)?),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Programs, launches and globals.
+
+/// A program compiled and loaded for one backend.
+pub(crate) enum Compiled {
+    Cuda(chorus_cuda::Program),
+    Cpu(chorus_cpu::CpuModule),
+}
+
+impl Compiled {
+    /// Compiles and loads `module` (named `name` in compiler messages) for `backend`.
+    pub(crate) fn new(backend: Backend, module: Arc<Module>, name: &str) -> Result<Compiled> {
+        match backend {
+            Backend::Cuda => {
+                cuda()?.enter()?;
+                Ok(Compiled::Cuda(chorus_cuda::Program::from_ir((*module).clone(), name)?))
+            }
+            Backend::Cpu => Ok(Compiled::Cpu(chorus_cpu::CpuModule::new(module)?)),
+            Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+        }
+    }
+
+    /// Launches `function` with `args`, already checked against its parameters and backend.
+    pub(crate) fn launch(
+        &self,
+        function: &Function,
+        args: &[Arg<'_>],
+        grid: Dim3,
+        block: Dim3,
+        shared_mem: u32,
+        stream: Option<&Stream>,
+    ) -> Result<()> {
+        match self {
+            Compiled::Cuda(program) => {
+                cuda()?.enter()?;
+                let kernel = program.function(&function.name)?;
+                let args: Vec<chorus_cuda::KernelArg<'_>> = args
+                    .iter()
+                    .map(|arg| match &arg.0 {
+                        ArgKind::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
+                        ArgKind::Memory { memory, element } => {
+                            let address = memory.address().expect("checked: the memory is CUDA memory");
+                            chorus_cuda::KernelArg::typed_pointer(address, element.clone())
+                        }
+                        ArgKind::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
+                    })
+                    .collect();
+                let mut config = chorus_cuda::LaunchConfig::grid(grid.to_array())
+                    .block(block.to_array())
+                    .shared_mem(shared_mem);
+                if let Some(stream) = stream {
+                    config = config.stream(stream.inner.cuda().expect("checked: a CUDA stream"));
+                }
+                Ok(chorus_cuda::launch(&kernel, &config, &args)?)
+            }
+            Compiled::Cpu(module) => {
+                let args: Vec<chorus_cpu::KernelArg<'_>> = args
+                    .iter()
+                    .map(|arg| match &arg.0 {
+                        ArgKind::Value { ty, bytes } => {
+                            Ok(chorus_cpu::KernelArg::Value { ty: ty.clone(), bytes: bytes.clone() })
+                        }
+                        ArgKind::Memory { memory: DeviceMemory::Cpu(buffer), .. } => {
+                            Ok(chorus_cpu::KernelArg::Buffer(buffer))
+                        }
+                        ArgKind::Memory { .. } | ArgKind::Address { .. } => {
+                            Err(Error::TypeMismatch(format!("the CPU executor cannot pass {}", arg.describe())))
+                        }
+                    })
+                    .collect::<Result<_>>()?;
+                let config = chorus_cpu::LaunchConfig {
+                    grid: grid.to_array(),
+                    block: block.to_array(),
+                    shared_mem: shared_mem as usize,
+                };
+                Ok(module.launch(&function.name, &config, &args)?)
+            }
+        }
+    }
+
+    /// Reads `global` (whose type the caller checked is `T`).
+    pub(crate) fn read_global<T: KernelValue>(&self, global: &Global) -> Result<T> {
+        match self {
+            Compiled::Cuda(program) => {
+                cuda()?.enter()?;
+                Ok(program.global_ref::<T>(&global.name)?)
+            }
+            Compiled::Cpu(module) => Ok(module.global_ref::<T>(&global.name)?),
+        }
+    }
+
+    /// Writes `value` to `global` (whose type the caller checked is `T`).
+    pub(crate) fn write_global<T: KernelValue>(&self, global: &Global, value: T) -> Result<()> {
+        match self {
+            Compiled::Cuda(program) => {
+                cuda()?.enter()?;
+                Ok(program.set_global_ref(&global.name, value)?)
+            }
+            Compiled::Cpu(module) => Ok(module.set_global_ref(&global.name, value)?),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams.
+
+/// A backend's stream.
+#[derive(Debug)]
+pub(crate) enum StreamInner {
+    Cuda(chorus_cuda::Stream),
+    /// CPU launches complete before they return: the stream is only a token of order.
+    Cpu,
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if let StreamInner::Cuda(_) = self {
+            enter_cuda_for_drop();
+        }
+    }
+}
+
+impl StreamInner {
+    pub(crate) fn new(backend: Backend) -> Result<StreamInner> {
+        match backend {
+            Backend::Cuda => {
+                cuda()?.enter()?;
+                Ok(StreamInner::Cuda(chorus_cuda::Stream::new()?))
+            }
+            Backend::Cpu => Ok(StreamInner::Cpu),
+            Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            StreamInner::Cuda(_) => Backend::Cuda,
+            StreamInner::Cpu => Backend::Cpu,
+        }
+    }
+
+    pub(crate) fn cuda(&self) -> Option<&chorus_cuda::Stream> {
+        match self {
+            StreamInner::Cuda(stream) => Some(stream),
+            StreamInner::Cpu => None,
+        }
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self {
+            StreamInner::Cuda(stream) => {
+                cuda()?.enter()?;
+                Ok(stream.synchronize()?)
+            }
+            StreamInner::Cpu => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Launch configurations: grid and block sizes, dynamic shared memory, stream.
+
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+/// Three extents (`x`, `y`, `z`), each at least 1: a grid in blocks or a block in threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent along x.
+    pub x: u32,
+    /// Extent along y.
+    pub y: u32,
+    /// Extent along z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `x × y × z`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    /// The number of elements (`x·y·z`).
+    pub fn volume(self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+
+    /// The extents as an array.
+    pub fn to_array(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+/// Something that names launch extents: `n`, `(x, y)` or `(x, y, z)` of `u32`, `i32`, `u64` or
+/// `usize` (missing extents are 1), or a [`Dim3`]. The conversion is checked when the kernel is
+/// launched: every extent must be between 1 and `u32::MAX`.
+pub trait IntoDim3 {
+    /// The extents, or why they are not valid ones.
+    fn into_dim3(self) -> std::result::Result<Dim3, String>;
+}
+
+impl IntoDim3 for Dim3 {
+    fn into_dim3(self) -> std::result::Result<Dim3, String> {
+        Ok(self)
+    }
+}
+
+/// One extent of a launch as a `u32`, from any integer type the user computed it in.
+fn extent<N: TryInto<u32> + Copy + std::fmt::Display>(n: N) -> std::result::Result<u32, String> {
+    n.try_into().map_err(|_| format!("{n} is not an extent (1 to {})", u32::MAX))
+}
+
+macro_rules! into_dim3 {
+    ($($int:ty),*) => {$(
+        impl IntoDim3 for $int {
+            fn into_dim3(self) -> std::result::Result<Dim3, String> {
+                Ok(Dim3::new(extent(self)?, 1, 1))
+            }
+        }
+        impl IntoDim3 for ($int, $int) {
+            fn into_dim3(self) -> std::result::Result<Dim3, String> {
+                Ok(Dim3::new(extent(self.0)?, extent(self.1)?, 1))
+            }
+        }
+        impl IntoDim3 for ($int, $int, $int) {
+            fn into_dim3(self) -> std::result::Result<Dim3, String> {
+                Ok(Dim3::new(extent(self.0)?, extent(self.1)?, extent(self.2)?))
+            }
+        }
+        impl IntoDim3 for [$int; 3] {
+            fn into_dim3(self) -> std::result::Result<Dim3, String> {
+                (self[0], self[1], self[2]).into_dim3()
+            }
+        }
+    )*};
+}
+
+into_dim3!(u32, i32, u64, usize);
+
+/// How a kernel is launched: the grid (in blocks), the block (in threads), the bytes of dynamic
+/// shared memory (`with-dynamic-shared-memory`), and the stream.
+///
+/// ```
+/// # use chorus::Launch;
+/// let n = 1000u32;
+/// let launch = Launch::grid(n.div_ceil(256)).block(256);
+/// let tiled = Launch::grid((16, 16)).block((16, 16, 1)).shared_mem(18 * 18 * 4);
+/// # let _ = (launch, tiled);
+/// ```
+///
+/// The defaults are cl-cuda's: a grid of one block of one thread, no dynamic shared memory, and
+/// the backend's default stream.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    grid: std::result::Result<Dim3, String>,
+    block: std::result::Result<Dim3, String>,
+    shared_mem: u32,
+    stream: Option<&'a Stream>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch { grid: Ok(Dim3::new(1, 1, 1)), block: Ok(Dim3::new(1, 1, 1)), shared_mem: 0, stream: None }
+    }
+}
+
+impl<'a> Launch<'a> {
+    /// A launch of `grid` blocks (of one thread each until [`Launch::block`] says otherwise).
+    pub fn grid(grid: impl IntoDim3) -> Launch<'a> {
+        Launch { grid: grid.into_dim3(), ..Launch::default() }
+    }
+
+    /// Sets the threads per block.
+    pub fn block(mut self, block: impl IntoDim3) -> Launch<'a> {
+        self.block = block.into_dim3();
+        self
+    }
+
+    /// Sets the bytes of dynamic shared memory (`:shared-mem`).
+    pub fn shared_mem(mut self, bytes: u32) -> Launch<'a> {
+        self.shared_mem = bytes;
+        self
+    }
+
+    /// Launches on `stream` instead of the default stream (`:stream`).
+    pub fn stream(mut self, stream: &'a Stream) -> Launch<'a> {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// The grid, or the error its extents give.
+    pub fn grid_dim(&self) -> Result<Dim3> {
+        self.grid.clone().map_err(|e| Error::InvalidLaunch(format!("grid: {e}")))
+    }
+
+    /// The block, or the error its extents give.
+    pub fn block_dim(&self) -> Result<Dim3> {
+        self.block.clone().map_err(|e| Error::InvalidLaunch(format!("block: {e}")))
+    }
+
+    /// Bytes of dynamic shared memory.
+    pub fn shared_mem_bytes(&self) -> u32 {
+        self.shared_mem
+    }
+
+    /// The stream, if one was given.
+    pub fn stream_ref(&self) -> Option<&'a Stream> {
+        self.stream
+    }
+
+    /// The checked configuration: every extent at least 1.
+    pub(crate) fn checked(&self) -> Result<(Dim3, Dim3)> {
+        let (grid, block) = (self.grid_dim()?, self.block_dim()?);
+        for (what, dim) in [("grid", grid), ("block", block)] {
+            if dim.volume() == 0 {
+                return Err(Error::InvalidLaunch(format!(
+                    "{what} ({}, {}, {}) has an extent of 0",
+                    dim.x, dim.y, dim.z
+                )));
+            }
+        }
+        Ok((grid, block))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extents_from_integers_and_tuples() {
+        let launch = Launch::grid(4).block((16, 16));
+        assert_eq!(launch.checked().unwrap(), (Dim3::new(4, 1, 1), Dim3::new(16, 16, 1)));
+        let launch = Launch::grid((2usize, 3usize, 4usize)).block([8u64, 1, 1]).shared_mem(64);
+        assert_eq!(launch.checked().unwrap(), (Dim3::new(2, 3, 4), Dim3::new(8, 1, 1)));
+        assert_eq!(launch.shared_mem_bytes(), 64);
+        assert_eq!(Launch::default().checked().unwrap(), (Dim3::new(1, 1, 1), Dim3::new(1, 1, 1)));
+    }
+
+    #[test]
+    fn bad_extents_are_errors_at_launch() {
+        let negative = Launch::grid(-1).block(32);
+        assert!(negative.checked().unwrap_err().to_string().contains("grid: -1 is not an extent"));
+        let zero = Launch::grid(1).block((32, 0));
+        assert!(zero.checked().unwrap_err().to_string().contains("block (32, 0, 1) has an extent of 0"));
+        let huge = Launch::grid(u64::MAX);
+        assert!(huge.checked().is_err());
+    }
+}

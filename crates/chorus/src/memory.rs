@@ -1,0 +1,196 @@
+//! Memory blocks: a host copy and a device copy of one array, synchronized on request.
+
+use crate::backend::{Backend, check_backend};
+use crate::dispatch::DeviceMemory;
+use crate::error::{Error, Result};
+use crate::program::Arg;
+use chorus_lang::host::KernelValue;
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
+
+/// Which way [`MemoryBlock::sync`] copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host copy → device copy (`:host-to-device`).
+    HostToDevice,
+    /// Device copy → host copy (`:device-to-host`).
+    DeviceToHost,
+}
+
+/// `n` elements of `T` on the host and on a backend's device, allocated together (cl-cuda's
+/// memory block).
+///
+/// Indexing reads and writes the host copy; [`MemoryBlock::sync`] copies the whole block
+/// between the host and the device, as `sync-memory-block` does. Kernels see the device copy.
+/// The block belongs to the backend that was current when it was allocated ([`crate::backend`]),
+/// and is freed when dropped: freeing twice cannot happen.
+///
+/// ```
+/// # fn main() -> chorus::Result<()> {
+/// use chorus::{Direction, MemoryBlock};
+/// let mut a = MemoryBlock::<f32>::alloc(4)?;
+/// a[2] = 1.5;
+/// a.sync(Direction::HostToDevice)?;
+/// assert_eq!(a.as_slice(), &[0.0, 0.0, 1.5, 0.0]);
+/// # Ok(()) }
+/// ```
+pub struct MemoryBlock<T: KernelValue> {
+    host: Vec<T>,
+    device: DeviceMemory,
+}
+
+impl<T: KernelValue> MemoryBlock<T> {
+    /// A block of `len` elements on the current backend. The host copy is zeroed; the device
+    /// copy holds whatever the device gives until the first [`MemoryBlock::sync`].
+    ///
+    /// Errors: `len` of 0, a size in bytes that overflows, host or device memory exhausted, or a
+    /// current backend that is not available.
+    pub fn alloc(len: usize) -> Result<MemoryBlock<T>> {
+        let backend = check_backend()?;
+        if len == 0 {
+            return Err(Error::Memory(format!(
+                "a memory block of {} needs at least one element",
+                T::kernel_type()
+            )));
+        }
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::Memory(format!("{len} elements of {} overflow the address space", T::kernel_type()))
+        })?;
+        let device = DeviceMemory::alloc(backend, bytes)?;
+        let mut host = Vec::new();
+        host.try_reserve_exact(len)
+            .map_err(|e| Error::Memory(format!("cannot allocate {bytes} bytes of host memory: {e}")))?;
+        host.resize(len, T::zeroed());
+        Ok(MemoryBlock { host, device })
+    }
+
+    /// A block holding a copy of `data` on the host and on the device.
+    pub fn from_slice(data: &[T]) -> Result<MemoryBlock<T>> {
+        let mut block = MemoryBlock::alloc(data.len())?;
+        block.host.copy_from_slice(data);
+        block.sync(Direction::HostToDevice)?;
+        Ok(block)
+    }
+
+    /// Copies the whole block between the host copy and the device copy. On CUDA the copy waits
+    /// for the work launched before it on the default stream.
+    pub fn sync(&mut self, direction: Direction) -> Result<()> {
+        match direction {
+            Direction::HostToDevice => self.device.upload(bytemuck::cast_slice(&self.host)),
+            Direction::DeviceToHost => self.device.download(bytemuck::cast_slice_mut(&mut self.host)),
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+
+    /// Always false: a block has at least one element.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty()
+    }
+
+    /// The host copy.
+    pub fn as_slice(&self) -> &[T] {
+        &self.host
+    }
+
+    /// The host copy, for writing.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.host
+    }
+
+    /// The backend whose device holds the device copy.
+    pub fn backend(&self) -> Backend {
+        self.device.backend()
+    }
+
+    /// The device copy as a kernel argument.
+    pub fn as_arg(&self) -> Arg<'_> {
+        Arg::memory(&self.device, T::kernel_type())
+    }
+
+    /// The device address of the device copy, on backends that have addresses (CUDA); `None`
+    /// on the CPU executor.
+    pub fn device_address(&self) -> Option<u64> {
+        self.device.address()
+    }
+}
+
+impl<T: KernelValue> Index<usize> for MemoryBlock<T> {
+    type Output = T;
+    fn index(&self, index: usize) -> &T {
+        &self.host[index]
+    }
+}
+
+impl<T: KernelValue> IndexMut<usize> for MemoryBlock<T> {
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        &mut self.host[index]
+    }
+}
+
+impl<T: KernelValue + std::fmt::Debug> std::fmt::Debug for MemoryBlock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBlock")
+            .field("type", &T::kernel_type().to_string())
+            .field("len", &self.len())
+            .field("backend", &self.backend())
+            .finish()
+    }
+}
+
+/// Something a kernel's `T*` parameter accepts: a memory block of `T` (by reference), or a raw
+/// device address of `T`.
+pub trait DevicePtr<T: KernelValue> {
+    /// The pointer as a kernel argument.
+    fn kernel_arg(&self) -> Arg<'_>;
+}
+
+impl<T: KernelValue> DevicePtr<T> for &MemoryBlock<T> {
+    fn kernel_arg(&self) -> Arg<'_> {
+        self.as_arg()
+    }
+}
+
+impl<T: KernelValue> DevicePtr<T> for &mut MemoryBlock<T> {
+    fn kernel_arg(&self) -> Arg<'_> {
+        self.as_arg()
+    }
+}
+
+/// A raw device address of elements of `T`, for memory Chorus did not allocate (cuBLAS
+/// workspaces, memory from another library). Only the CUDA backend has device addresses; the CPU
+/// executor refuses them. The address is not checked: the kernel reads whatever it points at.
+#[derive(Debug)]
+pub struct DeviceAddress<T> {
+    address: u64,
+    element: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for DeviceAddress<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for DeviceAddress<T> {}
+
+impl<T: KernelValue> DeviceAddress<T> {
+    /// The address `address` (a `CUdeviceptr`).
+    pub fn new(address: u64) -> DeviceAddress<T> {
+        DeviceAddress { address, element: PhantomData }
+    }
+
+    /// The address.
+    pub fn get(self) -> u64 {
+        self.address
+    }
+}
+
+impl<T: KernelValue> DevicePtr<T> for DeviceAddress<T> {
+    fn kernel_arg(&self) -> Arg<'_> {
+        Arg::device_address(self.address, T::kernel_type())
+    }
+}

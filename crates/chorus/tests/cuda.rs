@@ -1,0 +1,100 @@
+//! The same `defkernel!` functions, memory blocks and launches on the CUDA backend.
+//!
+//! Each test skips, printing why, where the CUDA backend is not available (no driver, no
+//! device); with `CHORUS_REQUIRE_GPU=1` it fails instead.
+
+use chorus::{Arg, Backend, DeviceAddress, Direction, Launch, MemoryBlock, with_backend};
+
+chorus::defkernel! {
+    (defkernel vec-add-kernel (void ((a float*) (b float*) (c float*) (n int)))
+      (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
+        (if (< i n)
+            (set (aref c i)
+                 (+ (aref a i) (aref b i))))))
+
+    (defkernel-struct pair (x int) (y double))
+
+    (defglobal foo 0)
+    (defglobal bar 0 :constant)
+
+    (defkernel add-globals (void ((out int*)))
+      (set (aref out 0) (+ foo bar)))
+
+    (defkernel scale-pairs (void ((p pair*) (k double) (n int)))
+      (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
+        (if (< i n)
+            (set (aref p i) (make-pair (* 2 (pair-x (aref p i))) (* k (pair-y (aref p i))))))))
+}
+
+/// Runs `test` on the CUDA backend, or says why it cannot.
+fn on_cuda(name: &str, test: impl FnOnce() -> chorus::Result<()>) {
+    if let Err(reason) = Backend::Cuda.availability() {
+        if std::env::var("CHORUS_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+            panic!("{name}: CHORUS_REQUIRE_GPU=1 but the CUDA backend is not available: {reason}");
+        }
+        println!("skipping {name}: the CUDA backend is not available: {reason}");
+        return;
+    }
+    with_backend(Backend::Cuda, test).unwrap_or_else(|e| panic!("{name}: {e}"));
+}
+
+#[test]
+fn vec_add_on_the_gpu() {
+    on_cuda("vec_add_on_the_gpu", || {
+        for n in [1024usize, 1000] {
+            let a = MemoryBlock::from_slice(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+            let b = MemoryBlock::from_slice(&(0..n).map(|i| (2 * i) as f32 + 0.25).collect::<Vec<_>>())?;
+            let mut c = MemoryBlock::<f32>::alloc(n)?;
+            vec_add_kernel(&a, &b, &mut c, n as i32, Launch::grid(n.div_ceil(256)).block(256))?;
+            c.sync(Direction::DeviceToHost)?;
+            assert!((0..n).all(|i| c[i] == a[i] + b[i]));
+            assert_eq!(c.backend(), Backend::Cuda);
+            assert!(c.device_address().is_some());
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn globals_on_the_gpu() {
+    on_cuda("globals_on_the_gpu", || {
+        let program = add_globals_program();
+        program.set_global_ref("foo", 1i32)?;
+        program.set_global_ref("bar", 2i32)?;
+        assert_eq!(program.global_ref::<i32>("bar")?, 2);
+        let mut out = MemoryBlock::<i32>::alloc(1)?;
+        add_globals(&out, Launch::default())?;
+        out.sync(Direction::DeviceToHost)?;
+        assert_eq!(out[0], 3);
+        Ok(())
+    });
+}
+
+#[test]
+fn structs_and_raw_addresses_on_the_gpu() {
+    on_cuda("structs_and_raw_addresses_on_the_gpu", || {
+        let n = 100;
+        let mut p = MemoryBlock::from_slice(&(0..n).map(|i| Pair::new(i, i as f64)).collect::<Vec<_>>())?;
+        let address = DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"));
+        scale_pairs(address, 0.5, n, Launch::grid(4).block(32))?;
+        p.sync(Direction::DeviceToHost)?;
+        for i in 0..n {
+            assert_eq!(p[i as usize], Pair::new(2 * i, i as f64 * 0.5));
+        }
+        let wrong = scale_pairs_program()
+            .launch("scale-pairs", &[p.as_arg(), Arg::value(1.0f32), Arg::value(n)], Launch::default())
+            .unwrap_err();
+        assert!(wrong.to_string().contains("expected double"), "{wrong}");
+        Ok(())
+    });
+}
+
+#[test]
+fn the_cuda_device_is_listed() {
+    on_cuda("the_cuda_device_is_listed", || {
+        let devices = chorus::list_devices();
+        assert!(devices.iter().any(|d| d.backend == Backend::Cuda), "{devices:?}");
+        assert_eq!(chorus::current_device()?.backend, Backend::Cuda);
+        Ok(())
+    });
+}
