@@ -38,9 +38,9 @@ use quote::quote_spanned;
 ///
 /// * backquote (`` `(a ,b) ``): write `(quasiquote (a (unquote b)))`, or build the list with
 ///   `list`; `,x` and `,@x` themselves lex fine;
-/// * `'` before anything but a symbol (`'(1 2)` is an unterminated character literal to Rust):
-///   write `(quote (1 2))`; `'x` lexes as a lifetime and reads as `(quote x)`, `#'f` as
-///   `(function f)`;
+/// * `'` before anything but a name Rust could take for an identifier (`'(1 2)` and `'*` are
+///   unterminated character literals to Rust): write `(quote (1 2))`, `(quote *)`; `'x` lexes
+///   as a lifetime and reads as `(quote x)`, `#'f` as `(function f)`;
 /// * `;` comments: Rust lexes the rest of the line, so an apostrophe there breaks it; use `//`
 ///   and `/* */` (doc comments work too), which are white space to the kernel text;
 /// * `#|…|#` block comments: use `/* */`;

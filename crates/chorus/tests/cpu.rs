@@ -39,6 +39,16 @@ chorus::defkernel! {
       (set (aref flags 0) (> (mixed-count m) 2)))
 }
 
+chorus::defkernel! {
+    // `'set` is a lifetime token to Rust and `(quote set)` to the reader; `'*` does not lex as
+    // Rust, so it is written `(quote *)`.
+    (defkernelmacro twice (place)
+      (list 'set place (list (quote *) 2 place)))
+    (defkernel-symbol-macro lane thread-idx-x)
+    (defkernel double-all (void ((a int*)))
+      (twice (aref a lane)))
+}
+
 fn on_cpu<R>(f: impl FnOnce() -> chorus::Result<R>) -> R {
     with_backend(Backend::Cpu, f).expect("runs on the CPU backend")
 }
@@ -56,6 +66,17 @@ fn the_seeds_vec_add_runs_through_the_macro() {
                 assert_eq!(c[i], a[i] + b[i], "element {i} of {n}");
             }
         }
+        Ok(())
+    })
+}
+
+#[test]
+fn kernel_macros_written_in_rust_tokens_expand() {
+    on_cpu(|| {
+        let mut a = MemoryBlock::from_slice(&[1, -2, 30])?;
+        double_all(&a, Launch::grid(1).block(3))?;
+        a.sync(Direction::DeviceToHost)?;
+        assert_eq!(a.as_slice(), &[2, -4, 60]);
         Ok(())
     })
 }
