@@ -8,7 +8,7 @@ use crate::launch::Dim3;
 use crate::program::{Arg, ArgKind};
 use crate::stream::Stream;
 use chorus_lang::host::KernelValue;
-use chorus_lang::ir::{Function, Global, Module};
+use chorus_lang::ir::{Function, FunctionKind, Global, Module};
 use std::sync::{Arc, OnceLock};
 
 /// Backends not implemented in this tree.
@@ -238,8 +238,16 @@ impl DeviceMemory {
 
 /// A program compiled and loaded for one backend.
 pub(crate) enum Compiled {
-    Cuda(chorus_cuda::Program),
+    Cuda(CudaProgram),
     Cpu(chorus_cpu::CpuModule),
+}
+
+/// A loaded CUDA program and its kernels' `CUfunction`s, looked up once at load rather than at
+/// every launch.
+pub(crate) struct CudaProgram {
+    program: chorus_cuda::Program,
+    /// Kernel-language name and function, for every kernel of the module.
+    kernels: Vec<(Arc<str>, chorus_cuda::Function)>,
 }
 
 impl Compiled {
@@ -248,7 +256,14 @@ impl Compiled {
         match backend {
             Backend::Cuda => {
                 cuda()?.enter()?;
-                Ok(Compiled::Cuda(chorus_cuda::Program::from_ir((*module).clone(), name)?))
+                let program = chorus_cuda::Program::from_ir((*module).clone(), name)?;
+                let kernels = module
+                    .functions
+                    .iter()
+                    .filter(|f| f.kind == FunctionKind::Kernel)
+                    .map(|f| Ok((f.name.clone(), program.function(&f.name)?)))
+                    .collect::<Result<_>>()?;
+                Ok(Compiled::Cuda(CudaProgram { program, kernels }))
             }
             Backend::Cpu => Ok(Compiled::Cpu(chorus_cpu::CpuModule::new(module)?)),
             Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
@@ -266,9 +281,13 @@ impl Compiled {
         stream: Option<&Stream>,
     ) -> Result<()> {
         match self {
-            Compiled::Cuda(program) => {
+            Compiled::Cuda(cuda_program) => {
                 cuda()?.enter()?;
-                let kernel = program.function(&function.name)?;
+                let (_, kernel) = cuda_program
+                    .kernels
+                    .iter()
+                    .find(|(name, _)| *name == function.name)
+                    .expect("checked: the function is a kernel of this module");
                 let args: Vec<chorus_cuda::KernelArg<'_>> = args
                     .iter()
                     .map(|arg| match &arg.0 {
@@ -286,7 +305,7 @@ impl Compiled {
                 if let Some(stream) = stream {
                     config = config.stream(stream.inner.cuda().expect("checked: a CUDA stream"));
                 }
-                Ok(chorus_cuda::launch(&kernel, &config, &args)?)
+                Ok(chorus_cuda::launch(kernel, &config, &args)?)
             }
             Compiled::Cpu(module) => {
                 let args: Vec<chorus_cpu::KernelArg<'_>> = args
@@ -316,9 +335,9 @@ impl Compiled {
     /// Reads `global` (whose type the caller checked is `T`).
     pub(crate) fn read_global<T: KernelValue>(&self, global: &Global) -> Result<T> {
         match self {
-            Compiled::Cuda(program) => {
+            Compiled::Cuda(cuda_program) => {
                 cuda()?.enter()?;
-                Ok(program.global_ref::<T>(&global.name)?)
+                Ok(cuda_program.program.global_ref::<T>(&global.name)?)
             }
             Compiled::Cpu(module) => Ok(module.global_ref::<T>(&global.name)?),
         }
@@ -327,9 +346,9 @@ impl Compiled {
     /// Writes `value` to `global` (whose type the caller checked is `T`).
     pub(crate) fn write_global<T: KernelValue>(&self, global: &Global, value: T) -> Result<()> {
         match self {
-            Compiled::Cuda(program) => {
+            Compiled::Cuda(cuda_program) => {
                 cuda()?.enter()?;
-                Ok(program.set_global_ref(&global.name, value)?)
+                Ok(cuda_program.program.set_global_ref(&global.name, value)?)
             }
             Compiled::Cpu(module) => Ok(module.set_global_ref(&global.name, value)?),
         }

@@ -160,6 +160,16 @@ impl<T: KernelValue> DevicePtr<T> for &mut MemoryBlock<T> {
     }
 }
 
+/// A memory block of the native CUDA API ([`crate::cuda::MemoryBlock`]), passed as its device
+/// address; the launch must run on the CUDA backend. The block must belong to the context the
+/// facade launches in: the primary context of device `CHORUS_DEVICE` (default 0), which
+/// [`crate::cuda::with_primary_cuda`] also uses.
+impl<T: KernelValue> DevicePtr<T> for &chorus_cuda::MemoryBlock<T> {
+    fn kernel_arg(&self) -> Arg<'_> {
+        Arg::device_address(self.device_ptr(), T::kernel_type())
+    }
+}
+
 /// A raw device address of elements of `T`, for memory Chorus did not allocate (cuBLAS
 /// workspaces, memory from another library). Only the CUDA backend has device addresses; the CPU
 /// executor refuses them. The address is not checked: the kernel reads whatever it points at.

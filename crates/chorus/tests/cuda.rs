@@ -98,3 +98,20 @@ fn the_cuda_device_is_listed() {
         Ok(())
     });
 }
+
+#[test]
+fn native_cuda_memory_blocks_pass_as_device_pointers() {
+    on_cuda("native_cuda_memory_blocks_pass_as_device_pointers", || {
+        let device = chorus::current_device()?.index;
+        chorus::cuda::with_primary_cuda(device, |_| -> chorus::Result<()> {
+            let mut a = chorus::cuda::MemoryBlock::<f32>::alloc(3)?;
+            a.as_mut_slice().copy_from_slice(&[1.0, 2.0, 3.0]);
+            a.sync(chorus::cuda::Direction::HostToDevice)?;
+            let mut c = chorus::cuda::MemoryBlock::<f32>::alloc(3)?;
+            vec_add_kernel(&a, &a, &c, 3, Launch::grid(1).block(3))?;
+            c.sync(chorus::cuda::Direction::DeviceToHost)?;
+            assert_eq!(c.as_slice(), &[2.0, 4.0, 6.0]);
+            Ok(())
+        })
+    });
+}
