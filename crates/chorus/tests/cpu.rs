@@ -49,6 +49,15 @@ chorus::defkernel! {
       (twice (aref a lane)))
 }
 
+chorus::defkernel! {
+    // Parameters named like Rust keywords, and host types of every kind.
+    (defkernel keywords (void ((type int) (ref int*)))
+      (set (aref ref 0) type))
+    (defkernel host-types (void ((v float3) (h half) (big uint64) (out double*)))
+      (set (aref out 0) (+ (float3-x v) (float3-z v) (half-to-float h)))
+      (set (aref out 1) big))
+}
+
 fn on_cpu<R>(f: impl FnOnce() -> chorus::Result<R>) -> R {
     with_backend(Backend::Cpu, f).expect("runs on the CPU backend")
 }
@@ -77,6 +86,23 @@ fn kernel_macros_written_in_rust_tokens_expand() {
         double_all(&a, Launch::grid(1).block(3))?;
         a.sync(Direction::DeviceToHost)?;
         assert_eq!(a.as_slice(), &[2, -4, 60]);
+        Ok(())
+    })
+}
+
+#[test]
+fn parameters_take_their_host_types() {
+    on_cpu(|| {
+        let mut r = MemoryBlock::<i32>::alloc(1)?;
+        keywords(41, &r, Launch::default())?;
+        r.sync(Direction::DeviceToHost)?;
+        assert_eq!(r[0], 41);
+
+        let mut out = MemoryBlock::<f64>::alloc(2)?;
+        let v = chorus::Float3::new(1.5, -7.0, 2.0);
+        host_types(v, chorus::f16::from_f32(0.25), 1 << 40, &out, Launch::default())?;
+        out.sync(Direction::DeviceToHost)?;
+        assert_eq!(out.as_slice(), &[3.75, (1u64 << 40) as f64]);
         Ok(())
     })
 }

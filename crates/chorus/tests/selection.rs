@@ -38,6 +38,18 @@ fn an_override_naming_no_backend_is_an_error_on_first_use() {
 }
 
 #[test]
+fn a_cuda_override_never_falls_back_to_the_cpu() {
+    let out = selection_with("cuda");
+    assert!(out.contains("backend: CUDA"), "{out}");
+    if chorus::Backend::Cuda.is_available() {
+        assert!(out.contains("check: Ok(Cuda)") && out.contains("alloc: Ok"), "{out}");
+    } else {
+        assert!(out.contains("check: Err(\"the CUDA backend is not available"), "{out}");
+        assert!(out.contains("alloc: Err(\"the CUDA backend is not available"), "{out}");
+    }
+}
+
+#[test]
 #[ignore = "run by the other tests of this file in a process of its own, with CHORUS_BACKEND set"]
 fn report_selection() {
     println!("backend: {}", chorus::backend());
