@@ -53,6 +53,12 @@ chorus::defkernel! {
     // Parameters named like Rust keywords, and host types of every kind.
     (defkernel keywords (void ((type int) (ref int*)))
       (set (aref ref 0) type))
+    // Tokens Rust splits: `/=`, `<=`, `1.5d0`, `-3`, `%tmp`, `int*`, `:restrict`.
+    (defkernel split-tokens (void ((out double*) (flags int* :restrict)))
+      (let ((%tmp -3))
+        (set (aref out 0) (+ 1.5d0 %tmp))
+        (set (aref flags 0) (if (/= %tmp 3) 1 0))
+        (set (aref flags 1) (if (<= %tmp -3) 1 0))))
     (defkernel host-types (void ((v float3) (h half) (big uint64) (out double*)))
       (set (aref out 0) (+ (float3-x v) (float3-z v) (half-to-float h)))
       (set (aref out 1) big))
@@ -97,6 +103,13 @@ fn parameters_take_their_host_types() {
         keywords(41, &r, Launch::default())?;
         r.sync(Direction::DeviceToHost)?;
         assert_eq!(r[0], 41);
+
+        let mut out = MemoryBlock::<f64>::alloc(1)?;
+        let mut flags = MemoryBlock::<i32>::alloc(2)?;
+        split_tokens(&out, &flags, Launch::default())?;
+        out.sync(Direction::DeviceToHost)?;
+        flags.sync(Direction::DeviceToHost)?;
+        assert_eq!((out[0], flags.as_slice()), (-1.5, &[1, 1][..]));
 
         let mut out = MemoryBlock::<f64>::alloc(2)?;
         let v = chorus::Float3::new(1.5, -7.0, 2.0);
