@@ -99,7 +99,8 @@ thread_local! {
 ///
 /// A backend named by `CHORUS_BACKEND` is used even when it is not available here: the first
 /// allocation or launch then fails with [`Error::BackendUnavailable`] saying why, rather than
-/// silently running elsewhere. [`check_backend`] reports that early.
+/// silently running elsewhere; a value that names no backend fails them with
+/// [`Error::BadSelection`]. [`check_backend`] reports either early.
 pub fn backend() -> Backend {
     SCOPED.with(Cell::get).unwrap_or_else(|| selection().backend)
 }
@@ -108,7 +109,7 @@ pub fn backend() -> Backend {
 pub fn check_backend() -> Result<Backend> {
     if SCOPED.with(Cell::get).is_none() {
         if let Some(problem) = &selection().problem {
-            return Err(Error::BackendUnavailable { backend: selection().backend, reason: problem.clone() });
+            return Err(Error::BadSelection(problem.clone()));
         }
     }
     let backend = backend();

@@ -13,6 +13,9 @@ pub enum Error {
     /// The CUDA driver library could not be loaded (cl-cuda's `sdk-not-found-error`).
     #[error("CUDA driver not found: {0}")]
     SdkNotFound(String),
+    /// `CHORUS_BACKEND` names no backend.
+    #[error("{0}")]
+    BadSelection(String),
     /// The backend asked for cannot run kernels here.
     #[error("the {backend} backend is not available: {reason}")]
     BackendUnavailable {

@@ -131,7 +131,7 @@ impl<T: KernelValue> IndexMut<usize> for MemoryBlock<T> {
     }
 }
 
-impl<T: KernelValue + std::fmt::Debug> std::fmt::Debug for MemoryBlock<T> {
+impl<T: KernelValue> std::fmt::Debug for MemoryBlock<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryBlock")
             .field("type", &T::kernel_type().to_string())
