@@ -31,6 +31,18 @@
 //!   kernel runs. The same code runs on every backend.
 //! * The backends themselves: [`cuda`] (the native CUDA API: contexts, memory, the driver) and
 //!   [`cpu`]; the language: [`lang`].
+//!
+//! | the seed (cl-cuda) | Chorus |
+//! |---|---|
+//! | `(defkernel …)`, `defkernel-struct`, `defglobal` | [`defkernel!`] (compile time), [`Program::new`] (run time) |
+//! | `(vec-add-kernel a b c n :grid-dim … :block-dim …)` | `vec_add_kernel(&a, &b, &c, n, Launch::grid(..).block(..))` |
+//! | `:shared-mem`, `:stream` | [`Launch::shared_mem`], [`Launch::stream`] |
+//! | `alloc-memory-block`, `with-memory-blocks` | [`MemoryBlock::alloc`] (freed on drop) |
+//! | `sync-memory-block`, `memory-block-aref` | [`MemoryBlock::sync`], indexing |
+//! | `global-ref`, `(setf global-ref)` | [`Program::global_ref`], [`Program::set_global_ref`] |
+//! | `*backend*`, `list-devices` | [`backend`], [`with_backend`], [`list_devices`], `CHORUS_BACKEND` |
+//! | `synchronize-context` | [`synchronize`] |
+//! | `with-cuda`, the driver API, `*sdk-not-found*` | [`cuda`] |
 
 // Lets the code `defkernel!` generates (which names `::chorus`) compile inside this crate too.
 extern crate self as chorus;
