@@ -292,10 +292,11 @@ impl Compiled {
                     .iter()
                     .map(|arg| match &arg.0 {
                         ArgKind::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
-                        ArgKind::Memory { memory, element } => {
-                            let address = memory.address().expect("checked: the memory is CUDA memory");
-                            chorus_cuda::KernelArg::typed_pointer(address, element.clone())
-                        }
+                        // Pointers were checked against the parameters (including `void*` and
+                        // pointers to pointers, which take memory of other element types).
+                        ArgKind::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
+                            memory.address().expect("checked: the memory is CUDA memory"),
+                        ),
                         ArgKind::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
                     })
                     .collect();
