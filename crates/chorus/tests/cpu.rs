@@ -59,6 +59,9 @@ chorus::defkernel! {
         (set (aref out 0) (+ 1.5d0 %tmp))
         (set (aref flags 0) (if (/= %tmp 3) 1 0))
         (set (aref flags 1) (if (<= %tmp -3) 1 0))))
+    // `void*` has no element type on the host: its parameter takes a `chorus::Arg`.
+    (defkernel takes-void (void ((p void*) (out int*)))
+      (set (aref out 0) 7))
     (defkernel host-types (void ((v float3) (h half) (big uint64) (out double*)))
       (set (aref out 0) (+ (float3-x v) (float3-z v) (half-to-float h)))
       (set (aref out 1) big))
@@ -110,6 +113,11 @@ fn parameters_take_their_host_types() {
         out.sync(Direction::DeviceToHost)?;
         flags.sync(Direction::DeviceToHost)?;
         assert_eq!((out[0], flags.as_slice()), (-1.5, &[1, 1][..]));
+
+        let anything = MemoryBlock::<chorus::Float4>::alloc(1)?;
+        takes_void(anything.as_arg(), &flags, Launch::default())?;
+        flags.sync(Direction::DeviceToHost)?;
+        assert_eq!(flags[0], 7);
 
         let mut out = MemoryBlock::<f64>::alloc(2)?;
         let v = chorus::Float3::new(1.5, -7.0, 2.0);
