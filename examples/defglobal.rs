@@ -31,7 +31,11 @@ fn main() -> ExitCode {
     match run() {
         Ok(sum) => {
             println!("Got {sum} from adding two globals.");
-            if sum == 3 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if sum == 3 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(error) => {
             eprintln!("defglobal: {error}");

@@ -15,7 +15,11 @@ pub struct Random(u64);
 impl Random {
     /// A generator from a nonzero seed (0 is replaced by a fixed constant).
     pub fn new(seed: u64) -> Random {
-        Random(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Random(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
 
     /// A float uniformly distributed in [0, 1).

@@ -24,18 +24,34 @@ fn kernel_text() -> String {
     let mut text = String::new();
     for n in UNROLLS {
         writeln!(text, "(defkernel add-global-{n} (void ((a float*)))").unwrap();
-        writeln!(text, "  (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))").unwrap();
+        writeln!(
+            text,
+            "  (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))"
+        )
+        .unwrap();
         for _ in 0..n {
             writeln!(text, "    (set (aref a i) (+ (aref a i) 1.0))").unwrap();
         }
         text.push_str("    ))\n");
         writeln!(text, "(defkernel add-shared-{n} (void ((a float*)))").unwrap();
-        writeln!(text, "  (with-shared-memory ((s float {THREADS_PER_BLOCK}))").unwrap();
-        writeln!(text, "    (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))").unwrap();
+        writeln!(
+            text,
+            "  (with-shared-memory ((s float {THREADS_PER_BLOCK}))"
+        )
+        .unwrap();
+        writeln!(
+            text,
+            "    (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))"
+        )
+        .unwrap();
         writeln!(text, "      (set (aref s thread-idx-x) (aref a i))").unwrap();
         writeln!(text, "      (syncthreads)").unwrap();
         for _ in 0..n {
-            writeln!(text, "      (set (aref s thread-idx-x) (+ (aref s thread-idx-x) 1.0))").unwrap();
+            writeln!(
+                text,
+                "      (set (aref s thread-idx-x) (+ (aref s thread-idx-x) 1.0))"
+            )
+            .unwrap();
         }
         writeln!(text, "      (syncthreads)").unwrap();
         writeln!(text, "      (set (aref a i) (aref s thread-idx-x)))))").unwrap();
@@ -45,7 +61,13 @@ fn kernel_text() -> String {
 
 /// Runs `kernel` `launches` times over `len` zeroed floats; the seconds taken, and whether every
 /// element ended at exactly `launches · unroll`.
-fn run(program: &Program, kernel: &str, len: usize, launches: usize, unroll: usize) -> chorus::Result<(f64, bool)> {
+fn run(
+    program: &Program,
+    kernel: &str,
+    len: usize,
+    launches: usize,
+    unroll: usize,
+) -> chorus::Result<(f64, bool)> {
     let mut a = MemoryBlock::<f32>::alloc(len)?;
     a.sync(Direction::HostToDevice)?;
     let launch = Launch::grid(len / THREADS_PER_BLOCK).block(THREADS_PER_BLOCK);
@@ -65,7 +87,11 @@ fn run(program: &Program, kernel: &str, len: usize, launches: usize, unroll: usi
 fn main() -> ExitCode {
     let outcome = (|| -> chorus::Result<bool> {
         let backend = banner("shared-memory")?;
-        let (len, launches) = if backend == Backend::Cpu { (1024, 10) } else { (65536, 100) };
+        let (len, launches) = if backend == Backend::Cpu {
+            (1024, 10)
+        } else {
+            (65536, 100)
+        };
         println!(
             "{len} floats, grid {} × block {THREADS_PER_BLOCK}, {launches} launches per kernel",
             len / THREADS_PER_BLOCK

@@ -39,7 +39,13 @@ fn run(n: usize, threads_per_block: usize, random: &mut Random) -> chorus::Resul
     a.sync(Direction::HostToDevice)?;
     b.sync(Direction::HostToDevice)?;
     let n_arg = i32::try_from(n).expect("the example's sizes fit an int");
-    vec_add_kernel(&a, &b, &mut c, n_arg, Launch::grid(blocks_per_grid).block(threads_per_block))?;
+    vec_add_kernel(
+        &a,
+        &b,
+        &mut c,
+        n_arg,
+        Launch::grid(blocks_per_grid).block(threads_per_block),
+    )?;
     c.sync(Direction::DeviceToHost)?;
     let wrong = verify_result(&a, &b, &c);
     println!("n = {n}: grid {blocks_per_grid} × block {threads_per_block}");

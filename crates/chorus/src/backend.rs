@@ -36,7 +36,9 @@ impl Backend {
 
     /// The backend a name denotes (case-insensitive).
     pub fn from_name(name: &str) -> Option<Backend> {
-        Backend::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(name.trim()))
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(name.trim()))
     }
 
     /// `Ok` when kernels can run on this backend here; otherwise why not (no driver, no device,
@@ -72,10 +74,18 @@ struct Selection {
 fn selection() -> &'static Selection {
     static SELECTION: OnceLock<Selection> = OnceLock::new();
     SELECTION.get_or_init(|| {
-        let detected = || Backend::ALL.into_iter().find(|b| b.is_available()).unwrap_or(Backend::Cpu);
+        let detected = || {
+            Backend::ALL
+                .into_iter()
+                .find(|b| b.is_available())
+                .unwrap_or(Backend::Cpu)
+        };
         match std::env::var("CHORUS_BACKEND") {
             Ok(name) if !name.trim().is_empty() => match Backend::from_name(&name) {
-                Some(backend) => Selection { backend, problem: None },
+                Some(backend) => Selection {
+                    backend,
+                    problem: None,
+                },
                 None => Selection {
                     backend: detected(),
                     problem: Some(format!(
@@ -83,7 +93,10 @@ fn selection() -> &'static Selection {
                     )),
                 },
             },
-            _ => Selection { backend: detected(), problem: None },
+            _ => Selection {
+                backend: detected(),
+                problem: None,
+            },
         }
     })
 }
@@ -102,15 +115,17 @@ thread_local! {
 /// silently running elsewhere; a value that names no backend fails them with
 /// [`Error::BadSelection`]. [`check_backend`] reports either early.
 pub fn backend() -> Backend {
-    SCOPED.with(Cell::get).unwrap_or_else(|| selection().backend)
+    SCOPED
+        .with(Cell::get)
+        .unwrap_or_else(|| selection().backend)
 }
 
 /// The current backend ([`backend`]) if kernels can run on it, else why not.
 pub fn check_backend() -> Result<Backend> {
-    if SCOPED.with(Cell::get).is_none() {
-        if let Some(problem) = &selection().problem {
-            return Err(Error::BadSelection(problem.clone()));
-        }
+    if SCOPED.with(Cell::get).is_none()
+        && let Some(problem) = &selection().problem
+    {
+        return Err(Error::BadSelection(problem.clone()));
     }
     let backend = backend();
     backend.availability()?;
@@ -158,14 +173,21 @@ pub struct Device {
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} device {}: {} ({})", self.backend, self.index, self.name, self.detail)
+        write!(
+            f,
+            "{} device {}: {} ({})",
+            self.backend, self.index, self.name, self.detail
+        )
     }
 }
 
 /// Every device of every available backend: CUDA devices where the driver loads, and the CPU as
 /// one device with its core count. Backends that are not available contribute nothing.
 pub fn list_devices() -> Vec<Device> {
-    Backend::ALL.into_iter().flat_map(dispatch::devices).collect()
+    Backend::ALL
+        .into_iter()
+        .flat_map(dispatch::devices)
+        .collect()
 }
 
 #[cfg(test)]
@@ -188,7 +210,13 @@ mod tests {
             assert_eq!(backend(), Backend::Metal);
             with_backend(Backend::Cpu, || assert_eq!(backend(), Backend::Cpu));
             assert_eq!(backend(), Backend::Metal);
-            assert!(matches!(check_backend(), Err(Error::BackendUnavailable { backend: Backend::Metal, .. })));
+            assert!(matches!(
+                check_backend(),
+                Err(Error::BackendUnavailable {
+                    backend: Backend::Metal,
+                    ..
+                })
+            ));
         });
         assert_eq!(backend(), outer);
     }
@@ -196,8 +224,15 @@ mod tests {
     #[test]
     fn the_cpu_is_always_listed() {
         let devices = list_devices();
-        let cpu = devices.iter().find(|d| d.backend == Backend::Cpu).expect("the CPU is a device");
+        let cpu = devices
+            .iter()
+            .find(|d| d.backend == Backend::Cpu)
+            .expect("the CPU is a device");
         assert!(cpu.detail.contains("cores"), "{cpu}");
-        assert!(!devices.iter().any(|d| matches!(d.backend, Backend::Metal | Backend::Hip)));
+        assert!(
+            !devices
+                .iter()
+                .any(|d| matches!(d.backend, Backend::Metal | Backend::Hip))
+        );
     }
 }

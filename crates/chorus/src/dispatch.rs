@@ -13,7 +13,10 @@ use std::sync::{Arc, OnceLock};
 
 /// Backends not implemented in this tree.
 fn not_implemented(backend: Backend) -> Error {
-    Error::BackendUnavailable { backend, reason: "this build of Chorus has no such backend yet".into() }
+    Error::BackendUnavailable {
+        backend,
+        reason: "this build of Chorus has no such backend yet".into(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -61,7 +64,10 @@ fn cuda() -> Result<&'static CudaRuntime> {
             Ok(CudaRuntime { context })
         })
         .as_ref()
-        .map_err(|reason| Error::BackendUnavailable { backend: Backend::Cuda, reason: reason.clone() })
+        .map_err(|reason| Error::BackendUnavailable {
+            backend: Backend::Cuda,
+            reason: reason.clone(),
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,7 +123,12 @@ fn cpu_device() -> Device {
                 .map(|(_, name)| name.trim().to_string())
         })
         .unwrap_or_else(|| format!("{} host CPU", std::env::consts::ARCH));
-    Device { backend: Backend::Cpu, index: 0, name, detail: format!("{cores} cores") }
+    Device {
+        backend: Backend::Cpu,
+        index: 0,
+        name,
+        detail: format!("{cores} cores"),
+    }
 }
 
 /// The device kernels of `backend` run on (the backend is available).
@@ -187,7 +198,9 @@ impl DeviceMemory {
         match backend {
             Backend::Cuda => {
                 cuda()?.enter()?;
-                Ok(DeviceMemory::Cuda(CudaMemory(chorus_cuda::DeviceMemory::alloc(bytes)?)))
+                Ok(DeviceMemory::Cuda(CudaMemory(
+                    chorus_cuda::DeviceMemory::alloc(bytes)?,
+                )))
             }
             Backend::Cpu => Ok(DeviceMemory::Cpu(chorus_cpu::DeviceBuffer::alloc(bytes)?)),
             Backend::Metal | Backend::Hip => Err(not_implemented(backend)),
@@ -291,13 +304,19 @@ impl Compiled {
                 let args: Vec<chorus_cuda::KernelArg<'_>> = args
                     .iter()
                     .map(|arg| match &arg.0 {
-                        ArgKind::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
+                        ArgKind::Value { ty, bytes } => {
+                            chorus_cuda::KernelArg::raw(ty.clone(), bytes)
+                        }
                         // Pointers were checked against the parameters (including `void*` and
                         // pointers to pointers, which take memory of other element types).
                         ArgKind::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
-                            memory.address().expect("checked: the memory is CUDA memory"),
+                            memory
+                                .address()
+                                .expect("checked: the memory is CUDA memory"),
                         ),
-                        ArgKind::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
+                        ArgKind::Address { address, .. } => {
+                            chorus_cuda::KernelArg::device_ptr(*address)
+                        }
                     })
                     .collect();
                 let mut config = chorus_cuda::LaunchConfig::grid(grid.to_array())
@@ -312,14 +331,19 @@ impl Compiled {
                 let args: Vec<chorus_cpu::KernelArg<'_>> = args
                     .iter()
                     .map(|arg| match &arg.0 {
-                        ArgKind::Value { ty, bytes } => {
-                            Ok(chorus_cpu::KernelArg::Value { ty: ty.clone(), bytes: bytes.clone() })
-                        }
-                        ArgKind::Memory { memory: DeviceMemory::Cpu(buffer), .. } => {
-                            Ok(chorus_cpu::KernelArg::Buffer(buffer))
-                        }
+                        ArgKind::Value { ty, bytes } => Ok(chorus_cpu::KernelArg::Value {
+                            ty: ty.clone(),
+                            bytes: bytes.clone(),
+                        }),
+                        ArgKind::Memory {
+                            memory: DeviceMemory::Cpu(buffer),
+                            ..
+                        } => Ok(chorus_cpu::KernelArg::Buffer(buffer)),
                         ArgKind::Memory { .. } | ArgKind::Address { .. } => {
-                            Err(Error::TypeMismatch(format!("the CPU executor cannot pass {}", arg.describe())))
+                            Err(Error::TypeMismatch(format!(
+                                "the CPU executor cannot pass {}",
+                                arg.describe()
+                            )))
                         }
                     })
                     .collect::<Result<_>>()?;

@@ -47,7 +47,8 @@ impl IntoDim3 for Dim3 {
 
 /// One extent of a launch as a `u32`, from any integer type the user computed it in.
 fn extent<N: TryInto<u32> + Copy + std::fmt::Display>(n: N) -> std::result::Result<u32, String> {
-    n.try_into().map_err(|_| format!("{n} is not an extent (1 to {})", u32::MAX))
+    n.try_into()
+        .map_err(|_| format!("{n} is not an extent (1 to {})", u32::MAX))
 }
 
 macro_rules! into_dim3 {
@@ -100,14 +101,22 @@ pub struct Launch<'a> {
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Launch { grid: Ok(Dim3::new(1, 1, 1)), block: Ok(Dim3::new(1, 1, 1)), shared_mem: 0, stream: None }
+        Launch {
+            grid: Ok(Dim3::new(1, 1, 1)),
+            block: Ok(Dim3::new(1, 1, 1)),
+            shared_mem: 0,
+            stream: None,
+        }
     }
 }
 
 impl<'a> Launch<'a> {
     /// A launch of `grid` blocks (of one thread each until [`Launch::block`] says otherwise).
     pub fn grid(grid: impl IntoDim3) -> Launch<'a> {
-        Launch { grid: grid.into_dim3(), ..Launch::default() }
+        Launch {
+            grid: grid.into_dim3(),
+            ..Launch::default()
+        }
     }
 
     /// Sets the threads per block.
@@ -130,12 +139,16 @@ impl<'a> Launch<'a> {
 
     /// The grid, or the error its extents give.
     pub fn grid_dim(&self) -> Result<Dim3> {
-        self.grid.clone().map_err(|e| Error::InvalidLaunch(format!("grid: {e}")))
+        self.grid
+            .clone()
+            .map_err(|e| Error::InvalidLaunch(format!("grid: {e}")))
     }
 
     /// The block, or the error its extents give.
     pub fn block_dim(&self) -> Result<Dim3> {
-        self.block.clone().map_err(|e| Error::InvalidLaunch(format!("block: {e}")))
+        self.block
+            .clone()
+            .map_err(|e| Error::InvalidLaunch(format!("block: {e}")))
     }
 
     /// Bytes of dynamic shared memory.
@@ -170,19 +183,41 @@ mod tests {
     #[test]
     fn extents_from_integers_and_tuples() {
         let launch = Launch::grid(4).block((16, 16));
-        assert_eq!(launch.checked().unwrap(), (Dim3::new(4, 1, 1), Dim3::new(16, 16, 1)));
-        let launch = Launch::grid((2usize, 3usize, 4usize)).block([8u64, 1, 1]).shared_mem(64);
-        assert_eq!(launch.checked().unwrap(), (Dim3::new(2, 3, 4), Dim3::new(8, 1, 1)));
+        assert_eq!(
+            launch.checked().unwrap(),
+            (Dim3::new(4, 1, 1), Dim3::new(16, 16, 1))
+        );
+        let launch = Launch::grid((2usize, 3usize, 4usize))
+            .block([8u64, 1, 1])
+            .shared_mem(64);
+        assert_eq!(
+            launch.checked().unwrap(),
+            (Dim3::new(2, 3, 4), Dim3::new(8, 1, 1))
+        );
         assert_eq!(launch.shared_mem_bytes(), 64);
-        assert_eq!(Launch::default().checked().unwrap(), (Dim3::new(1, 1, 1), Dim3::new(1, 1, 1)));
+        assert_eq!(
+            Launch::default().checked().unwrap(),
+            (Dim3::new(1, 1, 1), Dim3::new(1, 1, 1))
+        );
     }
 
     #[test]
     fn bad_extents_are_errors_at_launch() {
         let negative = Launch::grid(-1).block(32);
-        assert!(negative.checked().unwrap_err().to_string().contains("grid: -1 is not an extent"));
+        assert!(
+            negative
+                .checked()
+                .unwrap_err()
+                .to_string()
+                .contains("grid: -1 is not an extent")
+        );
         let zero = Launch::grid(1).block((32, 0));
-        assert!(zero.checked().unwrap_err().to_string().contains("block (32, 0, 1) has an extent of 0"));
+        assert!(
+            zero.checked()
+                .unwrap_err()
+                .to_string()
+                .contains("block (32, 0, 1) has an extent of 0")
+        );
         let huge = Launch::grid(u64::MAX);
         assert!(huge.checked().is_err());
     }

@@ -56,7 +56,8 @@ mod program;
 mod stream;
 
 pub use backend::{
-    Backend, Device, backend, check_backend, current_device, list_devices, synchronize, with_backend,
+    Backend, Device, backend, check_backend, current_device, list_devices, synchronize,
+    with_backend,
 };
 pub use error::{Error, Result};
 pub use launch::{Dim3, IntoDim3, Launch};

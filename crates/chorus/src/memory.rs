@@ -54,12 +54,16 @@ impl<T: KernelValue> MemoryBlock<T> {
             )));
         }
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::Memory(format!("{len} elements of {} overflow the address space", T::kernel_type()))
+            Error::Memory(format!(
+                "{len} elements of {} overflow the address space",
+                T::kernel_type()
+            ))
         })?;
         let device = DeviceMemory::alloc(backend, bytes)?;
         let mut host = Vec::new();
-        host.try_reserve_exact(len)
-            .map_err(|e| Error::Memory(format!("cannot allocate {bytes} bytes of host memory: {e}")))?;
+        host.try_reserve_exact(len).map_err(|e| {
+            Error::Memory(format!("cannot allocate {bytes} bytes of host memory: {e}"))
+        })?;
         host.resize(len, T::zeroed());
         Ok(MemoryBlock { host, device })
     }
@@ -77,7 +81,9 @@ impl<T: KernelValue> MemoryBlock<T> {
     pub fn sync(&mut self, direction: Direction) -> Result<()> {
         match direction {
             Direction::HostToDevice => self.device.upload(bytemuck::cast_slice(&self.host)),
-            Direction::DeviceToHost => self.device.download(bytemuck::cast_slice_mut(&mut self.host)),
+            Direction::DeviceToHost => self
+                .device
+                .download(bytemuck::cast_slice_mut(&mut self.host)),
         }
     }
 
@@ -190,7 +196,10 @@ impl<T> Copy for DeviceAddress<T> {}
 impl<T: KernelValue> DeviceAddress<T> {
     /// The address `address` (a `CUdeviceptr`).
     pub fn new(address: u64) -> DeviceAddress<T> {
-        DeviceAddress { address, element: PhantomData }
+        DeviceAddress {
+            address,
+            element: PhantomData,
+        }
     }
 
     /// The address.

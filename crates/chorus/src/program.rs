@@ -24,7 +24,10 @@ pub(crate) enum ArgKind<'a> {
     /// A value passed by copy: its kernel type and its bytes.
     Value { ty: Type, bytes: Vec<u8> },
     /// A memory block's device copy, of elements of `element`.
-    Memory { memory: &'a DeviceMemory, element: Type },
+    Memory {
+        memory: &'a DeviceMemory,
+        element: Type,
+    },
     /// A raw device address of elements of `element`.
     Address { address: u64, element: Type },
 }
@@ -32,7 +35,10 @@ pub(crate) enum ArgKind<'a> {
 impl<'a> Arg<'a> {
     /// `value`, passed by copy (`int`, `float3`, a `defkernel-struct`, …).
     pub fn value<T: KernelValue>(value: T) -> Arg<'static> {
-        Arg(ArgKind::Value { ty: T::kernel_type(), bytes: bytemuck::bytes_of(&value).to_vec() })
+        Arg(ArgKind::Value {
+            ty: T::kernel_type(),
+            bytes: bytemuck::bytes_of(&value).to_vec(),
+        })
     }
 
     pub(crate) fn memory(memory: &'a DeviceMemory, element: Type) -> Arg<'a> {
@@ -48,7 +54,10 @@ impl<'a> Arg<'a> {
         match &self.0 {
             ArgKind::Value { ty, .. } => format!("a {ty} value"),
             ArgKind::Memory { memory, element } => {
-                format!("a memory block of {element} on the {} backend", memory.backend())
+                format!(
+                    "a memory block of {element} on the {} backend",
+                    memory.backend()
+                )
             }
             ArgKind::Address { element, .. } => format!("a device address of {element}"),
         }
@@ -72,7 +81,9 @@ pub struct Program {
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Program").field("file", &self.file).finish_non_exhaustive()
+        f.debug_struct("Program")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
     }
 }
 
@@ -87,8 +98,10 @@ impl Program {
     /// A program of the kernel text in the file at `path`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Program> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Io { context: format!("reading {}", path.display()), source: e })?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            context: format!("reading {}", path.display()),
+            source: e,
+        })?;
         Program::new(text, path.display().to_string())
     }
 
@@ -99,7 +112,12 @@ impl Program {
     }
 
     const fn unchecked(text: Text, file: Text) -> Program {
-        Program { text, file, module: OnceLock::new(), compiled: Mutex::new(Vec::new()) }
+        Program {
+            text,
+            file,
+            module: OnceLock::new(),
+            compiled: Mutex::new(Vec::new()),
+        }
     }
 
     /// The kernel text. For a `defkernel!` block, its tokens at their lines and columns in the
@@ -137,19 +155,27 @@ impl Program {
             .ok_or_else(|| Error::NoSuchKernel {
                 name: name.to_string(),
                 file: self.file.to_string(),
-                known: names(module.functions.iter().filter(|f| f.kind == FunctionKind::Kernel).map(|f| &*f.name)),
+                known: names(
+                    module
+                        .functions
+                        .iter()
+                        .filter(|f| f.kind == FunctionKind::Kernel)
+                        .map(|f| &*f.name),
+                ),
             })
     }
 
     fn global(&self, name: &str) -> Result<&Global> {
         let module = self.module()?;
-        module.globals.iter().find(|g| &*g.name == name || g.c_name == name).ok_or_else(|| {
-            Error::NoSuchGlobal {
+        module
+            .globals
+            .iter()
+            .find(|g| &*g.name == name || g.c_name == name)
+            .ok_or_else(|| Error::NoSuchGlobal {
                 name: name.to_string(),
                 file: self.file.to_string(),
                 known: names(module.globals.iter().map(|g| &*g.name)),
-            }
-        })
+            })
     }
 
     /// The program compiled and loaded for `backend`, made on first use.
@@ -180,15 +206,22 @@ impl Program {
         let function = self.kernel(kernel)?;
         check_args(function, args, backend)?;
         let (grid, block) = launch.checked()?;
-        if let Some(stream) = launch.stream_ref() {
-            if stream.backend() != backend {
-                return Err(Error::InvalidLaunch(format!(
-                    "a stream of the {} backend cannot run a launch on the {backend} backend",
-                    stream.backend()
-                )));
-            }
+        if let Some(stream) = launch.stream_ref()
+            && stream.backend() != backend
+        {
+            return Err(Error::InvalidLaunch(format!(
+                "a stream of the {} backend cannot run a launch on the {backend} backend",
+                stream.backend()
+            )));
         }
-        self.compiled(backend)?.launch(function, args, grid, block, launch.shared_mem_bytes(), launch.stream_ref())
+        self.compiled(backend)?.launch(
+            function,
+            args,
+            grid,
+            block,
+            launch.shared_mem_bytes(),
+            launch.stream_ref(),
+        )
     }
 
     /// The value of the global `name` on the current backend's device (cl-cuda's `global-ref`).
@@ -212,7 +245,11 @@ impl Program {
 
 fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
-    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn check_global_type<T: KernelValue>(global: &Global) -> Result<()> {
@@ -245,18 +282,30 @@ fn check_args(function: &Function, args: &[Arg<'_>], backend: Backend) -> Result
             (ty, ArgKind::Value { ty: given, .. }) if ty == given => None,
             (Type::Pointer(pointee), ArgKind::Memory { memory, element }) => {
                 if !pointee_accepts(pointee, element) {
-                    Some(format!("{}, whose elements are not {pointee}", arg.describe()))
+                    Some(format!(
+                        "{}, whose elements are not {pointee}",
+                        arg.describe()
+                    ))
                 } else if memory.backend() != backend {
-                    Some(format!("{}, but the launch runs on the {backend} backend", arg.describe()))
+                    Some(format!(
+                        "{}, but the launch runs on the {backend} backend",
+                        arg.describe()
+                    ))
                 } else {
                     None
                 }
             }
             (Type::Pointer(pointee), ArgKind::Address { element, .. }) => {
                 if !pointee_accepts(pointee, element) {
-                    Some(format!("{}, whose elements are not {pointee}", arg.describe()))
+                    Some(format!(
+                        "{}, whose elements are not {pointee}",
+                        arg.describe()
+                    ))
                 } else if backend != Backend::Cuda {
-                    Some(format!("{}, which only the CUDA backend can pass", arg.describe()))
+                    Some(format!(
+                        "{}, which only the CUDA backend can pass",
+                        arg.describe()
+                    ))
                 } else {
                     None
                 }

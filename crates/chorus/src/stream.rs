@@ -17,7 +17,9 @@ pub struct Stream {
 impl Stream {
     /// A new stream on the current backend ([`crate::backend`]).
     pub fn new() -> Result<Stream> {
-        Ok(Stream { inner: StreamInner::new(check_backend()?)? })
+        Ok(Stream {
+            inner: StreamInner::new(check_backend()?)?,
+        })
     }
 
     /// Waits until everything queued on the stream has finished.

@@ -76,9 +76,16 @@ fn the_seeds_vec_add_runs_through_the_macro() {
     on_cpu(|| {
         for (n, block) in [(1024usize, 256usize), (1000, 256), (1, 32)] {
             let a = MemoryBlock::from_slice(&(0..n).map(|i| i as f32 * 0.5).collect::<Vec<_>>())?;
-            let b = MemoryBlock::from_slice(&(0..n).map(|i| 1.0 / (i + 1) as f32).collect::<Vec<_>>())?;
+            let b =
+                MemoryBlock::from_slice(&(0..n).map(|i| 1.0 / (i + 1) as f32).collect::<Vec<_>>())?;
             let mut c = MemoryBlock::<f32>::alloc(n)?;
-            vec_add_kernel(&a, &b, &mut c, n as i32, Launch::grid(n.div_ceil(block)).block(block))?;
+            vec_add_kernel(
+                &a,
+                &b,
+                &mut c,
+                n as i32,
+                Launch::grid(n.div_ceil(block)).block(block),
+            )?;
             c.sync(Direction::DeviceToHost)?;
             for i in 0..n {
                 assert_eq!(c[i], a[i] + b[i], "element {i} of {n}");
@@ -121,7 +128,13 @@ fn parameters_take_their_host_types() {
 
         let mut out = MemoryBlock::<f64>::alloc(2)?;
         let v = chorus::Float3::new(1.5, -7.0, 2.0);
-        host_types(v, chorus::f16::from_f32(0.25), 1 << 40, &out, Launch::default())?;
+        host_types(
+            v,
+            chorus::f16::from_f32(0.25),
+            1 << 40,
+            &out,
+            Launch::default(),
+        )?;
         out.sync(Direction::DeviceToHost)?;
         assert_eq!(out.as_slice(), &[3.75, (1u64 << 40) as f64]);
         Ok(())
@@ -148,8 +161,18 @@ fn the_kernel_text_keeps_the_rust_files_positions() {
     assert_eq!(kernel.span.line, SEED_LINE);
     assert_eq!(kernel.span.column, 5);
     assert!(program.file().ends_with("cpu.rs"), "{}", program.file());
-    assert!(program.source().lines().nth(SEED_LINE as usize - 1).unwrap().starts_with("    (defkernel vec-add-kernel"));
-    assert!(program.kernel("vec_add_kernel").is_ok(), "the C name finds the kernel too");
+    assert!(
+        program
+            .source()
+            .lines()
+            .nth(SEED_LINE as usize - 1)
+            .unwrap()
+            .starts_with("    (defkernel vec-add-kernel")
+    );
+    assert!(
+        program.kernel("vec_add_kernel").is_ok(),
+        "the C name finds the kernel too"
+    );
 }
 
 #[test]
@@ -163,21 +186,32 @@ fn the_cuda_c_is_available_to_users() {
 fn generated_structs_have_the_device_layout() {
     let module = unpack_mixed_program().module().unwrap();
     for (name, size, align, offsets) in [
-        ("mixed", size_of::<Mixed>(), align_of::<Mixed>(), vec![
-            std::mem::offset_of!(Mixed, tag),
-            std::mem::offset_of!(Mixed, weight),
-            std::mem::offset_of!(Mixed, position),
-            std::mem::offset_of!(Mixed, count),
-            std::mem::offset_of!(Mixed, color),
-        ]),
-        ("pair", size_of::<Pair>(), align_of::<Pair>(), vec![
-            std::mem::offset_of!(Pair, x),
-            std::mem::offset_of!(Pair, y),
-        ]),
+        (
+            "mixed",
+            size_of::<Mixed>(),
+            align_of::<Mixed>(),
+            vec![
+                std::mem::offset_of!(Mixed, tag),
+                std::mem::offset_of!(Mixed, weight),
+                std::mem::offset_of!(Mixed, position),
+                std::mem::offset_of!(Mixed, count),
+                std::mem::offset_of!(Mixed, color),
+            ],
+        ),
+        (
+            "pair",
+            size_of::<Pair>(),
+            align_of::<Pair>(),
+            vec![std::mem::offset_of!(Pair, x), std::mem::offset_of!(Pair, y)],
+        ),
     ] {
         let def = module.struct_def(name).unwrap();
         assert_eq!((size, align), (def.size, def.align), "{name}");
-        assert_eq!(offsets, def.fields.iter().map(|f| f.offset).collect::<Vec<_>>(), "{name}");
+        assert_eq!(
+            offsets,
+            def.fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+            "{name}"
+        );
     }
     assert_eq!((size_of::<Mixed>(), align_of::<Mixed>()), (48, 16));
     assert_eq!(Pair::new(1, 2), Pair { x: 1, y: 2 });
@@ -196,7 +230,13 @@ fn structs_pass_by_value_and_through_pointers() {
             assert_eq!(out[i], Pair::new(100 + i as i32, 3 * i as i32));
         }
 
-        let m = Mixed::new(-5, 2.5, chorus::Float3::new(1.0, 2.0, 3.0), 7, chorus::Float4::new(0.0, 0.0, 0.0, 9.0));
+        let m = Mixed::new(
+            -5,
+            2.5,
+            chorus::Float3::new(1.0, 2.0, 3.0),
+            7,
+            chorus::Float4::new(0.0, 0.0, 0.0, 9.0),
+        );
         let mut values = MemoryBlock::<f64>::alloc(5)?;
         let mut flags = MemoryBlock::<chorus::Bool8>::alloc(1)?;
         unpack_mixed_program().set_global_ref("scale", 2.0f32)?;
@@ -218,22 +258,63 @@ fn launch_arguments_are_checked_against_the_kernel() {
         let ints = MemoryBlock::<i32>::alloc(4)?;
         let launch = || Launch::grid(1).block(4);
 
-        let few = program.launch("vec-add-kernel", &[floats.as_arg()], launch()).unwrap_err();
-        assert!(few.to_string().contains("takes 4 arguments, got 1"), "{few}");
+        let few = program
+            .launch("vec-add-kernel", &[floats.as_arg()], launch())
+            .unwrap_err();
+        assert!(
+            few.to_string().contains("takes 4 arguments, got 1"),
+            "{few}"
+        );
 
-        let args = [floats.as_arg(), ints.as_arg(), floats.as_arg(), Arg::value(4i32)];
-        let wrong = program.launch("vec-add-kernel", &args, launch()).unwrap_err().to_string();
-        assert!(wrong.contains("argument 2 (`b`)") && wrong.contains("expected float*"), "{wrong}");
+        let args = [
+            floats.as_arg(),
+            ints.as_arg(),
+            floats.as_arg(),
+            Arg::value(4i32),
+        ];
+        let wrong = program
+            .launch("vec-add-kernel", &args, launch())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("argument 2 (`b`)") && wrong.contains("expected float*"),
+            "{wrong}"
+        );
 
-        let args = [floats.as_arg(), floats.as_arg(), floats.as_arg(), Arg::value(4u32)];
-        let wrong = program.launch("vec-add-kernel", &args, launch()).unwrap_err().to_string();
-        assert!(wrong.contains("argument 4 (`n`)") && wrong.contains("a uint value"), "{wrong}");
+        let args = [
+            floats.as_arg(),
+            floats.as_arg(),
+            floats.as_arg(),
+            Arg::value(4u32),
+        ];
+        let wrong = program
+            .launch("vec-add-kernel", &args, launch())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("argument 4 (`n`)") && wrong.contains("a uint value"),
+            "{wrong}"
+        );
 
-        let args = [floats.as_arg(), floats.as_arg(), floats.as_arg(), Arg::value(4i32)];
-        let missing = program.launch("no-such-kernel", &args, launch()).unwrap_err().to_string();
-        assert!(missing.contains("no kernel named `no-such-kernel`") && missing.contains("vec-add-kernel"), "{missing}");
+        let args = [
+            floats.as_arg(),
+            floats.as_arg(),
+            floats.as_arg(),
+            Arg::value(4i32),
+        ];
+        let missing = program
+            .launch("no-such-kernel", &args, launch())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("no kernel named `no-such-kernel`")
+                && missing.contains("vec-add-kernel"),
+            "{missing}"
+        );
 
-        let zero = program.launch("vec-add-kernel", &args, Launch::grid(0).block(4)).unwrap_err();
+        let zero = program
+            .launch("vec-add-kernel", &args, Launch::grid(0).block(4))
+            .unwrap_err();
         assert!(matches!(zero, Error::InvalidLaunch(_)), "{zero}");
         Ok(())
     })
@@ -242,10 +323,22 @@ fn launch_arguments_are_checked_against_the_kernel() {
 #[test]
 fn globals_are_typed() {
     on_cpu(|| {
-        let wrong = unpack_mixed_program().set_global_ref("scale", 1i32).unwrap_err().to_string();
-        assert!(wrong.contains("global `scale` is float, not int"), "{wrong}");
-        let missing = unpack_mixed_program().global_ref::<f32>("nope").unwrap_err().to_string();
-        assert!(missing.contains("no global named `nope`") && missing.contains("scale"), "{missing}");
+        let wrong = unpack_mixed_program()
+            .set_global_ref("scale", 1i32)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("global `scale` is float, not int"),
+            "{wrong}"
+        );
+        let missing = unpack_mixed_program()
+            .global_ref::<f32>("nope")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("no global named `nope`") && missing.contains("scale"),
+            "{missing}"
+        );
         Ok(())
     })
 }
@@ -266,9 +359,14 @@ fn memory_blocks_refuse_what_cannot_be_allocated() {
 
 #[test]
 fn programs_from_text_report_errors_with_their_spans() {
-    let error = Program::new("(defkernel k (void ((a float*)))\n  (set (aref a 0) undefined-thing))", "k.lisp")
-        .unwrap_err();
-    let Error::Lang(lang) = &error else { panic!("expected a language error, got {error}") };
+    let error = Program::new(
+        "(defkernel k (void ((a float*)))\n  (set (aref a 0) undefined-thing))",
+        "k.lisp",
+    )
+    .unwrap_err();
+    let Error::Lang(lang) = &error else {
+        panic!("expected a language error, got {error}")
+    };
     assert_eq!((&*lang.span.file, lang.span.line), ("k.lisp", 2));
     assert!(error.to_string().starts_with("k.lisp:2:"), "{error}");
 }
@@ -283,7 +381,11 @@ fn programs_from_text_launch_on_the_cpu() {
             "square.lisp",
         )?;
         let mut a = MemoryBlock::from_slice(&[1, 2, 3, 4, 5])?;
-        program.launch("square", &[a.as_arg(), Arg::value(5i32)], Launch::grid(1).block(8))?;
+        program.launch(
+            "square",
+            &[a.as_arg(), Arg::value(5i32)],
+            Launch::grid(1).block(8),
+        )?;
         a.sync(Direction::DeviceToHost)?;
         assert_eq!(a.as_slice(), &[1, 4, 9, 16, 25]);
         Ok(())
@@ -297,5 +399,14 @@ fn blocks_of_one_backend_are_refused_by_another() {
         vec_add_kernel(&block, &block, &block, 4, Launch::grid(1).block(4))
     })
     .unwrap_err();
-    assert!(matches!(error, Error::BackendUnavailable { backend: Backend::Metal, .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            Error::BackendUnavailable {
+                backend: Backend::Metal,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }

@@ -43,9 +43,17 @@ fn vec_add_on_the_gpu() {
     on_cuda("vec_add_on_the_gpu", || {
         for n in [1024usize, 1000] {
             let a = MemoryBlock::from_slice(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
-            let b = MemoryBlock::from_slice(&(0..n).map(|i| (2 * i) as f32 + 0.25).collect::<Vec<_>>())?;
+            let b = MemoryBlock::from_slice(
+                &(0..n).map(|i| (2 * i) as f32 + 0.25).collect::<Vec<_>>(),
+            )?;
             let mut c = MemoryBlock::<f32>::alloc(n)?;
-            vec_add_kernel(&a, &b, &mut c, n as i32, Launch::grid(n.div_ceil(256)).block(256))?;
+            vec_add_kernel(
+                &a,
+                &b,
+                &mut c,
+                n as i32,
+                Launch::grid(n.div_ceil(256)).block(256),
+            )?;
             c.sync(Direction::DeviceToHost)?;
             assert!((0..n).all(|i| c[i] == a[i] + b[i]));
             assert_eq!(c.backend(), Backend::Cuda);
@@ -74,15 +82,21 @@ fn globals_on_the_gpu() {
 fn structs_and_raw_addresses_on_the_gpu() {
     on_cuda("structs_and_raw_addresses_on_the_gpu", || {
         let n = 100;
-        let mut p = MemoryBlock::from_slice(&(0..n).map(|i| Pair::new(i, i as f64)).collect::<Vec<_>>())?;
-        let address = DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"));
+        let mut p =
+            MemoryBlock::from_slice(&(0..n).map(|i| Pair::new(i, i as f64)).collect::<Vec<_>>())?;
+        let address =
+            DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"));
         scale_pairs(address, 0.5, n, Launch::grid(4).block(32))?;
         p.sync(Direction::DeviceToHost)?;
         for i in 0..n {
             assert_eq!(p[i as usize], Pair::new(2 * i, i as f64 * 0.5));
         }
         let wrong = scale_pairs_program()
-            .launch("scale-pairs", &[p.as_arg(), Arg::value(1.0f32), Arg::value(n)], Launch::default())
+            .launch(
+                "scale-pairs",
+                &[p.as_arg(), Arg::value(1.0f32), Arg::value(n)],
+                Launch::default(),
+            )
             .unwrap_err();
         assert!(wrong.to_string().contains("expected double"), "{wrong}");
         Ok(())
@@ -93,7 +107,10 @@ fn structs_and_raw_addresses_on_the_gpu() {
 fn the_cuda_device_is_listed() {
     on_cuda("the_cuda_device_is_listed", || {
         let devices = chorus::list_devices();
-        assert!(devices.iter().any(|d| d.backend == Backend::Cuda), "{devices:?}");
+        assert!(
+            devices.iter().any(|d| d.backend == Backend::Cuda),
+            "{devices:?}"
+        );
         assert_eq!(chorus::current_device()?.backend, Backend::Cuda);
         Ok(())
     });
