@@ -67,6 +67,13 @@ chorus::defkernel! {
       (set (aref out 1) big))
 }
 
+const OVERRUN_LINE: u32 = line!() + 4;
+chorus::defkernel! {
+    (defkernel overrun (void ((a int*) (n int)))
+      (let ((i thread-idx-x))
+        (set (aref a (+ i n)) 1)))
+}
+
 fn on_cpu<R>(f: impl FnOnce() -> chorus::Result<R>) -> R {
     with_backend(Backend::Cpu, f).expect("runs on the CPU backend")
 }
@@ -409,4 +416,46 @@ fn blocks_of_one_backend_are_refused_by_another() {
         ),
         "{error}"
     );
+}
+
+#[test]
+fn streams_belong_to_their_backend() {
+    on_cpu(|| {
+        let stream = chorus::Stream::new()?;
+        assert_eq!(stream.backend(), Backend::Cpu);
+        let a = MemoryBlock::from_slice(&[1.0f32, 2.0])?;
+        let mut c = MemoryBlock::<f32>::alloc(2)?;
+        vec_add_kernel(&a, &a, &c, 2, Launch::grid(1).block(2).stream(&stream))?;
+        stream.synchronize()?;
+        chorus::synchronize()?;
+        c.sync(Direction::DeviceToHost)?;
+        assert_eq!(c.as_slice(), &[2.0, 4.0]);
+        assert_eq!(chorus::current_device()?.backend, Backend::Cpu);
+        Ok(())
+    })
+}
+
+#[test]
+fn a_program_loads_before_its_first_launch() {
+    on_cpu(|| {
+        let program = Program::new("(defkernel k (void ((a int*))) (set (aref a 0) 5))", "k.lisp")?;
+        program.load()?;
+        let mut a = MemoryBlock::<i32>::alloc(1)?;
+        program.launch("k", &[a.as_arg()], Launch::default())?;
+        a.sync(Direction::DeviceToHost)?;
+        assert_eq!(a[0], 5);
+        Ok(())
+    })
+}
+
+#[test]
+fn run_time_faults_name_the_rust_source_position() {
+    let error = with_backend(Backend::Cpu, || {
+        let a = MemoryBlock::<i32>::alloc(4)?;
+        overrun(&a, 2, Launch::grid(1).block(4))
+    })
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, Error::Cpu(_)), "{message}");
+    assert!(message.contains(&format!("cpu.rs:{OVERRUN_LINE}:")), "{message}");
 }
