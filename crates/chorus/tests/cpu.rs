@@ -438,7 +438,10 @@ fn streams_belong_to_their_backend() {
 #[test]
 fn a_program_loads_before_its_first_launch() {
     on_cpu(|| {
-        let program = Program::new("(defkernel k (void ((a int*))) (set (aref a 0) 5))", "k.lisp")?;
+        let program = Program::new(
+            "(defkernel k (void ((a int*))) (set (aref a 0) 5))",
+            "k.lisp",
+        )?;
         program.load()?;
         let mut a = MemoryBlock::<i32>::alloc(1)?;
         program.launch("k", &[a.as_arg()], Launch::default())?;
@@ -457,5 +460,8 @@ fn run_time_faults_name_the_rust_source_position() {
     .unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, Error::Cpu(_)), "{message}");
-    assert!(message.contains(&format!("cpu.rs:{OVERRUN_LINE}:")), "{message}");
+    assert!(
+        message.contains(&format!("cpu.rs:{OVERRUN_LINE}:")),
+        "{message}"
+    );
 }
