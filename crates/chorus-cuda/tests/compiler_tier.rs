@@ -7,6 +7,7 @@
 //! passes, unless the environment variable `CI` is set: then it fails, since CI installs nvcc.
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
+use chorus_lang::Type;
 use chorus_lang::cuda::{Header, generate};
 use chorus_lang::ir::{FunctionKind, GlobalQualifier};
 use std::path::{Path, PathBuf};
@@ -14,10 +15,18 @@ use std::sync::Mutex;
 
 const ARCH: &str = "-arch=sm_90";
 
-/// The kernel files the tier compiles, sorted.
-fn kernel_files() -> Vec<PathBuf> {
+/// A kernel module to compile: its name (a file name) and its text.
+#[derive(Debug)]
+struct Source {
+    name: String,
+    text: String,
+}
+
+/// The kernel files the tier compiles, sorted, then a generated module with one kernel per
+/// signature of the checker's built-in table.
+fn kernel_sources() -> Vec<Source> {
     let lang = Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-lang/tests");
-    let mut files = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
     for dir in ["cuda", "corpus"] {
         let Ok(entries) = std::fs::read_dir(lang.join(dir)) else {
             continue;
@@ -29,7 +38,71 @@ fn kernel_files() -> Vec<PathBuf> {
         );
     }
     files.sort();
-    files
+    let mut sources: Vec<Source> = files
+        .iter()
+        .map(|path| Source {
+            name: path.file_name().unwrap().to_string_lossy().into_owned(),
+            text: std::fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        })
+        .collect();
+    // cuRAND's signatures on their own, so that a toolkit without cuRAND still checks the rest.
+    for (name, curand) in [
+        ("every-signature.lisp", false),
+        ("every-curand-signature.lisp", true),
+    ] {
+        sources.push(Source {
+            name: name.into(),
+            text: every_signature_module(curand),
+        });
+    }
+    sources
+}
+
+/// One kernel per signature of the checker's table (`(+ int int)`, `(atomic-cas uint16* uint16
+/// uint16)` …), those of cuRAND or all the others: each argument is read from a pointer
+/// parameter (or is the pointer parameter), and the result is stored through one.
+fn every_signature_module(curand: bool) -> String {
+    let mut text = String::new();
+    let mut n = 0;
+    for name in chorus_lang::check::builtins::names() {
+        for signature in chorus_lang::check::builtins::signatures(name) {
+            let uses_curand = signature
+                .params
+                .iter()
+                .any(|p| p.to_string().starts_with("curand"));
+            if uses_curand != curand {
+                continue;
+            }
+            let mut params = Vec::new();
+            let mut args = Vec::new();
+            for (i, ty) in signature.params.iter().enumerate() {
+                if ty.pointer_depth() > 0 {
+                    params.push(format!("(p{i} {ty})"));
+                    args.push(format!("p{i}"));
+                } else {
+                    params.push(format!("(p{i} {ty}*)"));
+                    args.push(format!("(aref p{i} 0)"));
+                }
+            }
+            let call = format!(
+                "({name}{})",
+                args.iter().map(|a| format!(" {a}")).collect::<String>()
+            );
+            let body = if signature.result == Type::Void {
+                call
+            } else {
+                params.push(format!("(out {}*)", signature.result));
+                format!("(set (aref out 0) {call})")
+            };
+            text.push_str(&format!(
+                "(defkernel sig-{n} (void ({})) {body})\n",
+                params.join(" ")
+            ));
+            n += 1;
+        }
+    }
+    text
 }
 
 /// True when the toolkit of `nvcc` has `header` (the PyPI wheels ship cuRAND's headers in a
@@ -57,13 +130,9 @@ enum Outcome {
     Failed(String),
 }
 
-fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
-    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
-    };
-    let module = match chorus_lang::compile_str(&text, &path.display().to_string()) {
+fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
+    let name = source.name.trim_end_matches(".lisp");
+    let module = match chorus_lang::compile_str(&source.text, &source.name) {
         Ok(module) => module,
         Err(e) => return Outcome::Failed(format!("the checker rejects it: {e}")),
     };
@@ -79,7 +148,7 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
         }
     }
     let options = [ARCH.to_string()];
-    let ptx = match nvcc_compile(&source.code, &name, ImageKind::Ptx, &options) {
+    let ptx = match nvcc_compile(&source.code, name, ImageKind::Ptx, &options) {
         Ok(ptx) => String::from_utf8_lossy(&ptx).into_owned(),
         Err(e) => return Outcome::Failed(format!("PTX: {e}\n{}", source.code)),
     };
@@ -107,7 +176,7 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
             return Outcome::Failed(format!("no PTX variable `{}`", global.c_name));
         }
     }
-    match nvcc_compile(&source.code, &name, ImageKind::Cubin, &options) {
+    match nvcc_compile(&source.code, name, ImageKind::Cubin, &options) {
         Ok(cubin) if cubin.starts_with(b"\x7fELF") => {}
         Ok(_) => return Outcome::Failed("the cubin is not an ELF image".into()),
         Err(e) => return Outcome::Failed(format!("cubin: {e}")),
@@ -126,7 +195,7 @@ fn compile_one(path: &Path, nvcc: &Path) -> Outcome {
                 }
             }
         }
-        if let Err(e) = nvrtc_compile(&source.code, &name, ImageKind::Ptx, &options) {
+        if let Err(e) = nvrtc_compile(&source.code, name, ImageKind::Ptx, &options) {
             return Outcome::Failed(format!("NVRTC: {e}"));
         }
     }
@@ -161,7 +230,7 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
         println!("compiler tier skipped: no nvcc ({looked})");
         return;
     };
-    let files = kernel_files();
+    let files = kernel_sources();
     assert!(
         files.len() >= 20,
         "expected the printer's kernel files, found {files:?}"
@@ -175,11 +244,11 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
         for _ in 0..threads {
             scope.spawn(|| {
                 loop {
-                    let Some(path) = next.lock().unwrap().next() else {
+                    let Some(source) = next.lock().unwrap().next() else {
                         break;
                     };
-                    let outcome = compile_one(path, &nvcc);
-                    results.lock().unwrap().push((path.clone(), outcome));
+                    let outcome = compile_one(source, &nvcc);
+                    results.lock().unwrap().push((source.name.clone(), outcome));
                 }
             });
         }
@@ -188,8 +257,7 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
     results.sort_by(|a, b| a.0.cmp(&b.0));
     let mut failures = Vec::new();
     let mut compiled = 0;
-    for (path, outcome) in &results {
-        let name = path.file_name().unwrap().to_string_lossy();
+    for (name, outcome) in &results {
         match outcome {
             Outcome::Compiled => compiled += 1,
             Outcome::Skipped(reason) => println!("compiler tier: {name} skipped: {reason}"),
@@ -201,8 +269,14 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
     } else {
         " (NVRTC not found: not tried)"
     };
+    let signatures: usize = files
+        .iter()
+        .filter(|s| s.name.starts_with("every-"))
+        .map(|s| s.text.matches("(defkernel").count())
+        .sum();
     println!(
-        "compiler tier: {compiled} of {} modules compiled to PTX and cubin ({ARCH}) with {}{nvrtc}",
+        "compiler tier: {compiled} of {} modules (two of them with a kernel for each \
+         of the {signatures} built-in signatures) compiled to PTX and cubin ({ARCH}) with {}{nvrtc}",
         results.len(),
         nvcc.display()
     );
