@@ -5,8 +5,8 @@ use crate::bytecode::*;
 use crate::curand;
 use crate::error::Error;
 use crate::memory::{
-    AccessError, DYNAMIC_SHARED_ID, OFFSET_MASK, Region, STATIC_SHARED_BASE, THREAD_LOCAL_BASE,
-    encode, offset_pointer, pointer_id, zeroed_words,
+    AccessError, DYNAMIC_SHARED_ID, OFFSET_BITS, OFFSET_MASK, Region, STATIC_SHARED_BASE,
+    THREAD_LOCAL_BASE, encode, offset_pointer, pointer_id, zeroed_words,
 };
 use crate::printf;
 use crate::value::{Kind, canon, convert, from_f32, from_raw, to_f32, to_f64};
@@ -302,8 +302,19 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
     let n_warps = threads.div_ceil(32);
     let prog = launch.program;
     let kernel = &prog.functions[launch.kernel as usize];
-    while worker.warps.len() < n_warps {
-        worker.warps.push(Warp::new());
+    if worker.warps.len() < n_warps {
+        // Thread indexes depend only on the block shape, which is fixed for the launch.
+        for wi in worker.warps.len()..n_warps {
+            let mut w = Warp::new();
+            for l in 0..32 {
+                let t = (wi * 32 + l) as u32;
+                w.linear[l] = t;
+                w.tid[0][l] = (t % bx) as u64;
+                w.tid[1][l] = (t / bx % by) as u64;
+                w.tid[2][l] = (t / (bx * by)) as u64;
+            }
+            worker.warps.push(w);
+        }
     }
     for (wi, w) in worker.warps.iter_mut().enumerate().take(n_warps) {
         w.func = launch.kernel;
@@ -314,18 +325,12 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
         w.parked = 0;
         w.frames.clear();
         w.status = Status::Ready;
-        let mut exec = 0;
-        for l in 0..32 {
-            let t = wi * 32 + l;
-            if t < threads {
-                exec |= 1 << l;
-            }
-            let t = t as u32;
-            w.linear[l] = t;
-            w.tid[0][l] = (t % bx) as u64;
-            w.tid[1][l] = (t / bx % by) as u64;
-            w.tid[2][l] = (t / (bx * by)) as u64;
-        }
+        let first = wi * 32;
+        let exec = if threads - first >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << (threads - first)) - 1
+        };
         w.exec = exec;
         w.entry_exec = exec;
         let need = kernel.n_regs as usize;
@@ -425,15 +430,20 @@ impl BlockCtx<'_> {
                     Ok(())
                 }
                 Op::Copy { dst, src } => {
-                    reg!(*dst) = reg!(*src);
+                    let (d, s) = (rb + *dst as usize, rb + *src as usize);
+                    w.regs.copy_within(s..s + 1, d);
                     Ok(())
                 }
                 Op::CopyMasked { dst, src } => {
-                    let s = reg!(*src);
-                    let d = &mut reg!(*dst);
-                    for l in 0..32 {
-                        if exec >> l & 1 != 0 {
-                            d[l] = s[l];
+                    let (d, s) = (rb + *dst as usize, rb + *src as usize);
+                    if exec == u32::MAX {
+                        w.regs.copy_within(s..s + 1, d);
+                    } else {
+                        let s = w.regs[s];
+                        let d = &mut w.regs[d];
+                        for l in 0..32 {
+                            let keep = (((exec >> l) & 1) as u64).wrapping_sub(1);
+                            d[l] = (s[l] & !keep) | (d[l] & keep);
                         }
                     }
                     Ok(())
@@ -457,9 +467,8 @@ impl BlockCtx<'_> {
                     Ok(())
                 }
                 Op::Unary { op, kind, dst, a } => {
-                    let x = reg!(*a);
                     let mut d = [0; 32];
-                    let r = unary_lanes(*op, *kind, &x, &mut d, exec);
+                    let r = unary_lanes(*op, *kind, &reg!(*a), &mut d, exec);
                     reg!(*dst) = d;
                     r
                 }
@@ -470,9 +479,8 @@ impl BlockCtx<'_> {
                     a,
                     b,
                 } => {
-                    let (x, y) = (reg!(*a), reg!(*b));
                     let mut d = [0; 32];
-                    let r = binary_lanes(*op, *kind, &x, &y, &mut d, exec);
+                    let r = binary_lanes(*op, *kind, &reg!(*a), &reg!(*b), &mut d, exec);
                     reg!(*dst) = d;
                     r
                 }
@@ -501,11 +509,12 @@ impl BlockCtx<'_> {
                     Ok(())
                 }
                 Op::Convert { from, to, dst, src } => {
-                    let x = reg!(*src);
-                    let d = &mut reg!(*dst);
+                    let mut d = [0; 32];
+                    let x = &reg!(*src);
                     for l in 0..32 {
                         d[l] = convert(*from, *to, x[l]);
                     }
+                    reg!(*dst) = d;
                     Ok(())
                 }
                 Op::PtrIndex {
@@ -515,17 +524,19 @@ impl BlockCtx<'_> {
                     index_kind,
                     stride,
                 } => {
-                    let (p, i) = (reg!(*base), reg!(*index));
-                    let signed = index_kind.is_signed();
-                    let d = &mut reg!(*dst);
-                    for l in 0..32 {
-                        let idx = if signed {
-                            i[l] as i64
-                        } else {
-                            i[l].min(i64::MAX as u64) as i64
-                        };
-                        d[l] = offset_pointer(p[l], idx.wrapping_mul(*stride));
+                    let mut d = [0; 32];
+                    let (p, i) = (&reg!(*base), &reg!(*index));
+                    if index_kind.is_signed() {
+                        for l in 0..32 {
+                            d[l] = offset_pointer(p[l], (i[l] as i64).wrapping_mul(*stride));
+                        }
+                    } else {
+                        for l in 0..32 {
+                            let index = i[l].min(i64::MAX as u64) as i64;
+                            d[l] = offset_pointer(p[l], index.wrapping_mul(*stride));
+                        }
                     }
+                    reg!(*dst) = d;
                     Ok(())
                 }
                 Op::PtrAdd { dst, base, bytes } => {
@@ -551,9 +562,9 @@ impl BlockCtx<'_> {
                     kind,
                     offset,
                 } => {
-                    let a = reg!(*addr);
-                    let mut d = reg!(*dst);
-                    let r = self.load_lanes(&a, *kind, *offset, &mut d, exec);
+                    // Loads always target a fresh temporary: inactive lanes need no value.
+                    let mut d = [0; 32];
+                    let r = self.load_lanes(&reg!(*addr), *kind, *offset, &mut d, exec);
                     reg!(*dst) = d;
                     r
                 }
@@ -562,10 +573,7 @@ impl BlockCtx<'_> {
                     src,
                     kind,
                     offset,
-                } => {
-                    let (a, s) = (reg!(*addr), reg!(*src));
-                    self.store_lanes(&a, &s, *kind, *offset, exec)
-                }
+                } => self.store_lanes(&reg!(*addr), &reg!(*src), *kind, *offset, exec),
                 Op::Jump { target } => {
                     w.pc = *target;
                     Ok(())
@@ -920,21 +928,88 @@ impl BlockCtx<'_> {
         d: &mut Lanes,
         exec: u32,
     ) -> Result<(), Fault> {
-        let mut cached: Option<(u32, Region<'_>)> = None;
+        match kind.size() {
+            1 => self.load_sized::<1>(addr, offset, d, exec)?,
+            2 => self.load_sized::<2>(addr, offset, d, exec)?,
+            4 => self.load_sized::<4>(addr, offset, d, exec)?,
+            _ => self.load_sized::<8>(addr, offset, d, exec)?,
+        }
+        if kind.is_signed() || matches!(kind, Kind::Bool | Kind::Fp4) {
+            for v in d.iter_mut() {
+                *v = from_raw(kind, *v);
+            }
+        }
+        Ok(())
+    }
+
+    /// The region of lane `l`'s pointer `p`, reusing the previous lane's when it is the same.
+    #[inline(always)]
+    fn lane_region<'r>(
+        &'r self,
+        p: u64,
+        l: u32,
+        cached: &mut Option<(u32, Region<'r>)>,
+    ) -> Result<Region<'r>, Fault> {
+        let id = pointer_id(p);
+        match *cached {
+            Some((cid, r)) if cid == id => Ok(r),
+            _ => {
+                let (r, _) = self.memory.resolve(p, l)?;
+                *cached = Some((id, r));
+                Ok(r)
+            }
+        }
+    }
+
+    /// For a full warp whose pointers all fall, aligned, inside one allocation (the common,
+    /// coalesced case): that allocation, checked once for all lanes.
+    #[inline(always)]
+    fn uniform_region<const N: usize>(
+        &self,
+        addr: &Lanes,
+        offset: u32,
+        exec: u32,
+    ) -> Option<Region<'_>> {
+        if exec != u32::MAX {
+            return None;
+        }
+        let id = addr[0] >> OFFSET_BITS;
+        let mut same = true;
+        let mut max = 0;
+        let mut bits = 0;
+        for p in addr {
+            same &= p >> OFFSET_BITS == id;
+            let off = (p & OFFSET_MASK) + offset as u64;
+            max = max.max(off);
+            bits |= off;
+        }
+        let region = self.memory.region(id as u32)?;
+        (same && bits & (N as u64 - 1) == 0 && max + N as u64 <= region.len as u64)
+            .then_some(region)
+    }
+
+    #[inline(always)]
+    fn load_sized<const N: usize>(
+        &self,
+        addr: &Lanes,
+        offset: u32,
+        d: &mut Lanes,
+        exec: u32,
+    ) -> Result<(), Fault> {
+        if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
+            for l in 0..32 {
+                // Checked above: in bounds and aligned for every lane.
+                d[l] = region.load_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64);
+            }
+            return Ok(());
+        }
+        let mut cached = None;
         for l in lanes_of(exec) {
             let p = addr[l as usize];
-            let id = pointer_id(p);
-            let region = match cached {
-                Some((cid, r)) if cid == id => r,
-                _ => {
-                    let (r, _) = self.memory.resolve(p, l)?;
-                    cached = Some((id, r));
-                    r
-                }
-            };
+            let region = self.lane_region(p, l, &mut cached)?;
             let off = (p & OFFSET_MASK) + offset as u64;
             d[l as usize] = region
-                .load(off, kind)
+                .load_raw::<N>(off)
                 .map_err(|e| access_fault(l, "read", e))?;
         }
         Ok(())
@@ -949,21 +1024,36 @@ impl BlockCtx<'_> {
         offset: u32,
         exec: u32,
     ) -> Result<(), Fault> {
-        let mut cached: Option<(u32, Region<'_>)> = None;
+        match kind.size() {
+            1 => self.store_sized::<1>(addr, src, offset, exec),
+            2 => self.store_sized::<2>(addr, src, offset, exec),
+            4 => self.store_sized::<4>(addr, src, offset, exec),
+            _ => self.store_sized::<8>(addr, src, offset, exec),
+        }
+    }
+
+    #[inline(always)]
+    fn store_sized<const N: usize>(
+        &self,
+        addr: &Lanes,
+        src: &Lanes,
+        offset: u32,
+        exec: u32,
+    ) -> Result<(), Fault> {
+        if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
+            for l in 0..32 {
+                // Checked above: in bounds and aligned for every lane.
+                region.store_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64, src[l]);
+            }
+            return Ok(());
+        }
+        let mut cached = None;
         for l in lanes_of(exec) {
             let p = addr[l as usize];
-            let id = pointer_id(p);
-            let region = match cached {
-                Some((cid, r)) if cid == id => r,
-                _ => {
-                    let (r, _) = self.memory.resolve(p, l)?;
-                    cached = Some((id, r));
-                    r
-                }
-            };
+            let region = self.lane_region(p, l, &mut cached)?;
             let off = (p & OFFSET_MASK) + offset as u64;
             region
-                .store(off, kind, src[l as usize])
+                .store_raw::<N>(off, src[l as usize])
                 .map_err(|e| access_fault(l, "write", e))?;
         }
         Ok(())
@@ -1360,6 +1450,28 @@ fn unary_lanes(op: UnOp, kind: Kind, x: &Lanes, d: &mut Lanes, exec: u32) -> Res
     Ok(())
 }
 
+/// `canon` over a whole register, with the type's test outside the lane loop.
+#[inline(always)]
+fn canon_lanes(kind: Kind, d: &mut Lanes) {
+    macro_rules! each {
+        ($f:expr) => {
+            for v in d.iter_mut() {
+                *v = $f(*v);
+            }
+        };
+    }
+    match kind {
+        Kind::I8 => each!(|v| v as i8 as i64 as u64),
+        Kind::U8 => each!(|v| v as u8 as u64),
+        Kind::I16 => each!(|v| v as i16 as i64 as u64),
+        Kind::U16 => each!(|v| v as u16 as u64),
+        Kind::I32 => each!(|v| v as i32 as i64 as u64),
+        Kind::U32 => each!(|v| v as u32 as u64),
+        Kind::Bool => each!(|v| (v != 0) as u64),
+        _ => {}
+    }
+}
+
 macro_rules! map2 {
     ($d:ident, $x:ident, $y:ident, |$a:ident, $b:ident| $e:expr) => {
         for l in 0..32 {
@@ -1428,9 +1540,19 @@ fn binary_lanes(
             let signed = k.is_signed();
             let width = k.shift_width();
             match op {
-                BinOp::Add => map2!(d, x, y, |a, b| canon(k, a.wrapping_add(b))),
-                BinOp::Sub => map2!(d, x, y, |a, b| canon(k, a.wrapping_sub(b))),
-                BinOp::Mul => map2!(d, x, y, |a, b| canon(k, a.wrapping_mul(b))),
+                // Wrapping in 64 bits, then one truncation pass for the type's width.
+                BinOp::Add => {
+                    map2!(d, x, y, |a, b| a.wrapping_add(b));
+                    canon_lanes(k, d);
+                }
+                BinOp::Sub => {
+                    map2!(d, x, y, |a, b| a.wrapping_sub(b));
+                    canon_lanes(k, d);
+                }
+                BinOp::Mul => {
+                    map2!(d, x, y, |a, b| a.wrapping_mul(b));
+                    canon_lanes(k, d);
+                }
                 BinOp::Div if signed => {
                     map2!(d, x, y, |a, b| if b == 0 {
                         0

@@ -100,39 +100,41 @@ impl<'a> Region<'a> {
                 len: self.len,
             });
         }
-        if !offset.is_multiple_of(size as u64) {
+        // Sizes are powers of two.
+        if offset & (size as u64 - 1) != 0 {
             return Err(AccessError::Misaligned { offset, size });
         }
         // In bounds of `words`, whose storage is 8-aligned: the address is aligned to `size`.
         Ok(unsafe { self.words.as_ptr().cast::<u8>().add(offset as usize) as *mut u8 })
     }
 
-    /// Loads a leaf in canonical form.
+    /// Loads the `N` (1, 2, 4 or 8) bytes at `offset`, zero-extended.
     #[inline(always)]
-    pub(crate) fn load(&self, offset: u64, kind: Kind) -> Result<u64, AccessError> {
-        let size = kind.size();
-        let p = self.check(offset, size)?;
-        // SAFETY: `p` is in bounds and aligned to `size` (checked), the storage is atomic words
+    pub(crate) fn load_raw<const N: usize>(&self, offset: u64) -> Result<u64, AccessError> {
+        let p = self.check(offset, N)?;
+        // SAFETY: `p` is in bounds and aligned to `N` (checked), the storage is atomic words
         // that live as long as `self`, and every access to it is atomic.
-        let raw = unsafe {
-            match size {
+        Ok(unsafe {
+            match N {
                 1 => AtomicU8::from_ptr(p).load(Relaxed) as u64,
                 2 => AtomicU16::from_ptr(p.cast()).load(Relaxed) as u64,
                 4 => AtomicU32::from_ptr(p.cast()).load(Relaxed) as u64,
                 _ => AtomicU64::from_ptr(p.cast()).load(Relaxed),
             }
-        };
-        Ok(from_raw(kind, raw))
+        })
     }
 
-    /// Stores the low `kind.size()` bytes of a leaf.
+    /// Stores the low `N` (1, 2, 4 or 8) bytes of `bits` at `offset`.
     #[inline(always)]
-    pub(crate) fn store(&self, offset: u64, kind: Kind, bits: u64) -> Result<(), AccessError> {
-        let size = kind.size();
-        let p = self.check(offset, size)?;
-        // SAFETY: as in `load`.
+    pub(crate) fn store_raw<const N: usize>(
+        &self,
+        offset: u64,
+        bits: u64,
+    ) -> Result<(), AccessError> {
+        let p = self.check(offset, N)?;
+        // SAFETY: as in `load_raw`.
         unsafe {
-            match size {
+            match N {
                 1 => AtomicU8::from_ptr(p).store(bits as u8, Relaxed),
                 2 => AtomicU16::from_ptr(p.cast()).store(bits as u16, Relaxed),
                 4 => AtomicU32::from_ptr(p.cast()).store(bits as u32, Relaxed),
@@ -140,6 +142,59 @@ impl<'a> Region<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `load_raw` for an offset the caller has checked: in bounds and aligned to `N`.
+    #[inline(always)]
+    pub(crate) fn load_raw_unchecked<const N: usize>(&self, offset: u64) -> u64 {
+        debug_assert!(offset + N as u64 <= self.len as u64 && offset.is_multiple_of(N as u64));
+        // SAFETY: the caller checked bounds and alignment; the bytes lie inside `words`.
+        unsafe {
+            let p = self.words.as_ptr().cast::<u8>().add(offset as usize) as *mut u8;
+            match N {
+                1 => AtomicU8::from_ptr(p).load(Relaxed) as u64,
+                2 => AtomicU16::from_ptr(p.cast()).load(Relaxed) as u64,
+                4 => AtomicU32::from_ptr(p.cast()).load(Relaxed) as u64,
+                _ => AtomicU64::from_ptr(p.cast()).load(Relaxed),
+            }
+        }
+    }
+
+    /// `store_raw` for an offset the caller has checked: in bounds and aligned to `N`.
+    #[inline(always)]
+    pub(crate) fn store_raw_unchecked<const N: usize>(&self, offset: u64, bits: u64) {
+        debug_assert!(offset + N as u64 <= self.len as u64 && offset.is_multiple_of(N as u64));
+        // SAFETY: the caller checked bounds and alignment; the bytes lie inside `words`.
+        unsafe {
+            let p = self.words.as_ptr().cast::<u8>().add(offset as usize) as *mut u8;
+            match N {
+                1 => AtomicU8::from_ptr(p).store(bits as u8, Relaxed),
+                2 => AtomicU16::from_ptr(p.cast()).store(bits as u16, Relaxed),
+                4 => AtomicU32::from_ptr(p.cast()).store(bits as u32, Relaxed),
+                _ => AtomicU64::from_ptr(p.cast()).store(bits, Relaxed),
+            }
+        }
+    }
+
+    /// Loads a leaf in canonical form.
+    pub(crate) fn load(&self, offset: u64, kind: Kind) -> Result<u64, AccessError> {
+        let raw = match kind.size() {
+            1 => self.load_raw::<1>(offset)?,
+            2 => self.load_raw::<2>(offset)?,
+            4 => self.load_raw::<4>(offset)?,
+            _ => self.load_raw::<8>(offset)?,
+        };
+        Ok(from_raw(kind, raw))
+    }
+
+    /// Stores the low `kind.size()` bytes of a leaf.
+    pub(crate) fn store(&self, offset: u64, kind: Kind, bits: u64) -> Result<(), AccessError> {
+        match kind.size() {
+            1 => self.store_raw::<1>(offset, bits),
+            2 => self.store_raw::<2>(offset, bits),
+            4 => self.store_raw::<4>(offset, bits),
+            _ => self.store_raw::<8>(offset, bits),
+        }
     }
 
     /// The 32-bit atomic at `offset`.

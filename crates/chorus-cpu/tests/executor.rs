@@ -1,0 +1,386 @@
+//! Behaviour of the CPU executor that the shared corpus cannot check: faults, refusals, launch
+//! validation, `printf` output, host access to globals, and coverage of the checker's overload
+//! table.
+
+use chorus_cpu::{CpuModule, DeviceBuffer, Error, KernelArg, LaunchConfig};
+use chorus_lang::types::Type;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+fn module(text: &str) -> CpuModule {
+    let ir = chorus_lang::compile_str(text, "test.lisp").unwrap_or_else(|e| panic!("{e}"));
+    CpuModule::new(Arc::new(ir)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn prepare(text: &str) -> Result<CpuModule, Error> {
+    let ir = chorus_lang::compile_str(text, "test.lisp").unwrap_or_else(|e| panic!("{e}"));
+    CpuModule::new(Arc::new(ir))
+}
+
+/// A writer that keeps what it is given.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("capture lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn out_of_bounds_reads_name_kernel_thread_and_index() {
+    let m = module(
+        "(defkernel copy (void ((a float*) (b float*) (n int)))
+           (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))
+             (set (aref b i) (aref a (+ i 1)))))",
+    );
+    let a = DeviceBuffer::from_slice(&[0.0f32; 64]).unwrap();
+    let b = DeviceBuffer::alloc(64 * 4).unwrap();
+    let err = m
+        .launch(
+            "copy",
+            &LaunchConfig::linear(2, 32),
+            &[
+                KernelArg::Buffer(&a),
+                KernelArg::Buffer(&b),
+                KernelArg::value(64i32),
+            ],
+        )
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            Error::Fault {
+                block: [1, 0, 0],
+                thread: [31, 0, 0],
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("kernel `copy`")
+            && text.contains("element index 64")
+            && text.contains("read"),
+        "{text}"
+    );
+    assert!(text.starts_with("test.lisp:3:"), "{text}");
+}
+
+#[test]
+fn integer_division_by_zero_is_a_fault_not_a_panic() {
+    let m = module(
+        "(defkernel div (void ((a int*)))
+           (set (aref a thread-idx-x) (/ 100 (- thread-idx-x 3))))",
+    );
+    let a = DeviceBuffer::alloc(4 * 8).unwrap();
+    let err = m
+        .launch("div", &LaunchConfig::linear(1, 8), &[KernelArg::Buffer(&a)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Fault {
+                thread: [3, 0, 0],
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("division by zero"), "{err}");
+}
+
+#[test]
+fn runaway_recursion_is_a_fault() {
+    let m = module(
+        "(defkernel down (int ((n int))) (return (+ 1 (down (+ n 1)))))
+         (defkernel k (void ((a int*))) (set (aref a 0) (down 0)))",
+    );
+    let a = DeviceBuffer::alloc(4).unwrap();
+    let err = m
+        .launch("k", &LaunchConfig::linear(1, 1), &[KernelArg::Buffer(&a)])
+        .unwrap_err();
+    assert!(err.to_string().contains("nested deeper than"), "{err}");
+}
+
+#[test]
+fn null_pointers_fault() {
+    let m = module("(defkernel k (void ((a int*))) (set (aref a 0) 1))");
+    let err = m
+        .launch(
+            "k",
+            &LaunchConfig::linear(1, 1),
+            &[KernelArg::Value {
+                ty: Type::INT.pointer_to(),
+                bytes: vec![0; 8],
+            }],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("null pointer"), "{err}");
+}
+
+#[test]
+fn inline_asm_and_clusters_are_refused_when_prepared() {
+    let err = prepare("(defkernel k (void ((a int*))) (cuda-asm \"trap;\"))").unwrap_err();
+    assert!(
+        matches!(err, Error::Unsupported { .. }) && err.to_string().contains("cuda-asm"),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("test.lisp:1:"), "{err}");
+    let err =
+        prepare("(defkernel k (void ((a uint*))) (set (aref a 0) (cluster-rank)))").unwrap_err();
+    assert!(err.to_string().contains("cluster"), "{err}");
+    let err =
+        prepare("(defkernel k (void ((a int*))) (set (aref a 0) cluster-idx-x))").unwrap_err();
+    assert!(err.to_string().contains("cluster"), "{err}");
+}
+
+#[test]
+fn launches_are_validated_against_the_signature_and_cuda_limits() {
+    let m = module(
+        "(defkernel k (void ((a float*) (n int)))
+           (declare (launch-bounds 128))
+           (set (aref a 0) (float n)))
+         (defkernel helper (int ((x int))) (return x))",
+    );
+    let a = DeviceBuffer::alloc(4).unwrap();
+    let ok = [KernelArg::Buffer(&a), KernelArg::value(1i32)];
+    let one = LaunchConfig::linear(1, 1);
+    let msg = |r: Result<(), Error>| r.unwrap_err().to_string();
+    assert!(msg(m.launch("nope", &one, &ok)).contains("no kernel `nope`"));
+    assert!(msg(m.launch("helper", &one, &ok)).contains("device function"));
+    assert!(msg(m.launch("k", &one, &ok[..1])).contains("takes 2 argument(s), 1 were given"));
+    assert!(
+        msg(m.launch("k", &one, &[KernelArg::value(1i32), KernelArg::value(1i32)]))
+            .contains("is a `float*`, but a `int` was given")
+    );
+    assert!(
+        msg(m.launch("k", &one, &[KernelArg::Buffer(&a), KernelArg::Buffer(&a)]))
+            .contains("but a buffer was given")
+    );
+    assert!(
+        msg(m.launch(
+            "k",
+            &one,
+            &[KernelArg::Buffer(&a), KernelArg::value(1.0f32)]
+        ))
+        .contains("is a `int`, but a `float`")
+    );
+    assert!(msg(m.launch("k", &LaunchConfig::linear(0, 1), &ok)).contains("at least 1"));
+    assert!(
+        msg(m.launch(
+            "k",
+            &LaunchConfig {
+                grid: [1; 3],
+                block: [32, 32, 2],
+                shared_mem: 0
+            },
+            &ok
+        ))
+        .contains("limit of 1024")
+    );
+    assert!(msg(m.launch("k", &LaunchConfig::linear(1, 256), &ok)).contains("launch bounds"));
+    assert!(
+        msg(m.launch(
+            "k",
+            &LaunchConfig {
+                shared_mem: 1 << 20,
+                ..one
+            },
+            &ok
+        ))
+        .contains("dynamic shared memory")
+    );
+    m.launch("k", &one, &ok).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0]);
+}
+
+#[test]
+fn printf_prints_each_warp_in_lane_order() {
+    let m = module(
+        "(defkernel hello (void ((n int)))
+           (if (= (mod thread-idx-x 2) 0)
+               (printf \"%d:%03d|%.1f|%x\\n\" block-idx-x thread-idx-x (* 0.5 (float n)) (* 255 thread-idx-x))))",
+    );
+    let out = Capture::default();
+    m.set_printf_output(Box::new(out.clone()));
+    let mut m = m;
+    m.set_workers(1);
+    m.launch(
+        "hello",
+        &LaunchConfig::linear(2, 6),
+        &[KernelArg::value(3i32)],
+    )
+    .unwrap();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        text,
+        "0:000|1.5|0\n0:002|1.5|1fe\n0:004|1.5|3fc\n1:000|1.5|0\n1:002|1.5|1fe\n1:004|1.5|3fc\n"
+    );
+}
+
+#[test]
+fn globals_are_typed_on_the_host() {
+    let m = module(
+        "(defglobal x 0)
+         (defglobal v (float3 1.0 2.0 3.0) :constant)
+         (defkernel bump (void ()) (set x (+ x 1)))",
+    );
+    assert_eq!(m.global_ref::<i32>("x").unwrap(), 0);
+    m.set_global_ref("x", 41i32).unwrap();
+    m.launch("bump", &LaunchConfig::linear(1, 1), &[]).unwrap();
+    assert_eq!(m.global_ref::<i32>("x").unwrap(), 42);
+    let v: chorus_lang::host::Float3 = m.global_ref("v").unwrap();
+    assert_eq!(v, chorus_lang::host::Float3::new(1.0, 2.0, 3.0));
+    assert!(
+        m.global_ref::<f32>("x")
+            .unwrap_err()
+            .to_string()
+            .contains("is a `int`, not a `float`")
+    );
+    assert!(matches!(
+        m.global_bytes("nope"),
+        Err(Error::NoSuchGlobal(_))
+    ));
+    assert!(
+        m.set_global_bytes("x", &[0; 8])
+            .unwrap_err()
+            .to_string()
+            .contains("4 bytes")
+    );
+}
+
+#[test]
+fn warps_that_finish_early_do_not_block_a_barrier() {
+    // Warp 1 returns before the barrier the others wait at (legal since Volta).
+    let m = module(
+        "(defkernel k (void ((a int*)))
+           (with-shared-memory ((s int 96))
+             (if (and (>= thread-idx-x 32) (< thread-idx-x 64))
+                 (return))
+             (set (aref s thread-idx-x) thread-idx-x)
+             (syncthreads)
+             (set (aref a thread-idx-x) (aref s (- 95 thread-idx-x)))))",
+    );
+    let a = DeviceBuffer::from_slice(&[-1i32; 96]).unwrap();
+    m.launch("k", &LaunchConfig::linear(1, 96), &[KernelArg::Buffer(&a)])
+        .unwrap();
+    let v = a.to_vec::<i32>().unwrap();
+    assert_eq!(v[0], 95);
+    assert_eq!(v[40], -1);
+    assert_eq!(v[95], 0);
+}
+
+#[test]
+fn results_do_not_depend_on_the_number_of_workers() {
+    let text = "(defkernel k (void ((bins uint*) (out int*)))
+           (let ((i (+ (* block-idx-x block-dim-x) thread-idx-x)))
+             (atomic-add (pointer (aref bins (mod (* i 7) 13))) (uint 1))
+             (set (aref out i) (* i i))))";
+    let mut results = Vec::new();
+    for workers in [1, 3] {
+        let mut m = module(text);
+        m.set_workers(workers);
+        let bins = DeviceBuffer::alloc(13 * 4).unwrap();
+        let out = DeviceBuffer::alloc(64 * 64 * 4).unwrap();
+        m.launch(
+            "k",
+            &LaunchConfig::linear(64, 64),
+            &[KernelArg::Buffer(&bins), KernelArg::Buffer(&out)],
+        )
+        .unwrap();
+        results.push((bins.to_bytes(), out.to_bytes()));
+    }
+    assert_eq!(results[0], results[1]);
+}
+
+#[test]
+fn curand_subsequences_match_skipping_on_the_host() {
+    // Subsequence 1 with offset 0 differs from subsequence 0; offset skips are exact steps.
+    let m = module(
+        "(defkernel k (void ((s curand-state-xorwow*) (out uint*)))
+           (curand-init-xorwow 7 thread-idx-x (* 3 thread-idx-x) (pointer (aref s thread-idx-x)))
+           (set (aref out thread-idx-x) (uint (* 4294967296.0d0 (curand-uniform-double-xorwow (pointer (aref s thread-idx-x)))))))",
+    );
+    let s = DeviceBuffer::alloc(48 * 4).unwrap();
+    let out = DeviceBuffer::alloc(4 * 4).unwrap();
+    m.launch(
+        "k",
+        &LaunchConfig::linear(1, 4),
+        &[KernelArg::Buffer(&s), KernelArg::Buffer(&out)],
+    )
+    .unwrap();
+    let v = out.to_vec::<u32>().unwrap();
+    assert!(v.windows(2).all(|w| w[0] != w[1]), "{v:?}");
+    // The stored state of thread 0 is the seed-scrambled state stepped twice.
+    let state: Vec<chorus_lang::host::CurandStateXorwow> = s.to_vec().unwrap();
+    assert_eq!(state[0].boxmuller_flag, 0);
+    assert_ne!(state[0].v, state[1].v);
+}
+
+/// Every overload of the checker's table, called with arguments of exactly its parameter types
+/// (zero values, pointers to zeroed buffers), prepares and runs: nothing is left unimplemented,
+/// and nothing panics (integer division by zero faults, as it should).
+#[test]
+fn every_builtin_signature_of_the_checker_runs() {
+    let mut count = 0;
+    let mut failures = Vec::new();
+    for name in chorus_lang::check::builtins::names() {
+        for sig in chorus_lang::check::builtins::signatures(name) {
+            let params: Vec<String> = sig
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("(p{i} {t})"))
+                .collect();
+            let args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            let call = format!("({name} {})", args.join(" "));
+            let stmt = if sig.result == Type::Void {
+                call
+            } else {
+                format!("(let ((r {call})) (return))")
+            };
+            let text = format!("(defkernel k (void ({})) {stmt})", params.join(" "));
+            let ir = chorus_lang::compile_str(&text, "sig.lisp")
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let m = match CpuModule::new(Arc::new(ir.clone())) {
+                Ok(m) => m,
+                Err(Error::Unsupported { what, .. }) if what.contains("cluster") => continue,
+                Err(e) => {
+                    failures.push(format!("{name} {sig}: {e}"));
+                    continue;
+                }
+            };
+            let buffers: Vec<DeviceBuffer> = sig
+                .params
+                .iter()
+                .map(|_| DeviceBuffer::alloc(64).unwrap())
+                .collect();
+            let launch_args: Vec<KernelArg<'_>> = sig
+                .params
+                .iter()
+                .zip(&buffers)
+                .map(|(t, b)| match t {
+                    Type::Pointer(_) => KernelArg::Buffer(b),
+                    _ => KernelArg::Value {
+                        ty: t.clone(),
+                        bytes: vec![0; ir.layout(t).expect("a sized type").0],
+                    },
+                })
+                .collect();
+            match m.launch("k", &LaunchConfig::linear(1, 1), &launch_args) {
+                Ok(()) => {}
+                Err(Error::Fault { message, .. }) if message.contains("division by zero") => {}
+                Err(e) => failures.push(format!("{name} {sig}: {e}")),
+            }
+            count += 1;
+        }
+    }
+    assert!(count > 400, "only {count} signatures");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
