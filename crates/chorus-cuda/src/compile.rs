@@ -164,7 +164,9 @@ pub fn compile_with(
         source.as_bytes(),
     ]);
     if let Some(bytes) = cache::get(&key, kind, settings.disk_cache) {
-        message(format!("{name}: cache hit {key}"));
+        if settings.show_messages {
+            message(format!("{name}: cache hit {key}"));
+        }
         return Ok(CompiledImage {
             bytes,
             kind,

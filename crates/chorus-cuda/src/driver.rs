@@ -102,9 +102,14 @@ pub fn error_text(result: CUresult) -> (String, String) {
 
 /// The CUDA version the driver supports, as `(major, minor)` (`(13, 0)` for driver 580).
 pub fn driver_version() -> Result<(u32, u32)> {
+    // Asked once: every compile compares it with the toolkit's.
+    static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
+    if let Some(v) = VERSION.get() {
+        return Ok(*v);
+    }
     let mut version = 0;
     cu!(cuDriverGetVersion(&mut version))?;
-    Ok(split_version(version))
+    Ok(*VERSION.get_or_init(|| split_version(version)))
 }
 
 /// `13000` → `(13, 0)`.

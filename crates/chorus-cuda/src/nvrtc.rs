@@ -8,13 +8,18 @@ use std::ffi::{CStr, CString};
 
 /// NVRTC's version, as `(major, minor)`.
 pub fn nvrtc_version() -> Result<(u32, u32)> {
+    // Asked once: it is part of every cache key.
+    static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    if let Some(v) = VERSION.get() {
+        return Ok(*v);
+    }
     ensure_nvrtc()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: NVRTC is loaded; the function writes two ints.
     check("nvrtcVersion", unsafe {
         sys::nvrtcVersion(&mut major, &mut minor)
     })?;
-    Ok((major.max(0) as u32, minor.max(0) as u32))
+    Ok(*VERSION.get_or_init(|| (major.max(0) as u32, minor.max(0) as u32)))
 }
 
 fn ensure_nvrtc() -> Result<()> {
