@@ -1,0 +1,246 @@
+//! The kernel test corpus (crates/chorus-cpu/tests/corpus) on CUDA, compared element by element
+//! with the CPU executor's results and with the corpus's expected values.
+//!
+//! Every case's GPU result must meet the case's expectation: exact bytes for integer work, the
+//! case's tolerance for floating point (the corpus explains why: GPUs contract `a*b+c` into `fma`
+//! and their math functions differ from the host's by a few ulp). Where the expectation is exact,
+//! the CPU executor's bytes and the GPU's bytes must also be identical.
+//!
+//! Skips, saying why, when no CUDA driver loads; fails instead when `CHORUS_REQUIRE_GPU=1`.
+
+#[path = "../../chorus-cpu/tests/corpus/mod.rs"]
+mod corpus;
+
+use chorus_cuda::{DeviceMemory, KernelArg, LaunchConfig, Program};
+use std::sync::Arc;
+
+fn gpu_or_skip() -> bool {
+    let why = match chorus_cuda::ensure_driver().and_then(|()| chorus_cuda::device_count()) {
+        Ok(n) if n > 0 => return true,
+        Ok(_) => "no CUDA device".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("CHORUS_REQUIRE_GPU").as_deref() == Ok("1") {
+        panic!("CHORUS_REQUIRE_GPU=1 but {why}");
+    }
+    eprintln!("skipped: no CUDA driver ({why})");
+    false
+}
+
+/// What one backend left in every buffer and checked global after the launch.
+struct Outcome {
+    buffers: Vec<Vec<u8>>,
+    globals: Vec<Vec<u8>>,
+}
+
+fn run_on_cpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
+    use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg as CpuArg, LaunchConfig as CpuConfig};
+    let module = CpuModule::new(Arc::new(module.clone())).map_err(|e| format!("prepare: {e}"))?;
+    module.set_printf_output(Box::new(std::io::sink()));
+    for g in &case.globals {
+        if let Some(init) = &g.init {
+            module
+                .set_global_bytes(g.name, init)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let mut buffers = Vec::new();
+    for arg in &case.args {
+        if let corpus::Arg::Buffer { data, .. } = arg {
+            buffers.push(DeviceBuffer::from_bytes(data).map_err(|e| e.to_string())?);
+        }
+    }
+    let mut next = buffers.iter();
+    let args: Vec<CpuArg<'_>> = case
+        .args
+        .iter()
+        .map(|a| match a {
+            corpus::Arg::Buffer { .. } => CpuArg::Buffer(next.next().expect("one per buffer")),
+            corpus::Arg::Value { ty, bytes } => CpuArg::Value {
+                ty: ty.clone(),
+                bytes: bytes.clone(),
+            },
+        })
+        .collect();
+    let config = CpuConfig {
+        grid: case.grid,
+        block: case.block,
+        shared_mem: case.shared_mem,
+    };
+    module
+        .launch(case.kernel, &config, &args)
+        .map_err(|e| format!("launch: {e}"))?;
+    let globals = case
+        .globals
+        .iter()
+        .map(|g| module.global_bytes(g.name).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    Ok(Outcome {
+        buffers: buffers.iter().map(|b| b.to_bytes()).collect(),
+        globals,
+    })
+}
+
+fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
+    let program =
+        Program::from_ir(module.clone(), case.name).map_err(|e| format!("compile: {e}"))?;
+    let function = program.function(case.kernel).map_err(|e| e.to_string())?;
+    let global_of = |name: &str| -> Result<(chorus_cuda::sys::CUdeviceptr, usize), String> {
+        let (_, g) = module
+            .global(name)
+            .ok_or_else(|| format!("no global {name}"))?;
+        program
+            .module()
+            .global(&g.c_name)
+            .map_err(|e| e.to_string())
+    };
+    for g in &case.globals {
+        if let Some(init) = &g.init {
+            let (ptr, size) = global_of(g.name)?;
+            if size != init.len() {
+                return Err(format!(
+                    "global {}: {size} bytes on the device, {} given",
+                    g.name,
+                    init.len()
+                ));
+            }
+            // SAFETY: `ptr` is a live global of `size` bytes in the loaded module.
+            let rc = unsafe { chorus_cuda::sys::cuMemcpyHtoD_v2(ptr, init.as_ptr().cast(), size) };
+            if rc != chorus_cuda::sys::CUresult::CUDA_SUCCESS {
+                return Err(format!("set global {}: {rc:?}", g.name));
+            }
+        }
+    }
+    let buffer_data: Vec<&Vec<u8>> = case
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            corpus::Arg::Buffer { data, .. } => Some(data),
+            corpus::Arg::Value { .. } => None,
+        })
+        .collect();
+    let mut memories = Vec::new();
+    for data in &buffer_data {
+        // A zero-length buffer still gets its own (one-byte) allocation.
+        let mut m = DeviceMemory::alloc(data.len().max(1)).map_err(|e| e.to_string())?;
+        if !data.is_empty() {
+            m.copy_from_host(data).map_err(|e| e.to_string())?;
+        }
+        memories.push(m);
+    }
+    let mut next = memories.iter();
+    let args: Vec<KernelArg<'_>> = case
+        .args
+        .iter()
+        .map(|a| match a {
+            corpus::Arg::Buffer { .. } => {
+                KernelArg::device_ptr(next.next().expect("one per buffer").ptr())
+            }
+            corpus::Arg::Value { ty, bytes } => KernelArg::raw(ty.clone(), bytes),
+        })
+        .collect();
+    let config = LaunchConfig::grid(case.grid)
+        .block(case.block)
+        .shared_mem(case.shared_mem as u32);
+    chorus_cuda::launch(&function, &config, &args).map_err(|e| format!("launch: {e}"))?;
+    chorus_cuda::synchronize_context().map_err(|e| format!("synchronize: {e}"))?;
+    let mut buffers = Vec::new();
+    for (m, data) in memories.iter().zip(&buffer_data) {
+        let mut out = vec![0u8; data.len()];
+        if !out.is_empty() {
+            m.copy_to_host(&mut out).map_err(|e| e.to_string())?;
+        }
+        buffers.push(out);
+    }
+    let mut globals = Vec::new();
+    for g in &case.globals {
+        let (ptr, size) = global_of(g.name)?;
+        let mut out = vec![0u8; size];
+        // SAFETY: `ptr` is a live global of `size` bytes; `out` holds `size` bytes.
+        let rc = unsafe { chorus_cuda::sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, size) };
+        if rc != chorus_cuda::sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("read global {}: {rc:?}", g.name));
+        }
+        globals.push(out);
+    }
+    Ok(Outcome { buffers, globals })
+}
+
+fn buffer_expectations(case: &corpus::Case) -> impl Iterator<Item = &corpus::Expect> {
+    case.args.iter().filter_map(|a| match a {
+        corpus::Arg::Buffer { expect, .. } => Some(expect),
+        corpus::Arg::Value { .. } => None,
+    })
+}
+
+/// Checks one backend's outcome against the case's expectations.
+fn check(case: &corpus::Case, outcome: &Outcome) -> Result<(), String> {
+    for (k, (expect, bytes)) in buffer_expectations(case).zip(&outcome.buffers).enumerate() {
+        expect
+            .check(bytes)
+            .map_err(|e| format!("buffer {}: {e}", k + 1))?;
+    }
+    for (g, bytes) in case.globals.iter().zip(&outcome.globals) {
+        g.expect
+            .check(bytes)
+            .map_err(|e| format!("global {}: {e}", g.name))?;
+    }
+    Ok(())
+}
+
+/// Where the case demands exact results, the two backends must agree byte for byte.
+fn compare(case: &corpus::Case, cpu: &Outcome, gpu: &Outcome) -> Result<(), String> {
+    for (k, (expect, (c, g))) in buffer_expectations(case)
+        .zip(cpu.buffers.iter().zip(&gpu.buffers))
+        .enumerate()
+    {
+        if matches!(expect, corpus::Expect::Bytes(_)) && c != g {
+            let i = c.iter().zip(g).position(|(a, b)| a != b).unwrap_or(0);
+            return Err(format!("buffer {}: CPU and GPU differ at byte {i}", k + 1));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_corpus_agrees_on_cpu_and_gpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let cases = corpus::cases();
+    let failures = chorus_cuda::with_cuda(0, |_| {
+        let mut failures = Vec::new();
+        for case in &cases {
+            let result = (|| {
+                let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
+                    .map_err(|e| format!("compile: {e}"))?;
+                let gpu = run_on_gpu(case, &module).map_err(|e| format!("GPU {e}"))?;
+                check(case, &gpu).map_err(|e| format!("GPU {e}"))?;
+                match run_on_cpu(case, &module) {
+                    Ok(cpu) => compare(case, &cpu, &gpu),
+                    // The CPU refuses what it cannot honour (cuda-asm, clusters): the GPU result
+                    // alone is checked then.
+                    Err(e) if e.contains("nsupported") => Ok(()),
+                    Err(e) => Err(format!("CPU {e}")),
+                }
+            })();
+            if let Err(e) = result {
+                failures.push(format!("{}: {e}", case.name));
+            }
+        }
+        Ok::<_, chorus_cuda::Error>(failures)
+    })
+    .expect("a CUDA context on device 0");
+    println!(
+        "{} corpus cases on CUDA, {} failed",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
