@@ -45,28 +45,43 @@ fn cuda_device_ordinal() -> std::result::Result<usize, String> {
     }
 }
 
+/// Why the facade's CUDA runtime could not start.
+enum CudaUnavailable {
+    /// The driver library did not load (reported as [`Error::SdkNotFound`]).
+    NoDriver(String),
+    /// Anything else: no device, a bad `CHORUS_DEVICE`, a failing context.
+    Other(String),
+}
+
 /// The CUDA runtime, started on first use; why not, where the driver or device is missing.
 fn cuda() -> Result<&'static CudaRuntime> {
-    static RUNTIME: OnceLock<std::result::Result<CudaRuntime, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<std::result::Result<CudaRuntime, CudaUnavailable>> = OnceLock::new();
+    let other = |e: chorus_cuda::Error| CudaUnavailable::Other(e.to_string());
     RUNTIME
         .get_or_init(|| {
-            let device = cuda_device_ordinal()?;
-            chorus_cuda::ensure_driver().map_err(|e| e.to_string())?;
-            let count = chorus_cuda::device_count().map_err(|e| e.to_string())?;
+            let device = cuda_device_ordinal().map_err(CudaUnavailable::Other)?;
+            chorus_cuda::ensure_driver().map_err(|e| match e {
+                chorus_cuda::Error::SdkNotFound { reason } => CudaUnavailable::NoDriver(reason),
+                e => other(e),
+            })?;
+            let count = chorus_cuda::device_count().map_err(other)?;
             if device >= count {
-                return Err(if count == 0 {
+                return Err(CudaUnavailable::Other(if count == 0 {
                     "the CUDA driver loads but reports no device".to_string()
                 } else {
                     format!("CHORUS_DEVICE={device}, but there are {count} CUDA devices")
-                });
+                }));
             }
-            let context = chorus_cuda::Context::primary(device).map_err(|e| e.to_string())?;
+            let context = chorus_cuda::Context::primary(device).map_err(other)?;
             Ok(CudaRuntime { context })
         })
         .as_ref()
-        .map_err(|reason| Error::BackendUnavailable {
-            backend: Backend::Cuda,
-            reason: reason.clone(),
+        .map_err(|unavailable| match unavailable {
+            CudaUnavailable::NoDriver(reason) => Error::SdkNotFound(reason.clone()),
+            CudaUnavailable::Other(reason) => Error::BackendUnavailable {
+                backend: Backend::Cuda,
+                reason: reason.clone(),
+            },
         })
 }
 

@@ -10,7 +10,8 @@ pub enum Error {
     /// `FILE:LINE:COL: message`.
     #[error(transparent)]
     Lang(#[from] chorus_lang::Error),
-    /// The CUDA driver library could not be loaded (cl-cuda's `sdk-not-found-error`).
+    /// The CUDA driver library could not be loaded (cl-cuda's `sdk-not-found-error`): what an
+    /// allocation or launch on the CUDA backend returns on a machine without the driver.
     #[error("CUDA driver not found: {0}")]
     SdkNotFound(String),
     /// `CHORUS_BACKEND` names no backend.
