@@ -17,6 +17,8 @@
 //! | program | [`Program`]: kernel text, IR or CUDA C → loaded module, typed globals |
 //! | [`manager`] | the seed's kernel manager and its four states |
 
+#![warn(missing_docs)]
+
 /// The raw CUDA driver API (cudarc's `sys` bindings, loaded at run time). Call
 /// [`ensure_driver`] before calling into it: a binding called without a loaded driver panics.
 pub use cudarc::driver::sys;
