@@ -1,0 +1,5 @@
+(defkernel sign (int ((x int)))
+  (if (< x 0)
+      (return -1)
+      (when (> x 0)
+        (return 1))))
