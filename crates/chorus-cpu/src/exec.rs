@@ -467,10 +467,10 @@ impl BlockCtx<'_> {
                     Ok(())
                 }
                 Op::Unary { op, kind, dst, a } => {
-                    let mut d = [0; 32];
-                    let r = unary_lanes(*op, *kind, &reg!(*a), &mut d, exec);
-                    reg!(*dst) = d;
-                    r
+                    let (dst, a) = (rb + *dst as usize, rb + *a as usize);
+                    with2(&mut w.regs, dst, a, |x, d| {
+                        unary_lanes(*op, *kind, x, d, exec)
+                    })
                 }
                 Op::Binary {
                     op,
@@ -479,10 +479,10 @@ impl BlockCtx<'_> {
                     a,
                     b,
                 } => {
-                    let mut d = [0; 32];
-                    let r = binary_lanes(*op, *kind, &reg!(*a), &reg!(*b), &mut d, exec);
-                    reg!(*dst) = d;
-                    r
+                    let (dst, a, b) = (rb + *dst as usize, rb + *a as usize, rb + *b as usize);
+                    with3(&mut w.regs, dst, a, b, |x, y, d| {
+                        binary_lanes(*op, *kind, x, y, d, exec)
+                    })
                 }
                 Op::Fma { kind, dst, a, b, c } => {
                     let (x, y, z) = (reg!(*a), reg!(*b), reg!(*c));
@@ -509,13 +509,13 @@ impl BlockCtx<'_> {
                     Ok(())
                 }
                 Op::Convert { from, to, dst, src } => {
-                    let mut d = [0; 32];
-                    let x = &reg!(*src);
-                    for l in 0..32 {
-                        d[l] = convert(*from, *to, x[l]);
-                    }
-                    reg!(*dst) = d;
-                    Ok(())
+                    let (dst, src) = (rb + *dst as usize, rb + *src as usize);
+                    with2(&mut w.regs, dst, src, |x, d| {
+                        for l in 0..32 {
+                            d[l] = convert(*from, *to, x[l]);
+                        }
+                        Ok(())
+                    })
                 }
                 Op::PtrIndex {
                     dst,
@@ -524,20 +524,26 @@ impl BlockCtx<'_> {
                     index_kind,
                     stride,
                 } => {
-                    let mut d = [0; 32];
-                    let (p, i) = (&reg!(*base), &reg!(*index));
-                    if index_kind.is_signed() {
-                        for l in 0..32 {
-                            d[l] = offset_pointer(p[l], (i[l] as i64).wrapping_mul(*stride));
+                    let (dst, base, index) = (
+                        rb + *dst as usize,
+                        rb + *base as usize,
+                        rb + *index as usize,
+                    );
+                    let stride = *stride;
+                    let signed = index_kind.is_signed();
+                    with3(&mut w.regs, dst, base, index, |p, i, d| {
+                        if signed {
+                            for l in 0..32 {
+                                d[l] = offset_pointer(p[l], (i[l] as i64).wrapping_mul(stride));
+                            }
+                        } else {
+                            for l in 0..32 {
+                                let index = i[l].min(i64::MAX as u64) as i64;
+                                d[l] = offset_pointer(p[l], index.wrapping_mul(stride));
+                            }
                         }
-                    } else {
-                        for l in 0..32 {
-                            let index = i[l].min(i64::MAX as u64) as i64;
-                            d[l] = offset_pointer(p[l], index.wrapping_mul(*stride));
-                        }
-                    }
-                    reg!(*dst) = d;
-                    Ok(())
+                        Ok(())
+                    })
                 }
                 Op::PtrAdd { dst, base, bytes } => {
                     let p = reg!(*base);
@@ -562,11 +568,10 @@ impl BlockCtx<'_> {
                     kind,
                     offset,
                 } => {
-                    // Loads always target a fresh temporary: inactive lanes need no value.
-                    let mut d = [0; 32];
-                    let r = self.load_lanes(&reg!(*addr), *kind, *offset, &mut d, exec);
-                    reg!(*dst) = d;
-                    r
+                    let (dst, addr) = (rb + *dst as usize, rb + *addr as usize);
+                    with2(&mut w.regs, dst, addr, |a, d| {
+                        self.load_lanes(a, *kind, *offset, d, exec)
+                    })
                 }
                 Op::Store {
                     addr,
@@ -970,16 +975,21 @@ impl BlockCtx<'_> {
         offset: u32,
         exec: u32,
     ) -> Option<Region<'_>> {
-        if exec != u32::MAX {
+        if exec == 0 {
             return None;
         }
-        let id = addr[0] >> OFFSET_BITS;
+        let id = addr[exec.trailing_zeros() as usize] >> OFFSET_BITS;
         let mut same = true;
         let mut max = 0;
         let mut bits = 0;
-        for p in addr {
-            same &= p >> OFFSET_BITS == id;
-            let off = (p & OFFSET_MASK) + offset as u64;
+        for (l, p) in addr.iter().enumerate() {
+            let active = (exec >> l) & 1 != 0;
+            let off = if active {
+                (p & OFFSET_MASK) + offset as u64
+            } else {
+                0
+            };
+            same &= !active || p >> OFFSET_BITS == id;
             max = max.max(off);
             bits |= off;
         }
@@ -997,9 +1007,16 @@ impl BlockCtx<'_> {
         exec: u32,
     ) -> Result<(), Fault> {
         if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
-            for l in 0..32 {
-                // Checked above: in bounds and aligned for every lane.
-                d[l] = region.load_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64);
+            // Checked above: in bounds and aligned for every active lane.
+            if exec == u32::MAX {
+                for l in 0..32 {
+                    d[l] = region.load_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64);
+                }
+            } else {
+                for l in lanes_of(exec) {
+                    let l = l as usize;
+                    d[l] = region.load_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64);
+                }
             }
             return Ok(());
         }
@@ -1041,8 +1058,9 @@ impl BlockCtx<'_> {
         exec: u32,
     ) -> Result<(), Fault> {
         if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
-            for l in 0..32 {
-                // Checked above: in bounds and aligned for every lane.
+            // Checked above: in bounds and aligned for every active lane.
+            for l in lanes_of(exec) {
+                let l = l as usize;
                 region.store_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64, src[l]);
             }
             return Ok(());
@@ -1448,6 +1466,50 @@ fn unary_lanes(op: UnOp, kind: Kind, x: &Lanes, d: &mut Lanes, exec: u32) -> Res
         d[l] = unary(op, kind, x[l]);
     }
     Ok(())
+}
+
+/// Runs `f(source, destination)` on two registers of `regs` without copying either (a copy
+/// of the source is made only when they are the same register).
+#[inline(always)]
+fn with2<R>(
+    regs: &mut [Lanes],
+    dst: usize,
+    a: usize,
+    f: impl FnOnce(&Lanes, &mut Lanes) -> R,
+) -> R {
+    if dst == a {
+        let x = regs[a];
+        return f(&x, &mut regs[dst]);
+    }
+    let [d, x] = regs
+        .get_disjoint_mut([dst, a])
+        .expect("registers within the frame");
+    f(x, d)
+}
+
+/// Runs `f(a, b, destination)` on three registers of `regs`, copying only on aliasing.
+#[inline(always)]
+fn with3<R>(
+    regs: &mut [Lanes],
+    dst: usize,
+    a: usize,
+    b: usize,
+    f: impl FnOnce(&Lanes, &Lanes, &mut Lanes) -> R,
+) -> R {
+    if dst == a || dst == b {
+        let (x, y) = (regs[a], regs[b]);
+        return f(&x, &y, &mut regs[dst]);
+    }
+    if a == b {
+        let [d, x] = regs
+            .get_disjoint_mut([dst, a])
+            .expect("registers within the frame");
+        return f(x, x, d);
+    }
+    let [d, x, y] = regs
+        .get_disjoint_mut([dst, a, b])
+        .expect("registers within the frame");
+    f(x, y, d)
 }
 
 /// `canon` over a whole register, with the type's test outside the lane loop.
