@@ -34,6 +34,13 @@
 //!   independent thread scheduling inside a warp sees reconverged lanes.
 //! * `cuda-asm`, cluster indexes and cluster calls are refused when the module is prepared.
 //! * `printf` lines of one warp are printed in lane order, one `printf` statement at a time.
+//! * A pointer read from memory (stored in a buffer or a structure by the host) must point into
+//!   a buffer passed to the same launch, a global, or the block's shared or local memory;
+//!   otherwise the access faults instead of reaching the allocation.
+//! * Warp-uniform operands (shuffle masks and widths, vote masks) are taken from the first
+//!   active lane.
+//! * `curand_normal` uses the platform's `sinf`/`cosf` where the GPU uses `__sincosf`, so
+//!   normals may differ in the last bits; the uniform sequences are cuRAND's bit for bit.
 
 mod bytecode;
 mod compile;

@@ -906,7 +906,11 @@ fn curand_uniform() -> Case {
         "uniforms",
         [1, 1, 1],
         [n as u32, 1, 1],
-        vec![scratch(48 * n), output_f32(out, 0.0)],
+        vec![
+            scratch(48 * n),
+            // A GPU may contract `x * 2^-32 + 2^-33` into one fma: allow that last-bit difference.
+            output_f32(out, 2e-7),
+        ],
     )
 }
 
@@ -1283,7 +1287,12 @@ fn math_float() -> Case {
         "float-math",
         [1, 1, 1],
         [x.len() as u32, 1, 1],
-        vec![input(&x), output_f32(out, 2e-6)],
+        vec![
+            input(&x),
+            // CUDA's float functions are within a few ulp; its __expf, __sinf and __log2f
+            // intrinsics are coarser.
+            output_f32(out, 1e-5),
+        ],
     )
 }
 
