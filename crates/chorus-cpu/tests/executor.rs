@@ -384,3 +384,134 @@ fn every_builtin_signature_of_the_checker_runs() {
     assert!(count > 400, "only {count} signatures");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn address_taken_locals_get_a_frame_per_call_even_in_recursion() {
+    // Each activation's `acc` lives in local memory; deeper calls must not overwrite it.
+    let m = module(
+        "(defkernel (add-to :device) (void ((p int*) (v int)))
+           (set (aref p 0) (+ (aref p 0) v)))
+         (defkernel sum-down (int ((n int)))
+           (let ((acc 0))
+             (add-to (pointer acc) n)
+             (if (> n 0)
+                 (add-to (pointer acc) (sum-down (- n 1))))
+             (return acc)))
+         (defkernel k (void ((out int*)))
+           (set (aref out thread-idx-x) (sum-down thread-idx-x)))",
+    );
+    let out = DeviceBuffer::alloc(40 * 4).unwrap();
+    m.launch(
+        "k",
+        &LaunchConfig::linear(1, 40),
+        &[KernelArg::Buffer(&out)],
+    )
+    .unwrap();
+    let want: Vec<i32> = (0..40).map(|t| t * (t + 1) / 2).collect();
+    assert_eq!(out.to_vec::<i32>().unwrap(), want);
+}
+
+#[test]
+fn shared_arrays_of_device_functions_are_per_block() {
+    let m = module(
+        "(defkernel (block-total :device) (int ((v int)))
+           (with-shared-memory ((s int 64))
+             (set (aref s thread-idx-x) v)
+             (syncthreads)
+             (let ((total 0))
+               (for (i 0 (< i block-dim-x) (+ i 1))
+                 (set total (+ total (aref s i))))
+               (syncthreads)
+               (return total))))
+         (defkernel k (void ((out int*)))
+           (set (aref out (+ (* block-idx-x block-dim-x) thread-idx-x))
+                (block-total (+ block-idx-x 1))))",
+    );
+    let out = DeviceBuffer::alloc(8 * 64 * 4).unwrap();
+    m.launch(
+        "k",
+        &LaunchConfig::linear(8, 64),
+        &[KernelArg::Buffer(&out)],
+    )
+    .unwrap();
+    let v = out.to_vec::<i32>().unwrap();
+    for b in 0..8 {
+        assert!(
+            v[b * 64..b * 64 + 64]
+                .iter()
+                .all(|&x| x == 64 * (b as i32 + 1)),
+            "block {b}"
+        );
+    }
+}
+
+#[test]
+fn inline_if_with_calls_evaluates_only_the_taken_arm() {
+    // The untaken arm would divide by zero.
+    let m = module(
+        "(defkernel inv (int ((x int))) (return (/ 100 x)))
+         (defkernel k (void ((out int*)))
+           (let ((x (- thread-idx-x 4)))
+             (set (aref out thread-idx-x) (if (= x 0) -1 (inv x)))))",
+    );
+    let out = DeviceBuffer::alloc(8 * 4).unwrap();
+    m.launch("k", &LaunchConfig::linear(1, 8), &[KernelArg::Buffer(&out)])
+        .unwrap();
+    assert_eq!(
+        out.to_vec::<i32>().unwrap(),
+        vec![-25, -33, -50, -100, -1, 100, 50, 33]
+    );
+}
+
+#[test]
+fn switch_on_narrow_and_wide_integers() {
+    let m = module(
+        "(defkernel k (void ((a int8*) (b uint64*) (out int*)))
+           (let ((i thread-idx-x) (r 0))
+             (switch (aref a i)
+               (-1 (set r 1))
+               (127 (set r 2))
+               (t (set r 3)))
+             (switch (aref b i)
+               (9223372036854775807 (set r (+ r 10)))
+               (0 (set r (+ r 20))))
+             (set (aref out i) r)))",
+    );
+    let a = DeviceBuffer::from_slice(&[-1i8, 127, 5, -1]).unwrap();
+    let b = DeviceBuffer::from_slice(&[i64::MAX as u64, 0, 7, 0]).unwrap();
+    let out = DeviceBuffer::alloc(16).unwrap();
+    m.launch(
+        "k",
+        &LaunchConfig::linear(1, 4),
+        &[
+            KernelArg::Buffer(&a),
+            KernelArg::Buffer(&b),
+            KernelArg::Buffer(&out),
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.to_vec::<i32>().unwrap(), vec![11, 22, 3, 21]);
+}
+
+#[test]
+fn misaligned_and_offset_buffers() {
+    let m = module("(defkernel k (void ((a int*))) (set (aref a thread-idx-x) thread-idx-x))");
+    let b = DeviceBuffer::alloc(64).unwrap();
+    // An argument 8 bytes into the buffer: writes land after them.
+    m.launch(
+        "k",
+        &LaunchConfig::linear(1, 4),
+        &[KernelArg::BufferAt(&b, 8)],
+    )
+    .unwrap();
+    assert_eq!(&b.to_vec::<i32>().unwrap()[..6], &[0, 0, 0, 1, 2, 3]);
+    // Two bytes in, every int access is misaligned, as it would be on the GPU.
+    let err = m
+        .launch(
+            "k",
+            &LaunchConfig::linear(1, 4),
+            &[KernelArg::BufferAt(&b, 2)],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("misaligned write"), "{err}");
+}
