@@ -409,6 +409,8 @@ impl Emitter<'_> {
         CExpr::atom(text).with_repr(Repr::Widened)
     }
 
+    /// The C name of field `index` of `base`. An index the IR's invariants rule out gets a name
+    /// C rejects (`field3`) rather than a panic: the printer never fails.
     fn field_name(&mut self, base: &Type, index: usize) -> String {
         match base {
             Type::Vector(v) => v

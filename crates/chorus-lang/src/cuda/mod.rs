@@ -33,7 +33,22 @@
 //!   is `chorus_dyn_smem`, and the temporaries of a `do` whose steps read each other's variables
 //!   are `<variable>_next` (made unique within the function).
 //!
-//! `cuda-asm` text is copied verbatim, so it must use the C names above.
+//! `cuda-asm` text is copied verbatim (with a `;` added when it ends in neither `;` nor `}`), so
+//! it must use the C names above.
+//!
+//! # Statements
+//!
+//! As the seed shows them: `if (T) {…} else {…}` (an `if` alone in an `else` becomes `else if`),
+//! a `{…}` block for each `let` (and `symbol-macrolet`, `macrolet`), `x = v;`, `return v;`,
+//! `while (T) {…}`, `switch (E) { case 1: {… break;} default: {…} }` with no fall-through,
+//! `__shared__ float b[16][16];`, `extern __shared__ __align__(16) unsigned char
+//! chorus_dyn_smem[];` with `int* s = (int*)chorus_dyn_smem;` for dynamic shared memory,
+//! `__launch_bounds__(N, M)` on the kernel, `printf("…", a);` with the format C-escaped. `for`
+//! and `do` print as `for (int i = 0; (i < n); i = (i + 1)) {…}`. A `do` of several variables
+//! declares them in one declaration when they share a type (`for (int a = 0, b = 0; …)`; the
+//! seed's `for ( int a = 0, int b = 0; …)` is not C), else in a block around the loop; its steps
+//! are parallel, so a step whose variable a later step reads goes through a temporary:
+//! `x_next = y, y = (x + y), x = x_next`.
 //!
 //! # Expressions
 //!

@@ -127,7 +127,8 @@ impl<'m> Emitter<'m> {
         }
     }
 
-    /// The C name of a local of the current function.
+    /// The C name of a local of the current function (`local7` for an id the IR's invariants
+    /// rule out, which C then rejects: the printer never panics).
     pub(super) fn local_name(&self, id: LocalId) -> String {
         match self.function.and_then(|f| f.locals.get(id.0 as usize)) {
             Some(local) => local.c_name.clone(),
