@@ -162,3 +162,41 @@ fn devices_lists_devices_or_says_why_not() {
     }
     assert_eq!(chorus(&["devices", "extra"]).status.code(), Some(2));
 }
+
+#[test]
+fn compile_reads_standard_input_for_a_dash() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["compile", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read_to_string(data("vec-add.lisp")).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), stdout(&chorus(&["compile", "vec-add.lisp"])));
+}
+
+#[test]
+fn expand_reports_errors_with_their_position() {
+    let dir = std::env::temp_dir().join(format!("chorus-cli-expand-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("unbalanced.lisp");
+    std::fs::write(&file, "(defkernel f (void ())\n  (return)").unwrap();
+    let out = chorus(&["expand", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let message = stderr(&out);
+    assert!(
+        message.starts_with(&format!("{}:", file.display())),
+        "{message}"
+    );
+    assert_eq!(stdout(&out), "");
+}
