@@ -594,9 +594,16 @@ impl<'a> FnCompiler<'a> {
             Ok(keep)
         } else {
             let n = self.leaves(ty)?.len() as u32;
+            let mark = self.next_reg;
+            let v = self.expr(init)?;
+            if v >= mark {
+                // The value is in a temporary made for it: the variable simply lives there.
+                // (Lanes that are not active here never read this declaration's value.)
+                self.homes[local.0 as usize] = Home::Regs(v);
+                return Ok(v + n);
+            }
             let regs = self.alloc(n);
             let keep = self.next_reg;
-            let v = self.expr(init)?;
             for i in 0..n {
                 self.emit(Op::CopyMasked {
                     dst: regs + i,
