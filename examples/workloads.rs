@@ -1,0 +1,447 @@
+//! What the workload examples (diffuse0, diffuse1, nbody, sph, reduction, transpose, sgemm, scan)
+//! and the benchmark suite share: the kernel text, timing, the comparison with a CPU reference,
+//! and the CPU references themselves (in `f64`).
+
+use chorus::{Backend, Float4, Program};
+use std::time::{Duration, Instant};
+
+/// The kernel macros every workload uses (`unroll`, `inc`, the warp shuffles' sums and scans):
+/// `kernels/prelude.lisp`.
+pub const PRELUDE: &str = include_str!("kernels/prelude.lisp");
+
+/// A program of the prelude followed by the kernel files `files` (name, text), checked now.
+/// Errors name the files joined by `+`, at lines counted from the top of the prelude.
+pub fn workload_program(files: &[(&str, &str)]) -> chorus::Result<Program> {
+    let mut text = String::from(PRELUDE);
+    let mut name = String::from("prelude.lisp");
+    for (file, source) in files {
+        text.push('\n');
+        text.push_str(source);
+        name.push('+');
+        name.push_str(file);
+    }
+    Program::new(text, name)
+}
+
+/// True when kernels run on the CPU executor: the examples then use smaller problems.
+pub fn on_cpu(backend: Backend) -> bool {
+    backend == Backend::Cpu
+}
+
+/// Runs `work` (which must wait for the device itself, e.g. by reading a result back) and
+/// returns its result and the wall-clock time it took.
+pub fn timed<T>(work: impl FnOnce() -> chorus::Result<T>) -> chorus::Result<(T, Duration)> {
+    let start = Instant::now();
+    let value = work()?;
+    Ok((value, start.elapsed()))
+}
+
+/// ‖got − want‖₂ / ‖want‖₂ (0 when both are zero; infinite when `got` holds a NaN).
+pub fn relative_error(got: impl IntoIterator<Item = f64>, want: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (g, w) in got.into_iter().zip(want) {
+        if g.is_nan() {
+            return f64::INFINITY;
+        }
+        diff += (g - w) * (g - w);
+        norm += w * w;
+    }
+    if norm == 0.0 { diff.sqrt() } else { (diff / norm).sqrt() }
+}
+
+/// Prints the outcome of a check and returns whether it passed.
+pub fn verdict(what: &str, error: f64, tolerance: f64) -> bool {
+    let ok = error <= tolerance;
+    println!(
+        "{what}: relative error {error:.3e} (tolerance {tolerance:.0e}): {}",
+        if ok { "verification succeeded" } else { "VERIFICATION FAILED" }
+    );
+    ok
+}
+
+/// Prints the elapsed time and the rate of `amount` units of work in it.
+pub fn print_rate(elapsed: Duration, amount: f64, unit: &str) {
+    let seconds = elapsed.as_secs_f64();
+    println!("elapsed time {:.3} ms, {:.3} {unit}", seconds * 1e3, amount / seconds);
+}
+
+/// The kernel text of each workload (`examples/kernels/NAME.lisp`), to pass to [`workload_program`].
+pub mod kernels {
+    /// Heat equation, global memory.
+    pub const DIFFUSE0: (&str, &str) = ("diffuse0.lisp", include_str!("kernels/diffuse0.lisp"));
+    /// Heat equation, shared tile with halo.
+    pub const DIFFUSE1: (&str, &str) = ("diffuse1.lisp", include_str!("kernels/diffuse1.lisp"));
+    /// All-pairs n-body.
+    pub const NBODY: (&str, &str) = ("nbody.lisp", include_str!("kernels/nbody.lisp"));
+    /// Smoothed-particle hydrodynamics.
+    pub const SPH: (&str, &str) = ("sph.lisp", include_str!("kernels/sph.lisp"));
+    /// Sum reduction.
+    pub const REDUCTION: (&str, &str) = ("reduction.lisp", include_str!("kernels/reduction.lisp"));
+    /// Matrix transpose.
+    pub const TRANSPOSE: (&str, &str) = ("transpose.lisp", include_str!("kernels/transpose.lisp"));
+    /// Register-tiled SGEMM.
+    pub const SGEMM: (&str, &str) = ("sgemm.lisp", include_str!("kernels/sgemm.lisp"));
+    /// Prefix scan.
+    pub const SCAN: (&str, &str) = ("scan.lisp", include_str!("kernels/scan.lisp"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heat equation (diffuse0, diffuse1)
+
+/// cl-cuda's diffusion problem on an nx×ny grid of the unit square: the stencil's coefficients
+/// (c0, c1, c2), computed in single precision as cl-cuda does (κ = 0.1, dt = 0.2·dx²/κ), and the
+/// time step.
+pub fn diffusion_coefficients(nx: usize, ny: usize) -> (f32, f32, f32, f32) {
+    let kappa = 0.1f32;
+    let dx = 1.0 / nx as f32;
+    let dy = 1.0 / ny as f32;
+    let dt = 0.2 * (dx * dx).min(dy * dy) / kappa;
+    let c0 = kappa * (dt / (dx * dx));
+    let c1 = kappa * (dt / (dy * dy));
+    let c2 = 1.0 - 2.0 * (c0 + c1);
+    (c0, c1, c2, dt)
+}
+
+/// The initial field f = exp(−30(x² + y²)), x = dx(jx + ½) − ½, cell j = nx·jy + jx.
+pub fn diffusion_initial(nx: usize, ny: usize) -> Vec<f32> {
+    let (dx, dy) = (1.0 / nx as f32, 1.0 / ny as f32);
+    let mut f = Vec::with_capacity(nx * ny);
+    for jy in 0..ny {
+        for jx in 0..nx {
+            let x = dx * (jx as f32 + 0.5) - 0.5;
+            let y = dy * (jy as f32 + 0.5) - 0.5;
+            f.push((-30.0 * (x * x + y * y)).exp());
+        }
+    }
+    f
+}
+
+/// One step of the stencil in `f64`, with the kernels' Neumann boundaries, from `f` into `out`.
+pub fn diffusion_step(f: &[f64], out: &mut [f64], nx: usize, ny: usize, c: (f64, f64, f64)) {
+    for jy in 0..ny {
+        for jx in 0..nx {
+            let j = nx * jy + jx;
+            let fc = f[j];
+            let fw = if jx == 0 { fc } else { f[j - 1] };
+            let fe = if jx == nx - 1 { fc } else { f[j + 1] };
+            let fs = if jy == 0 { fc } else { f[j - nx] };
+            let fnn = if jy == ny - 1 { fc } else { f[j + nx] };
+            out[j] = c.0 * (fe + fw) + c.1 * (fnn + fs) + c.2 * fc;
+        }
+    }
+}
+
+/// `steps` steps of [`diffusion_step`] from `initial`.
+pub fn diffusion_reference(initial: &[f32], nx: usize, ny: usize, c: (f32, f32, f32), steps: usize) -> Vec<f64> {
+    let c = (c.0 as f64, c.1 as f64, c.2 as f64);
+    let mut f: Vec<f64> = initial.iter().map(|&x| x as f64).collect();
+    let mut next = vec![0.0; f.len()];
+    for _ in 0..steps {
+        diffusion_step(&f, &mut next, nx, ny, c);
+        std::mem::swap(&mut f, &mut next);
+    }
+    f
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-body
+
+/// The n-body example's constants: time step, velocity damping, softening².
+pub const NBODY_DT: f32 = 0.016;
+/// Velocity damping per step (cl-cuda: none).
+pub const NBODY_DAMPING: f32 = 1.0;
+/// Softening length squared.
+pub const NBODY_SOFTENING2: f32 = 0.01;
+
+/// cl-cuda's (the CUDA SDK's) initial condition: each body at a random direction (a normalised
+/// point of [−½, ½]³) and a radius uniform in [2.5, 4]·1.56, with mass 1 in w; its velocity is
+/// (x × ẑ)·1.56·2.64.
+pub fn nbody_initial(n: usize, random: &mut crate::Random) -> (Vec<Float4>, Vec<Float4>) {
+    let (scale, vscale) = (1.56f32, 1.56f32 * 2.64);
+    let mut pos = Vec::with_capacity(n);
+    let mut vel = Vec::with_capacity(n);
+    while pos.len() < n {
+        let d = [random.next_f32() - 0.5, random.next_f32() - 0.5, random.next_f32() - 0.5];
+        let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        if len < 1e-3 || len > 0.5 {
+            continue;
+        }
+        let r = scale * (2.5 + 1.5 * random.next_f32());
+        let p = [d[0] / len * r, d[1] / len * r, d[2] / len * r];
+        pos.push(Float4::new(p[0], p[1], p[2], 1.0));
+        // x × ẑ = (y, −x, 0)
+        vel.push(Float4::new(p[1] * vscale, -p[0] * vscale, 0.0, 1.0));
+    }
+    (pos, vel)
+}
+
+/// The acceleration on body `i` from every body of `pos` (itself included: it adds nothing),
+/// in `f64`, with the kernel's softening.
+pub fn nbody_acceleration(pos: &[Float4], i: usize, softening2: f64) -> [f64; 3] {
+    let p = pos[i];
+    let mut a = [0.0f64; 3];
+    for q in pos {
+        let d = [(q.x - p.x) as f64, (q.y - p.y) as f64, (q.z - p.z) as f64];
+        let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + softening2;
+        let s = q.w as f64 / (d2 * d2.sqrt());
+        for c in 0..3 {
+            a[c] += d[c] * s;
+        }
+    }
+    a
+}
+
+// ---------------------------------------------------------------------------------------------
+// Smoothed-particle hydrodynamics
+
+/// cl-cuda's SPH parameters (see `kernels/sph.lisp`).
+pub mod sph {
+    /// Smoothing length.
+    pub const H: f64 = 0.005;
+    /// Time step.
+    pub const DT: f64 = 0.0004;
+    /// Viscosity.
+    pub const VISC: f64 = 0.2;
+    /// Acceleration limit.
+    pub const LIMIT: f64 = 200.0;
+    /// Particle mass.
+    pub const PMASS: f64 = 0.00020543 / 8.0;
+    /// Particle radius (for the walls).
+    pub const RADIUS: f64 = 0.002;
+    /// Wall penetration threshold.
+    pub const EPSILON: f64 = 0.00001;
+    /// Wall damping.
+    pub const EXTDAMP: f64 = 512.0;
+    /// Simulation units per world unit.
+    pub const SIMSCALE: f64 = 0.004;
+    /// Pressure stiffness.
+    pub const INTSTIFF: f64 = 3.0;
+    /// Wall stiffness.
+    pub const EXTSTIFF: f64 = 20000.0;
+    /// Rest density.
+    pub const RESTDENSITY: f64 = 600.0;
+    /// The box.
+    pub const BOX_MIN: [f64; 3] = [-10.0, 0.0, -10.0];
+    /// The box.
+    pub const BOX_MAX: [f64; 3] = [30.0, 50.0, 30.0];
+    /// Most particles one cell of the neighbour grid holds.
+    pub const CAPACITY: usize = 400;
+    /// The neighbour grid's cells per axis, as `kernels/sph.lisp` declares them.
+    pub const GRID: [usize; 3] = [37, 45, 37];
+}
+
+/// The neighbour grid's geometry as the kernels compute it in single precision: delta = h/simscale,
+/// origin = box-min − 2·delta, ceil(extent/delta) + 4 cells per axis. The example checks that
+/// it agrees with the constants of `kernels/sph.lisp`.
+pub fn sph_grid_geometry() -> ([f32; 3], f32, [usize; 3]) {
+    let delta = 0.005f32 / 0.004f32;
+    let (lo, hi) = (sph::BOX_MIN.map(|x| x as f32), sph::BOX_MAX.map(|x| x as f32));
+    let origin = [0, 1, 2].map(|a| lo[a] - delta * 2.0);
+    let size = [0, 1, 2].map(|a| ((hi[a] - lo[a]) / delta).ceil() as usize + 4);
+    (origin, delta, size)
+}
+
+/// cl-cuda's initial fluid block: a lattice of spacing (pmass/ρ₀)^⅓/simscale from `min` + spacing
+/// up to (not including) `max`, stepping in single precision as cl-cuda's loops do.
+pub fn sph_initial(min: [f32; 3], max: [f32; 3]) -> Vec<Float4> {
+    let pmass = 0.00020543f32 / 8.0;
+    let d = (pmass / 600.0f32).powf(1.0 / 3.0) / 0.004f32;
+    let mut particles = Vec::new();
+    let mut x = min[0] + d;
+    while x < max[0] {
+        let mut y = min[1] + d;
+        while y < max[1] {
+            let mut z = min[2] + d;
+            while z < max[2] {
+                particles.push(Float4::new(x, y, z, 0.0));
+                z += d;
+            }
+            y += d;
+        }
+        x += d;
+    }
+    particles
+}
+
+/// The SPH simulation in `f64`, the same algorithm as the kernels with a deterministic neighbour
+/// order: the reference the sph example checks against.
+pub struct SphReference {
+    /// Positions (world units).
+    pub pos: Vec<[f64; 3]>,
+    /// Velocities.
+    pub vel: Vec<[f64; 3]>,
+    /// Densities of the last step.
+    pub rho: Vec<f64>,
+}
+
+impl SphReference {
+    /// A simulation of particles at `pos`, at rest.
+    pub fn new(pos: &[Float4]) -> SphReference {
+        SphReference {
+            pos: pos.iter().map(|p| [p.x as f64, p.y as f64, p.z as f64]).collect(),
+            vel: vec![[0.0; 3]; pos.len()],
+            rho: vec![0.0; pos.len()],
+        }
+    }
+
+    /// Advances one step.
+    pub fn step(&mut self) {
+        use sph::*;
+        let n = self.pos.len();
+        let delta = H / SIMSCALE;
+        let origin = BOX_MIN.map(|x| x - 2.0 * delta);
+        let cell_of = |p: &[f64; 3]| -> [i64; 3] { [0, 1, 2].map(|a| ((p[a] - origin[a]) / delta).floor() as i64) };
+        let index = |c: [i64; 3]| -> Option<usize> {
+            let inside = (0..3).all(|a| c[a] >= 0 && (c[a] as usize) < GRID[a]);
+            inside.then(|| (c[2] as usize * GRID[1] + c[1] as usize) * GRID[0] + c[0] as usize)
+        };
+        let mut cells: Vec<Vec<usize>> = vec![Vec::new(); GRID[0] * GRID[1] * GRID[2]];
+        for (p, x) in self.pos.iter().enumerate() {
+            if let Some(c) = index(cell_of(x)) {
+                if cells[c].len() < CAPACITY {
+                    cells[c].push(p);
+                }
+            }
+        }
+        let neighbours = |x: &[f64; 3]| -> Vec<usize> {
+            let c = cell_of(x);
+            let mut out = Vec::new();
+            for i in -1..=1 {
+                for j in -1..=1 {
+                    for k in -1..=1 {
+                        if let Some(cell) = index([c[0] + i, c[1] + j, c[2] + k]) {
+                            out.extend_from_slice(&cells[cell]);
+                        }
+                    }
+                }
+            }
+            out
+        };
+        let h6 = H.powi(6);
+        let poly6 = 315.0 / (64.0 * std::f64::consts::PI * H.powi(9));
+        let spiky = -45.0 / (std::f64::consts::PI * h6);
+        let visc_lap = 45.0 / (std::f64::consts::PI * h6);
+        let dr = |a: &[f64; 3], b: &[f64; 3]| [0, 1, 2].map(|c| (a[c] - b[c]) * SIMSCALE);
+        let norm = |v: &[f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        let lists: Vec<Vec<usize>> = self.pos.iter().map(|x| neighbours(x)).collect();
+        for i in 0..n {
+            let mut rho = 0.0;
+            for &j in &lists[i] {
+                let r = norm(&dr(&self.pos[i], &self.pos[j]));
+                if r <= H {
+                    rho += PMASS * poly6 * (H * H - r * r).powi(3);
+                }
+            }
+            self.rho[i] = rho;
+        }
+        let prs: Vec<f64> = self.rho.iter().map(|r| (r - RESTDENSITY) * INTSTIFF).collect();
+        let mut acc = vec![[0.0f64; 3]; n];
+        for i in 0..n {
+            let mut f = [0.0f64; 3];
+            for &j in &lists[i] {
+                if i == j {
+                    continue;
+                }
+                let d = dr(&self.pos[i], &self.pos[j]);
+                let r = norm(&d);
+                if r <= H {
+                    let p = -PMASS * (prs[i] + prs[j]) / (2.0 * self.rho[j]) * spiky * (H - r) * (H - r) / r;
+                    let v = VISC * PMASS / self.rho[j] * visc_lap * (H - r);
+                    for c in 0..3 {
+                        f[c] += p * d[c] + v * (self.vel[j][c] - self.vel[i][c]);
+                    }
+                }
+            }
+            let mut a = [f[0] / self.rho[i], f[1] / self.rho[i] - 9.8, f[2] / self.rho[i]];
+            let x = self.pos[i];
+            let v = self.vel[i];
+            let walls: [(f64, f64, [f64; 3]); 6] = [
+                (BOX_MIN[0], x[0], [1.0, 0.0, 0.0]),
+                (x[0], BOX_MAX[0], [-1.0, 0.0, 0.0]),
+                (BOX_MIN[1], x[1], [0.0, 1.0, 0.0]),
+                (x[1], BOX_MAX[1], [0.0, -1.0, 0.0]),
+                (BOX_MIN[2], x[2], [0.0, 0.0, 1.0]),
+                (x[2], BOX_MAX[2], [0.0, 0.0, -1.0]),
+            ];
+            for (x0, x1, normal) in walls {
+                let diff = RADIUS * 2.0 - (x1 - x0) * SIMSCALE;
+                if EPSILON < diff {
+                    let adj = EXTSTIFF * diff - EXTDAMP * (normal[0] * v[0] + normal[1] * v[1] + normal[2] * v[2]);
+                    for c in 0..3 {
+                        a[c] += adj * normal[c];
+                    }
+                }
+            }
+            let speed = norm(&a);
+            if LIMIT < speed {
+                a = a.map(|x| x * (LIMIT / speed));
+            }
+            acc[i] = a;
+        }
+        for i in 0..n {
+            for c in 0..3 {
+                self.vel[i][c] += acc[i][c] * DT;
+                self.pos[i][c] += self.vel[i][c] * DT / SIMSCALE;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_error_measures_the_difference() {
+        assert_eq!(relative_error([1.0, 2.0], [1.0, 2.0]), 0.0);
+        let e = relative_error([3.0, 4.0], [0.0, 5.0]);
+        assert!((e - (9.0f64 + 1.0).sqrt() / 5.0).abs() < 1e-12);
+        assert!(relative_error([f64::NAN], [1.0]).is_infinite());
+    }
+
+    #[test]
+    fn the_sph_grid_matches_the_kernel_constants() {
+        let (origin, delta, size) = sph_grid_geometry();
+        assert_eq!(size, sph::GRID);
+        assert_eq!(delta, 1.2499999f32);
+        assert_eq!(origin, [-12.5f32, -2.4999998, -12.5]);
+        assert_eq!(sph_initial([-10.0, 0.0, -10.0], [0.0, 40.0, 30.0]).len(), 11 * 45 * 45);
+    }
+
+    #[test]
+    fn diffusion_conserves_heat_with_neumann_boundaries() {
+        let (nx, ny) = (16, 12);
+        let (c0, c1, c2, _) = diffusion_coefficients(nx, ny);
+        let f0 = diffusion_initial(nx, ny);
+        let f = diffusion_reference(&f0, nx, ny, (c0, c1, c2), 50);
+        let before: f64 = f0.iter().map(|&x| x as f64).sum();
+        let after: f64 = f.iter().sum();
+        assert!((before - after).abs() < 1e-5 * before, "{before} {after}");
+        assert!(f.iter().zip(&f0).any(|(a, &b)| (a - b as f64).abs() > 1e-3));
+    }
+
+    #[test]
+    fn an_isolated_pair_attracts() {
+        let pos = [Float4::new(0.0, 0.0, 0.0, 1.0), Float4::new(2.0, 0.0, 0.0, 1.0)];
+        let a = nbody_acceleration(&pos, 0, 0.0);
+        assert!((a[0] - 0.25).abs() < 1e-12 && a[1] == 0.0 && a[2] == 0.0);
+    }
+
+    #[test]
+    fn a_resting_sph_lattice_falls_and_stays_in_the_box() {
+        let mut sim = SphReference::new(&sph_initial([-10.0, 0.0, -10.0], [-6.0, 6.0, -6.0]));
+        for _ in 0..5 {
+            sim.step();
+        }
+        assert!(sim.rho.iter().all(|&r| r > 0.0));
+        assert!(sim.vel.iter().any(|v| v[1] < 0.0));
+        assert!(sim.pos.iter().all(|p| (0..3).all(|a| p[a] > sph::BOX_MIN[a] - 1.0 && p[a] < sph::BOX_MAX[a] + 1.0)));
+    }
+
+    #[test]
+    fn the_prelude_defines_the_shared_macros() {
+        for name in ["unroll", "inc", "warp-sum-down", "warp-scan-up", "float4-sum"] {
+            assert!(PRELUDE.contains(&format!("(defkernelmacro {name} ")), "{name}");
+        }
+    }
+}
