@@ -4,7 +4,7 @@
 // 64+tx*4+j}, so the float4 reads of the shared tiles are conflict-free. The next k-step's global
 // loads are issued into registers before the current step's arithmetic (register prefetch).
 // Chorus's counterpart: examples/kernels/sgemm.lisp. M, N multiples of 128; K a multiple of 8.
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 2)
 sgemm_tn(const float4* __restrict__ at, const float4* __restrict__ b, float4* __restrict__ c,
          int m, int n, int k)
 {

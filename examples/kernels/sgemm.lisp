@@ -30,7 +30,7 @@
 
 (defkernel sgemm-tn (void ((at float4* :restrict) (b float4* :restrict) (c float4* :restrict)
                            (m int) (n int) (k int)))
-  (declare (launch-bounds 256))
+  (declare (launch-bounds 256 2))
   (with-shared-memory ((as float4 8 32)
                        (bs float4 8 32))
     (let* ((tid thread-idx-x)
