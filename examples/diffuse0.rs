@@ -5,33 +5,49 @@
 //!
 //! `cargo run --release --example diffuse0` (`CHORUS_BACKEND=cpu` for the CPU executor).
 
-use chorus::{Arg, Direction, Launch, MemoryBlock};
+use chorus::{Direction, Launch, MemoryBlock};
 use chorus_examples::banner;
 use chorus_examples::workloads::{self, kernels};
 use std::process::ExitCode;
 
 fn run() -> chorus::Result<bool> {
     let backend = banner("diffuse0")?;
-    let (nx, ny, steps) = if workloads::on_cpu(backend) { (64, 64, 200) } else { (256, 256, 20_000) };
+    let (nx, ny, steps) = if workloads::on_cpu(backend) {
+        (64, 64, 200)
+    } else {
+        (256, 256, 20_000)
+    };
     let block_x = 256.min(nx);
     let (c0, c1, c2, dt) = workloads::diffusion_coefficients(nx, ny);
     let program = workloads::workload_program(&[kernels::DIFFUSE0])?;
     let initial = workloads::diffusion_initial(nx, ny);
     let mut f = MemoryBlock::from_slice(&initial)?;
     let mut fnext = MemoryBlock::<f32>::alloc(nx * ny)?;
-    let args = |src: &MemoryBlock<f32>, dst: &MemoryBlock<f32>| {
-        [src.as_arg(), dst.as_arg(), Arg::value(nx as i32), Arg::value(ny as i32), Arg::value(c0), Arg::value(c1), Arg::value(c2)]
+    let advance = |src: &MemoryBlock<f32>, dst: &MemoryBlock<f32>| {
+        let args = workloads::diffusion_args(src, dst, nx, ny, (c0, c1, c2));
+        program.launch(
+            "diffuse0",
+            &args,
+            Launch::grid((nx / block_x, ny)).block((block_x, 1)),
+        )
     };
-    println!("{nx}×{ny} cells, {steps} steps, block ({block_x}, 1), grid ({}, {ny})", nx / block_x);
+    println!(
+        "{nx}×{ny} cells, {steps} steps, block ({block_x}, 1), grid ({}, {ny})",
+        nx / block_x
+    );
     // Compiles and loads the kernel outside the timed loop (its first step overwrites fnext).
-    program.launch("diffuse0", &args(&f, &fnext), Launch::grid((nx / block_x, ny)).block((block_x, 1)))?;
+    advance(&f, &fnext)?;
     let (field, elapsed) = workloads::timed(|| {
         for step in 0..steps {
             if step % (steps / 10) == 0 {
                 println!("time({step}) = {:.5}", step as f32 * dt);
             }
-            let (src, dst) = if step % 2 == 0 { (&f, &fnext) } else { (&fnext, &f) };
-            program.launch("diffuse0", &args(src, dst), Launch::grid((nx / block_x, ny)).block((block_x, 1)))?;
+            let (src, dst) = if step % 2 == 0 {
+                (&f, &fnext)
+            } else {
+                (&fnext, &f)
+            };
+            advance(src, dst)?;
         }
         // An odd number of steps leaves the field in fnext.
         let last = if steps % 2 == 1 { &mut fnext } else { &mut f };

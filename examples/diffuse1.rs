@@ -5,7 +5,7 @@
 //!
 //! `cargo run --release --example diffuse1` (`CHORUS_BACKEND=cpu` for the CPU executor).
 
-use chorus::{Arg, Direction, Launch, MemoryBlock, Program};
+use chorus::{Direction, Launch, MemoryBlock, Program};
 use chorus_examples::banner;
 use chorus_examples::workloads::{self, kernels};
 use std::process::ExitCode;
@@ -21,15 +21,23 @@ fn simulate(
 ) -> chorus::Result<Vec<f32>> {
     let mut f = MemoryBlock::from_slice(initial)?;
     let mut fnext = MemoryBlock::<f32>::alloc(nx * ny)?;
-    let args = |src: &MemoryBlock<f32>, dst: &MemoryBlock<f32>| {
-        [src.as_arg(), dst.as_arg(), Arg::value(nx as i32), Arg::value(ny as i32), Arg::value(c0), Arg::value(c1), Arg::value(c2)]
+    let advance = |src: &MemoryBlock<f32>, dst: &MemoryBlock<f32>| {
+        program.launch(
+            kernel,
+            &workloads::diffusion_args(src, dst, nx, ny, (c0, c1, c2)),
+            launch(),
+        )
     };
     // Compiles and loads the kernel outside the timed loop (its first step overwrites fnext).
-    program.launch(kernel, &args(&f, &fnext), launch())?;
+    advance(&f, &fnext)?;
     let (field, elapsed) = workloads::timed(|| {
         for step in 0..steps {
-            let (src, dst) = if step % 2 == 0 { (&f, &fnext) } else { (&fnext, &f) };
-            program.launch(kernel, &args(src, dst), launch())?;
+            let (src, dst) = if step % 2 == 0 {
+                (&f, &fnext)
+            } else {
+                (&fnext, &f)
+            };
+            advance(src, dst)?;
         }
         let last = if steps % 2 == 1 { &mut fnext } else { &mut f };
         last.sync(Direction::DeviceToHost)?;
@@ -42,20 +50,49 @@ fn simulate(
 
 fn run() -> chorus::Result<bool> {
     let backend = banner("diffuse1")?;
-    let (nx, ny, steps) = if workloads::on_cpu(backend) { (64, 64, 200) } else { (256, 256, 20_000) };
+    let (nx, ny, steps) = if workloads::on_cpu(backend) {
+        (64, 64, 200)
+    } else {
+        (256, 256, 20_000)
+    };
     let (c0, c1, c2, dt) = workloads::diffusion_coefficients(nx, ny);
     let program = workloads::workload_program(&[kernels::DIFFUSE0, kernels::DIFFUSE1])?;
     let initial = workloads::diffusion_initial(nx, ny);
-    println!("{nx}×{ny} cells, {steps} steps (t = {:.5}), blocks of 16×16", steps as f32 * dt);
+    println!(
+        "{nx}×{ny} cells, {steps} steps (t = {:.5}), blocks of 16×16",
+        steps as f32 * dt
+    );
     let size = (nx, ny, steps);
-    let tiled = simulate(&program, "diffuse1", &|| Launch::grid((nx / 16, ny / 16)).block((16, 16)), &initial, size, (c0, c1, c2))?;
+    let tiled = simulate(
+        &program,
+        "diffuse1",
+        &|| Launch::grid((nx / 16, ny / 16)).block((16, 16)),
+        &initial,
+        size,
+        (c0, c1, c2),
+    )?;
     let block_x = 256.min(nx);
-    let global = simulate(&program, "diffuse0", &|| Launch::grid((nx / block_x, ny)).block((block_x, 1)), &initial, size, (c0, c1, c2))?;
-    let differing = tiled.iter().zip(&global).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    let global = simulate(
+        &program,
+        "diffuse0",
+        &|| Launch::grid((nx / block_x, ny)).block((block_x, 1)),
+        &initial,
+        size,
+        (c0, c1, c2),
+    )?;
+    let differing = tiled
+        .iter()
+        .zip(&global)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
     let same = differing == 0;
     println!(
         "diffuse1 against diffuse0: {}",
-        if same { "the same field, bit for bit".to_string() } else { format!("{differing} cells DIFFER") }
+        if same {
+            "the same field, bit for bit".to_string()
+        } else {
+            format!("{differing} cells DIFFER")
+        }
     );
     let reference = workloads::diffusion_reference(&initial, nx, ny, (c0, c1, c2), steps);
     let error = workloads::relative_error(tiled.iter().map(|&x| x as f64), reference);

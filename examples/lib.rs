@@ -1,5 +1,8 @@
 //! What the examples share: the banner naming the backend and device, and the pseudo-random
-//! inputs of vector-add (cl-cuda's `(random 1.0)`).
+//! inputs of vector-add (cl-cuda's `(random 1.0)`). [`workloads`] holds what the workload
+//! examples and the benchmark suite share.
+
+pub mod workloads;
 
 /// Prints the backend kernels run on and its device, and returns the backend.
 pub fn banner(example: &str) -> chorus::Result<chorus::Backend> {

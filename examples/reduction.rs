@@ -11,13 +11,27 @@ use std::process::ExitCode;
 
 fn run() -> chorus::Result<bool> {
     let backend = banner("reduction")?;
-    let n = if workloads::on_cpu(backend) { 1 << 16 } else { 1 << 26 };
+    let n: usize = if workloads::on_cpu(backend) {
+        1 << 16
+    } else {
+        1 << 26
+    };
     let program = workloads::workload_program(&[kernels::REDUCTION])?;
     let mut random = Random::new(11);
     let data: Vec<Float4> = (0..n / 4)
-        .map(|_| Float4::new(random.next_f32(), random.next_f32(), random.next_f32(), random.next_f32()))
+        .map(|_| {
+            Float4::new(
+                random.next_f32(),
+                random.next_f32(),
+                random.next_f32(),
+                random.next_f32(),
+            )
+        })
         .collect();
-    let want: f64 = data.iter().map(|v| v.x as f64 + v.y as f64 + v.z as f64 + v.w as f64).sum();
+    let want: f64 = data
+        .iter()
+        .map(|v| v.x as f64 + v.y as f64 + v.z as f64 + v.w as f64)
+        .sum();
     let x = MemoryBlock::from_slice(&data)?;
     let mut out = MemoryBlock::<f32>::alloc(1)?;
     // A persistent grid: at most 1056 blocks (8 per multiprocessor of an H200), fewer when the
@@ -26,13 +40,24 @@ fn run() -> chorus::Result<bool> {
     let mut reduce = || -> chorus::Result<()> {
         out[0] = 0.0;
         out.sync(Direction::HostToDevice)?;
-        program.launch("reduce-sum", &[x.as_arg(), Arg::value((n / 4) as i32), out.as_arg()], Launch::grid(blocks).block(256))?;
+        program.launch(
+            "reduce-sum",
+            &[x.as_arg(), Arg::value((n / 4) as i32), out.as_arg()],
+            Launch::grid(blocks).block(256),
+        )?;
         out.sync(Direction::DeviceToHost)
     };
     reduce()?; // compiles and loads the kernel: keep that out of the time
     let ((), elapsed) = workloads::timed(&mut reduce)?;
-    println!("{n} floats, grid {blocks} × 256: sum {} (f64 on the CPU: {want})", out[0]);
-    workloads::print_rate(elapsed, 4.0 * n as f64 / 1e9, "GB/s (including the two 4-byte copies)");
+    println!(
+        "{n} floats, grid {blocks} × 256: sum {} (f64 on the CPU: {want})",
+        out[0]
+    );
+    workloads::print_rate(
+        elapsed,
+        4.0 * n as f64 / 1e9,
+        "GB/s (including the two 4-byte copies)",
+    );
     let error = workloads::relative_error([out[0] as f64], [want]);
     Ok(workloads::verdict("sum", error, 1e-5))
 }

@@ -10,21 +10,46 @@ use chorus_examples::{Random, banner};
 use std::process::ExitCode;
 
 /// The three launches: `blocks` chunks of `tiles` tiles of 1024 ints.
-fn scan(program: &Program, x: &MemoryBlock<Int4>, y: &MemoryBlock<Int4>, sums: &MemoryBlock<i32>, blocks: usize, tiles: usize) -> chorus::Result<()> {
-    let tiles = Arg::value(tiles as i32);
-    program.launch("scan-reduce", &[x.as_arg(), sums.as_arg(), tiles.clone()], Launch::grid(blocks).block(256))?;
-    program.launch("scan-sums", &[sums.as_arg(), Arg::value(blocks as i32)], Launch::grid(1).block(1024))?;
-    program.launch("scan-apply", &[x.as_arg(), y.as_arg(), sums.as_arg(), tiles], Launch::grid(blocks).block(256))
+fn scan(
+    program: &Program,
+    x: &MemoryBlock<Int4>,
+    y: &MemoryBlock<Int4>,
+    sums: &MemoryBlock<i32>,
+    blocks: usize,
+    tiles: usize,
+) -> chorus::Result<()> {
+    let tiles = || Arg::value(tiles as i32);
+    program.launch(
+        "scan-reduce",
+        &[x.as_arg(), sums.as_arg(), tiles()],
+        Launch::grid(blocks).block(256),
+    )?;
+    program.launch(
+        "scan-sums",
+        &[sums.as_arg(), Arg::value(blocks as i32)],
+        Launch::grid(1).block(1024),
+    )?;
+    program.launch(
+        "scan-apply",
+        &[x.as_arg(), y.as_arg(), sums.as_arg(), tiles()],
+        Launch::grid(blocks).block(256),
+    )
 }
 
 fn run() -> chorus::Result<bool> {
     let backend = banner("scan")?;
-    let (n, blocks) = if workloads::on_cpu(backend) { (1 << 14, 4) } else { (1 << 26, 1024) };
+    let (n, blocks) = if workloads::on_cpu(backend) {
+        (1 << 14, 4)
+    } else {
+        (1 << 26, 1024)
+    };
     let tiles = n / (blocks * 1024);
     let program = workloads::workload_program(&[kernels::SCAN])?;
     let mut random = Random::new(13);
     let mut digit = || (random.next_f32() * 8.0) as i32;
-    let data: Vec<Int4> = (0..n / 4).map(|_| Int4::new(digit(), digit(), digit(), digit())).collect();
+    let data: Vec<Int4> = (0..n / 4)
+        .map(|_| Int4::new(digit(), digit(), digit(), digit()))
+        .collect();
     let x = MemoryBlock::from_slice(&data)?;
     let mut y = MemoryBlock::<Int4>::alloc(n / 4)?;
     let sums = MemoryBlock::<i32>::alloc(blocks)?;
@@ -34,7 +59,11 @@ fn run() -> chorus::Result<bool> {
         y.sync(Direction::DeviceToHost)
     })?;
     println!("{n} ints, {blocks} chunks of {tiles} tiles of 1024");
-    workloads::print_rate(elapsed, 8.0 * n as f64 / 1e9, "GB/s (including the copy back)");
+    workloads::print_rate(
+        elapsed,
+        8.0 * n as f64 / 1e9,
+        "GB/s (including the copy back)",
+    );
     let mut running = 0i32;
     let mut wrong = 0usize;
     for (v, s) in data.iter().zip(y.as_slice()) {
@@ -43,7 +72,14 @@ fn run() -> chorus::Result<bool> {
             wrong += usize::from(got != running);
         }
     }
-    println!("{}", if wrong == 0 { "verification succeeded: exact".to_string() } else { format!("VERIFICATION FAILED: {wrong} wrong sums") });
+    println!(
+        "{}",
+        if wrong == 0 {
+            "verification succeeded: exact".to_string()
+        } else {
+            format!("VERIFICATION FAILED: {wrong} wrong sums")
+        }
+    );
     Ok(wrong == 0)
 }
 

@@ -12,26 +12,52 @@ use std::process::ExitCode;
 
 fn run() -> chorus::Result<bool> {
     let backend = banner("transpose")?;
-    let (width, height) = if workloads::on_cpu(backend) { (100, 70) } else { (8192, 4096) };
+    let (width, height) = if workloads::on_cpu(backend) {
+        (100, 70)
+    } else {
+        (8192, 4096)
+    };
     let program = workloads::workload_program(&[kernels::TRANSPOSE])?;
     let mut random = Random::new(5);
     let data: Vec<f32> = (0..width * height).map(|_| random.next_f32()).collect();
     let input = MemoryBlock::from_slice(&data)?;
     let mut output = MemoryBlock::<f32>::alloc(width * height)?;
     let launch = || Launch::grid((width.div_ceil(32), height.div_ceil(32))).block((32, 8));
-    let args = |output: &MemoryBlock<f32>| [input.as_arg(), output.as_arg(), Arg::value(width as i32), Arg::value(height as i32)];
-    program.launch("transpose", &args(&output), launch())?; // compile and load outside the time
+    let transpose = |output: &MemoryBlock<f32>| {
+        program.launch(
+            "transpose",
+            &[
+                input.as_arg(),
+                output.as_arg(),
+                Arg::value(width as i32),
+                Arg::value(height as i32),
+            ],
+            launch(),
+        )
+    };
+    transpose(&output)?; // compile and load outside the time
     let ((), elapsed) = workloads::timed(|| {
-        program.launch("transpose", &args(&output), launch())?;
+        transpose(&output)?;
         output.sync(Direction::DeviceToHost)
     })?;
     println!("{height}×{width} → {width}×{height}, blocks of 32×8");
-    workloads::print_rate(elapsed, 8.0 * (width * height) as f64 / 1e9, "GB/s (including the copy back)");
+    workloads::print_rate(
+        elapsed,
+        8.0 * (width * height) as f64 / 1e9,
+        "GB/s (including the copy back)",
+    );
     let wrong = (0..height)
         .flat_map(|y| (0..width).map(move |x| (x, y)))
         .filter(|&(x, y)| output[x * height + y] != data[y * width + x])
         .count();
-    println!("{}", if wrong == 0 { "verification succeeded: exact".to_string() } else { format!("VERIFICATION FAILED: {wrong} wrong elements") });
+    println!(
+        "{}",
+        if wrong == 0 {
+            "verification succeeded: exact".to_string()
+        } else {
+            format!("VERIFICATION FAILED: {wrong} wrong elements")
+        }
+    );
     Ok(wrong == 0)
 }
 
