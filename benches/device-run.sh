@@ -11,6 +11,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)  # benches/ (or a copy of it carried in .device/)
 out=${1:-${OUT:-$(mktemp -d)}}
+stage=${CHORUS_STAGE:-.device}  # where device-stage put the binaries and run.sh
 mkdir -p "$out" && out=$(cd "$out" && pwd)  # run.sh runs binaries from their package folder
 nvcc=${CUDA_PATH:-/usr/local/cuda}/bin/nvcc
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
@@ -18,10 +19,10 @@ date -u
 "$nvcc" -O3 -arch=sm_90 -o /tmp/chorus-baselines "$here/baselines/harness.cu" -lcublas -lcuda 2>&1 | grep -v -i warning
 /tmp/chorus-baselines | tee "$out/baselines.tsv"
 mkdir -p examples benches  # run.sh runs each binary from its package folder
-bash .device/run.sh --bin bench_suite --baseline "$out/baselines.tsv" --out "$out/results.tsv" 2>&1 | tee "$out/bench.log"
+bash "$stage/run.sh" --bin bench_suite --baseline "$out/baselines.tsv" --out "$out/results.tsv" 2>&1 | tee "$out/bench.log"
 for example in diffuse0 diffuse1 nbody sph reduction transpose sgemm scan; do
     echo "=== example $example"
-    bash .device/run.sh --bin "$example" 2>&1 | tail -n 12
+    bash "$stage/run.sh" --bin "$example" 2>&1 | tail -n 12
     echo "=== exit status of $example: ${PIPESTATUS[0]}"
 done 2>&1 | tee "$out/examples.log"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu --format=csv
