@@ -497,7 +497,10 @@ mod tests {
         // The body itself adds 0 (dx = 0) thanks to the softening; the other pulls with 2/(4 + ε²)^1.5.
         let a = nbody_acceleration(&pos, 0, 0.01);
         let want = 2.0 / 4.01f64.powf(1.5);
-        assert!((a[0] - want).abs() < 1e-12 && a[1] == 0.0 && a[2] == 0.0, "{a:?}");
+        assert!(
+            (a[0] - want).abs() < 1e-12 && a[1] == 0.0 && a[2] == 0.0,
+            "{a:?}"
+        );
     }
 
     #[test]
