@@ -33,7 +33,8 @@ pub(super) struct Emitter<'m> {
     /// Printing a global initializer: constructors become brace lists and half literals raw bits.
     pub constant: bool,
     function: Option<&'m Function>,
-    /// C names in use in the current function (locals, and temporaries made while printing).
+    /// C names a temporary of the current function must not take: its locals, the module's
+    /// functions, globals and structures, and the temporaries made so far.
     names: HashSet<String>,
     out: String,
     depth: usize,
@@ -272,7 +273,15 @@ impl<'m> Emitter<'m> {
     fn definition(&mut self, f: &'m Function) -> String {
         let signature = self.signature(f);
         self.function = Some(f);
+        // Temporaries must not shadow a local or any module-level name the body may use.
+        let module = self.module;
         self.names = f.locals.iter().map(|l| l.c_name.clone()).collect();
+        self.names
+            .extend(module.functions.iter().map(|g| g.c_name.clone()));
+        self.names
+            .extend(module.globals.iter().map(|g| g.c_name.clone()));
+        self.names
+            .extend(module.structs.iter().map(|s| s.c_name.clone()));
         self.out = format!("{signature}\n{{\n");
         self.depth = 1;
         self.stmts(&f.body);

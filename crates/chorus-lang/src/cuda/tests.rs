@@ -317,3 +317,43 @@ fn multi_binding_do_is_valid_c() {
         "{dependent}"
     );
 }
+
+#[test]
+fn loop_temporaries_shadow_no_module_name() {
+    // (do ((a 0 (+ a 1)) (b 0 (+ b a))) (nil) …) in a module with a global `a-next`.
+    let a = || local(0, Type::INT);
+    let b = || local(1, Type::INT);
+    let body = vec![s(StmtKind::For {
+        init: vec![(LocalId(0), int(0)), (LocalId(1), int(0))],
+        cond: None,
+        step: vec![
+            (LocalId(0), op(Builtin::Add, vec![a(), int(1)], Type::INT)),
+            (LocalId(1), op(Builtin::Add, vec![b(), a()], Type::INT)),
+        ],
+        body: Block::default(),
+    })];
+    let mut m = module(vec![kernel(
+        "k",
+        vec![],
+        vec![var("a", Type::INT), var("b", Type::INT)],
+        body,
+    )]);
+    m.globals.push(Global {
+        name: "a-next".into(),
+        c_name: "a_next".into(),
+        ty: Type::INT,
+        qualifiers: vec![GlobalQualifier::Device],
+        init: int(0),
+        span: Span::generated(),
+    });
+    let text = print_module(&m);
+    assert!(
+        text.contains("extern \"C\" __device__ int a_next = 0;"),
+        "{text}"
+    );
+    assert!(text.contains("    int a_next_;\n"), "{text}");
+    assert!(
+        text.contains("for (;; a_next_ = (a + 1), b = (b + a), a = a_next_) {"),
+        "{text}"
+    );
+}
