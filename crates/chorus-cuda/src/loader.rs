@@ -322,6 +322,14 @@ fn find_toolkit_include_dirs() -> Vec<PathBuf> {
     }
     dirs.retain(|d| d.join("cuda_fp16.h").is_file());
     dirs.dedup();
+    // CUDA 13 keeps libcu++ (`<cuda/std/...>`, which curand_kernel.h includes) under
+    // include/cccl; nvcc adds it through nvcc.profile, NVRTC needs it named.
+    let cccl: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join("cccl"))
+        .filter(|d| d.join("cuda/std").is_dir())
+        .collect();
+    dirs.extend(cccl);
     dirs
 }
 
