@@ -112,6 +112,58 @@ const CALLED_BY_BACK_ENDS: &[&str] = &[
     "__shared__",
 ];
 
+/// C library functions that headers a module may include declare (`stdlib.h` comes in through
+/// `curand_kernel.h`): a kernel or global of that name would clash with them in C.
+const C_LIBRARY: &[&str] = &[
+    "random",
+    "rand",
+    "srand",
+    "malloc",
+    "free",
+    "calloc",
+    "realloc",
+    "exit",
+    "abort",
+    "assert",
+    "memcpy",
+    "memset",
+    "memmove",
+    "memcmp",
+    "strlen",
+    "strcpy",
+    "strcmp",
+    "atoi",
+    "atof",
+    "qsort",
+    "clock",
+    "clock64",
+    "time",
+    "abs",
+    "labs",
+    "div",
+    "ldiv",
+    "signbit",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "ldexp",
+    "frexp",
+    "modf",
+    "nan",
+    "copysign",
+    "remainder",
+    "rint",
+    "lrint",
+    "lround",
+    "exp10",
+    "logb",
+    "lgamma",
+    "tgamma",
+    "erfinv",
+    "erfcinv",
+    "sincos",
+];
+
 /// A set of C identifiers in use, handing out fresh ones.
 #[derive(Clone, Debug, Default)]
 pub struct Namer {
@@ -119,6 +171,18 @@ pub struct Namer {
 }
 
 impl Namer {
+    /// A namer for module-level names (structures, globals, functions): the C functions the
+    /// back ends call and the C library's functions are taken, so a kernel named `random` or
+    /// `sin` gets `random_1` / `sin_1` instead of failing in the CUDA compiler.
+    pub fn for_module() -> Namer {
+        let used = CALLED_BY_BACK_ENDS
+            .iter()
+            .chain(C_LIBRARY)
+            .map(|s| s.to_string())
+            .collect();
+        Namer { used }
+    }
+
     /// A namer for the locals of one function: module-level names are already taken.
     pub fn for_locals(module_names: &Namer) -> Namer {
         let mut used = module_names.used.clone();
@@ -165,5 +229,9 @@ mod tests {
         assert_eq!(locals.fresh("sin"), "sin_1");
         assert_eq!(locals.fresh("chorus-tmp"), "v_chorus_tmp");
         assert_eq!(locals.fresh("float"), "float_");
+        let mut module = Namer::for_module();
+        assert_eq!(module.fresh("random"), "random_1");
+        assert_eq!(module.fresh("sin"), "sin_1");
+        assert_eq!(module.fresh("vec-add"), "vec_add");
     }
 }

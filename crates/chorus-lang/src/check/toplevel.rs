@@ -113,7 +113,10 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
             }
         }
     }
-    let mut m = ModuleCx::default();
+    let mut m = ModuleCx {
+        names: names::Namer::for_module(),
+        ..ModuleCx::default()
+    };
     for (form, args) in structs {
         define_struct(&mut m, form, args)?;
     }
