@@ -12,7 +12,7 @@
 mod corpus;
 
 use chorus_cuda::{DeviceMemory, KernelArg, LaunchConfig, Program};
-use std::sync::Arc;
+use corpus::Outcome;
 
 fn gpu_or_skip() -> bool {
     let why = match chorus_cuda::ensure_driver().and_then(|()| chorus_cuda::device_count()) {
@@ -25,60 +25,6 @@ fn gpu_or_skip() -> bool {
     }
     eprintln!("skipped: no CUDA driver ({why})");
     false
-}
-
-/// What one backend left in every buffer and checked global after the launch.
-struct Outcome {
-    buffers: Vec<Vec<u8>>,
-    globals: Vec<Vec<u8>>,
-}
-
-fn run_on_cpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
-    use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg as CpuArg, LaunchConfig as CpuConfig};
-    let module = CpuModule::new(Arc::new(module.clone())).map_err(|e| format!("prepare: {e}"))?;
-    module.set_printf_output(Box::new(std::io::sink()));
-    for g in &case.globals {
-        if let Some(init) = &g.init {
-            module
-                .set_global_bytes(g.name, init)
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    let mut buffers = Vec::new();
-    for arg in &case.args {
-        if let corpus::Arg::Buffer { data, .. } = arg {
-            buffers.push(DeviceBuffer::from_bytes(data).map_err(|e| e.to_string())?);
-        }
-    }
-    let mut next = buffers.iter();
-    let args: Vec<CpuArg<'_>> = case
-        .args
-        .iter()
-        .map(|a| match a {
-            corpus::Arg::Buffer { .. } => CpuArg::Buffer(next.next().expect("one per buffer")),
-            corpus::Arg::Value { ty, bytes } => CpuArg::Value {
-                ty: ty.clone(),
-                bytes: bytes.clone(),
-            },
-        })
-        .collect();
-    let config = CpuConfig {
-        grid: case.grid,
-        block: case.block,
-        shared_mem: case.shared_mem,
-    };
-    module
-        .launch(case.kernel, &config, &args)
-        .map_err(|e| format!("launch: {e}"))?;
-    let globals = case
-        .globals
-        .iter()
-        .map(|g| module.global_bytes(g.name).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    Ok(Outcome {
-        buffers: buffers.iter().map(|b| b.to_bytes()).collect(),
-        globals,
-    })
 }
 
 fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
@@ -111,14 +57,7 @@ fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<O
             }
         }
     }
-    let buffer_data: Vec<&Vec<u8>> = case
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            corpus::Arg::Buffer { data, .. } => Some(data),
-            corpus::Arg::Value { .. } => None,
-        })
-        .collect();
+    let buffer_data: Vec<&Vec<u8>> = case.buffer_data().collect();
     let mut memories = Vec::new();
     for data in &buffer_data {
         // A zero-length buffer still gets its own (one-byte) allocation.
@@ -166,31 +105,10 @@ fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<O
     Ok(Outcome { buffers, globals })
 }
 
-fn buffer_expectations(case: &corpus::Case) -> impl Iterator<Item = &corpus::Expect> {
-    case.args.iter().filter_map(|a| match a {
-        corpus::Arg::Buffer { expect, .. } => Some(expect),
-        corpus::Arg::Value { .. } => None,
-    })
-}
-
-/// Checks one backend's outcome against the case's expectations.
-fn check(case: &corpus::Case, outcome: &Outcome) -> Result<(), String> {
-    for (k, (expect, bytes)) in buffer_expectations(case).zip(&outcome.buffers).enumerate() {
-        expect
-            .check(bytes)
-            .map_err(|e| format!("buffer {}: {e}", k + 1))?;
-    }
-    for (g, bytes) in case.globals.iter().zip(&outcome.globals) {
-        g.expect
-            .check(bytes)
-            .map_err(|e| format!("global {}: {e}", g.name))?;
-    }
-    Ok(())
-}
-
 /// Where the case demands exact results, the two backends must agree byte for byte.
 fn compare(case: &corpus::Case, cpu: &Outcome, gpu: &Outcome) -> Result<(), String> {
-    for (k, (expect, (c, g))) in buffer_expectations(case)
+    for (k, (expect, (c, g))) in case
+        .buffer_expectations()
         .zip(cpu.buffers.iter().zip(&gpu.buffers))
         .enumerate()
     {
@@ -215,8 +133,8 @@ fn the_corpus_agrees_on_cpu_and_gpu() {
                 let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
                     .map_err(|e| format!("compile: {e}"))?;
                 let gpu = run_on_gpu(case, &module).map_err(|e| format!("GPU {e}"))?;
-                check(case, &gpu).map_err(|e| format!("GPU {e}"))?;
-                match run_on_cpu(case, &module) {
+                corpus::check(case, &gpu).map_err(|e| format!("GPU {e}"))?;
+                match corpus::cpu::run(case, &module) {
                     Ok(cpu) => compare(case, &cpu, &gpu),
                     // The CPU refuses what it cannot honour (cuda-asm, clusters): the GPU result
                     // alone is checked then.

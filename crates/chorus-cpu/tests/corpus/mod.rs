@@ -6,13 +6,15 @@
 //! written here, independently of any executor: exact for integer work, within a tolerance for
 //! floating point (GPUs contract `a*b+c` into `fma` and their math functions differ by ulps).
 //!
-//! Nothing here depends on a backend: a runner compiles `source` with
+//! The table depends on no backend: a runner compiles `source` with
 //! `chorus_lang::compile_str`, allocates one buffer per [`Arg::Buffer`], sets
-//! [`Case::globals`] that have an `init`, launches `kernel`, and calls [`Expect::check`] on each
-//! buffer and global. Use it from another crate's tests with
+//! [`Case::globals`] that have an `init`, launches `kernel`, collects an [`Outcome`] and calls
+//! [`check`]. [`cpu::run`] is the CPU executor's runner. Use it from another crate's tests with
 //! `#[path = "../../chorus-cpu/tests/corpus/mod.rs"] mod corpus;`.
 
 #![allow(dead_code)]
+
+pub mod cpu;
 
 use bytemuck::Pod;
 use chorus_lang::host::{Fp4E2M1, Fp8E4M3, KernelValue, bf16, f16};
@@ -128,6 +130,49 @@ fn compare(want: &[f64], got: &[f64], tol: f64) -> Result<(), String> {
         if !ok {
             return Err(format!("value {i} is {g}, expected {w} (tolerance {tol})"));
         }
+    }
+    Ok(())
+}
+
+/// What a backend left in every buffer argument (in argument order) and in every global of
+/// [`Case::globals`] after the launch.
+pub struct Outcome {
+    /// One entry per [`Arg::Buffer`], in order.
+    pub buffers: Vec<Vec<u8>>,
+    /// One entry per [`Case::globals`] entry, in order.
+    pub globals: Vec<Vec<u8>>,
+}
+
+impl Case {
+    /// The initial contents of each buffer argument, in order.
+    pub fn buffer_data(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Buffer { data, .. } => Some(data),
+            Arg::Value { .. } => None,
+        })
+    }
+
+    /// The expectation of each buffer argument, in order.
+    pub fn buffer_expectations(&self) -> impl Iterator<Item = &Expect> {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Buffer { expect, .. } => Some(expect),
+            Arg::Value { .. } => None,
+        })
+    }
+}
+
+/// Checks a backend's outcome against the case's expectations; the error names the first
+/// difference.
+pub fn check(case: &Case, outcome: &Outcome) -> Result<(), String> {
+    for (k, (expect, bytes)) in case.buffer_expectations().zip(&outcome.buffers).enumerate() {
+        expect
+            .check(bytes)
+            .map_err(|e| format!("buffer argument {}: {e}", k + 1))?;
+    }
+    for (g, bytes) in case.globals.iter().zip(&outcome.globals) {
+        g.expect
+            .check(bytes)
+            .map_err(|e| format!("global {}: {e}", g.name))?;
     }
     Ok(())
 }
