@@ -245,6 +245,8 @@ impl VectorType {
     }
 
     /// Number of components (2, 3 or 4).
+    // A vector type always has components: an `is_empty` would only ever answer false.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(self) -> usize {
         match self {
             VectorType::Int2
