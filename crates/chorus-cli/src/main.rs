@@ -11,8 +11,6 @@
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
 //! command line that cannot be understood prints the usage and exits with status 2.
 
-mod pretty;
-
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -113,7 +111,7 @@ fn expand(args: &[String]) -> Result<(), Failure> {
     };
     let text = read(file)?;
     let forms = chorus_lang::expand_str(&text, file).map_err(|e| Failure::Failed(e.to_string()))?;
-    let printed: Vec<String> = forms.iter().map(|f| pretty::pretty(f) + "\n").collect();
+    let printed: Vec<String> = forms.iter().map(|f| f.pretty(100) + "\n").collect();
     write_stdout(&printed.join("\n"))
 }
 

@@ -292,9 +292,10 @@ impl fmt::Display for Form {
 impl Form {
     /// The form printed as [`Display`](fmt::Display) prints it, but broken over lines so that no
     /// line is longer than `width` where that can be helped: a list that does not fit keeps its
-    /// head and first argument on the first line and puts each further item on a line of its
-    /// own, indented two columns (a list whose head is not a symbol, such as a binding list,
-    /// aligns its items instead). Reading the result back gives the same form.
+    /// head and first argument on the first line (a `defkernel`, `defkernelmacro` or `do` its
+    /// first two) and puts each further item on a line of its own, indented two columns (a list
+    /// whose head is not a symbol, such as a binding list, aligns its items instead). Reading the
+    /// result back gives the same form.
     pub fn pretty(&self, width: usize) -> String {
         let mut out = String::new();
         self.pretty_into(&mut out, 0, width);
@@ -328,6 +329,13 @@ impl Form {
         }
         out.push('(');
         let (first_line, rest_indent) = match items[0].as_symbol() {
+            // A definition keeps its name and signature, a `do` its bindings and end test,
+            // beside the head while they fit there.
+            Some(head @ ("defkernel" | "defkernelmacro" | "do")) if items.len() > 3 => {
+                let line = format!("({head} {} {}", items[1], items[2]);
+                let fits = indent + line.chars().count() <= width;
+                (if fits { 3 } else { 2 }, indent + 2)
+            }
             Some(_) => (2, indent + 2),
             None => (1, indent + 1),
         };
