@@ -162,6 +162,19 @@ fn main() -> Result<()> {
             "launch, kernel text, checked arguments".into(),
             micros(checked),
         ));
+        let unchecked = per_launch(|| {
+            let args = [
+                KernelArg::block(&a),
+                KernelArg::block(&b),
+                KernelArg::value(&n),
+            ];
+            // SAFETY: the arguments match `noop`'s parameters (float*, float*, int).
+            unsafe { launch_unchecked(&checked_noop, &cfg, &args) }
+        })?;
+        rows.push((
+            "launch, kernel text, launch_unchecked".into(),
+            micros(unchecked),
+        ));
 
         let base = Settings {
             disk_cache: false,
@@ -197,9 +210,21 @@ fn main() -> Result<()> {
         };
         let source = format!("// cached\n{KERNEL}");
         let image = compile_with(&s, &source, "noop", None)?;
+        rows.push(("default image kind".into(), format!("{:?}", image.kind)));
         let memory_hit = time_median(1001, |_| compile_with(&s, &source, "noop", None).map(drop))?;
         rows.push((
-            "cache hit, memory (key hash + lookup)".into(),
+            format!("cache hit, memory ({} B source)", source.len()),
+            micros(memory_hit),
+        ));
+        // A source of the size generated modules have (a few KB).
+        let large = format!(
+            "{}{source}",
+            "// padding to a few KB of source\n".repeat(128)
+        );
+        compile_with(&s, &large, "noop", None)?;
+        let memory_hit = time_median(1001, |_| compile_with(&s, &large, "noop", None).map(drop))?;
+        rows.push((
+            format!("cache hit, memory ({} B source)", large.len()),
             micros(memory_hit),
         ));
         let disk_hit = time_median(51, |_| {
@@ -207,9 +232,10 @@ fn main() -> Result<()> {
             compile_with(&s, &source, "noop", None).map(drop)
         })?;
         rows.push(("cache hit, disk (read + checksum)".into(), micros(disk_hit)));
-        let load = time_median(21, |_| Module::load(&image.bytes, image.kind).map(drop))?;
+        let ptx = compile_with(&s, &source, "noop", Some(ImageKind::Ptx))?;
+        let load = time_median(21, |_| Module::load(&ptx.bytes, ImageKind::Ptx).map(drop))?;
         rows.push((
-            format!("module load of the cached {:?} image", image.kind),
+            "module load of a PTX image (driver JIT)".into(),
             micros(load),
         ));
         let cubin = compile_with(&s, &source, "noop", Some(ImageKind::Cubin))?;
@@ -219,14 +245,14 @@ fn main() -> Result<()> {
         rows.push(("module load of a cubin".into(), micros(load)));
         let end_to_end = time_median(21, |_| Program::from_cuda_c(&source, "noop").map(drop))?;
         rows.push((
-            "Program::from_cuda_c, warm cache, PTX (compile+load)".into(),
+            "Program::from_cuda_c, warm cache, default (compile+load)".into(),
             micros(end_to_end),
         ));
-        update_settings(|s| s.image = ImageChoice::Cubin);
+        update_settings(|s| s.image = ImageChoice::Ptx);
         Program::from_cuda_c(&source, "noop")?;
         let end_to_end = time_median(21, |_| Program::from_cuda_c(&source, "noop").map(drop))?;
         rows.push((
-            "Program::from_cuda_c, warm cache, CHORUS_IMAGE=cubin".into(),
+            "Program::from_cuda_c, warm cache, CHORUS_IMAGE=ptx".into(),
             micros(end_to_end),
         ));
         Ok(())

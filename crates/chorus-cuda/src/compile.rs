@@ -1,9 +1,30 @@
 //! Compiling generated CUDA C to a module image through the cache, and loading it.
 //!
 //! The compiler is NVRTC in process when it loads (or when the settings ask for it), else nvcc.
-//! The image is PTX when the toolkit is no newer than the driver, cubin otherwise; when the
-//! driver still rejects the PTX (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`), the cubin is compiled
-//! and loaded instead.
+//!
+//! # PTX or cubin
+//!
+//! Under `CHORUS_IMAGE=auto` (the default) the image is a **cubin for the device's exact
+//! architecture** whenever a device is known (a context is current, or device 0 exists): a
+//! cubin loads in about 20 µs, while PTX is JIT-compiled by the driver at every load, 9–12 ms
+//! for a tiny kernel and tens of ms for a large one on an H200, at each process start (the
+//! driver's own JIT cache only helps when it is enabled and warm). NVRTC and nvcc emit that
+//! cubin directly (`-arch=sm_XY` is in their options for PTX too, so a compiler that cannot
+//! target the device fails either way). Compiling cubin costs more once (NVRTC: about 34 ms
+//! against 21 ms for PTX), and then the cache serves it.
+//!
+//! Without a known device (compile-only use, no driver), the seed's rule remains: PTX when the
+//! toolkit is no newer than the driver (or there is no driver), else cubin. `CHORUS_IMAGE=ptx`
+//! forces PTX, for which the seed's fallback stays: when the driver rejects the PTX
+//! (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, a toolkit newer than the driver), the cubin is
+//! compiled and loaded instead. `CHORUS_IMAGE=cubin` forces cubin.
+//!
+//! # The warm path
+//!
+//! A repeated compile asks nothing of the file system or the compiler: the compiler is resolved
+//! once per setting ([`Compiler::from_settings`]), a device's architecture once per device,
+//! and the memory level of the [`cache`] answers with one fast hash of the source and one
+//! comparison (see its documentation). The SHA-256 disk key is computed only on a memory miss.
 
 use crate::cache;
 use crate::error::{Error, Result};
@@ -12,7 +33,7 @@ use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_opt
 use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
 use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The kind of module image a compiler produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,18 +75,38 @@ pub enum Compiler {
 impl Compiler {
     /// The compiler the settings choose: NVRTC when it loads (unless nvcc is asked for), else
     /// nvcc; an error naming what is missing otherwise.
+    ///
+    /// A compiler found is remembered for the rest of the process, per (choice, nvcc binary
+    /// setting): finding nvcc walks `PATH` and the install roots, and a cache hit must not.
+    /// A compiler not found is looked for again next time.
     pub fn from_settings(settings: &Settings) -> Result<Compiler> {
+        type Found = Vec<((CompilerChoice, Option<PathBuf>), Compiler)>;
+        static FOUND: Mutex<Found> = Mutex::new(Vec::new());
+        let wanted = (
+            settings.compiler,
+            settings.explicit_nvcc().map(PathBuf::from),
+        );
+        let found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, compiler)) = found.iter().find(|(w, _)| *w == wanted) {
+            return Ok(compiler.clone());
+        }
+        drop(found);
         let nvrtc = || nvrtc_version().map(|version| Compiler::Nvrtc { version });
         let nvcc = || {
             let path = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
             let version = nvcc_version(&path)?;
             Ok(Compiler::Nvcc { path, version })
         };
-        match settings.compiler {
+        let compiler = match settings.compiler {
             CompilerChoice::Nvrtc => nvrtc(),
             CompilerChoice::Nvcc => nvcc(),
             CompilerChoice::Auto => nvrtc().or_else(|_| nvcc()),
+        }?;
+        let mut found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
+        if !found.iter().any(|(w, _)| *w == wanted) {
+            found.push((wanted, compiler.clone()));
         }
+        Ok(compiler)
     }
 
     /// The toolkit release.
@@ -96,13 +137,13 @@ pub struct CompiledImage {
     /// The compiler that made it.
     pub compiler: Compiler,
     /// The options it was given.
-    pub options: Vec<String>,
-    /// Its cache key.
-    pub key: String,
+    pub options: Arc<[String]>,
+    /// Its disk-cache key (hex SHA-256, see [`cache`]).
+    pub key: Arc<str>,
 }
 
 /// The architecture to compile for: the current context's device, else device 0 when a driver
-/// is present, else `None`.
+/// is present, else `None`. Each device's compute capability is asked of the driver once.
 fn target_arch() -> Option<(u32, u32)> {
     crate::context::current_compute_capability().or_else(|| {
         crate::context::device_count().ok().filter(|n| *n > 0)?;
@@ -110,14 +151,21 @@ fn target_arch() -> Option<(u32, u32)> {
     })
 }
 
-/// The settings' image choice; under `Auto`, PTX when the toolkit is no newer than the driver
-/// (or when there is no driver: compile-only use), else cubin.
-fn default_kind(settings: &Settings, compiler: &Compiler) -> ImageKind {
-    match settings.image {
+/// The image kind to build when the caller names none (see the module documentation):
+/// the settings' choice; under `Auto`, cubin when the target architecture is known, else the
+/// seed's rule (PTX unless the toolkit is newer than the driver).
+fn default_kind(
+    choice: ImageChoice,
+    arch: Option<(u32, u32)>,
+    toolkit: (u32, u32),
+    driver: Option<(u32, u32)>,
+) -> ImageKind {
+    match choice {
         ImageChoice::Ptx => ImageKind::Ptx,
         ImageChoice::Cubin => ImageKind::Cubin,
-        ImageChoice::Auto => match crate::driver::driver_version() {
-            Ok(driver) if compiler.version() > driver => ImageKind::Cubin,
+        ImageChoice::Auto if arch.is_some() => ImageKind::Cubin,
+        ImageChoice::Auto => match driver {
+            Some(driver) if toolkit > driver => ImageKind::Cubin,
             _ => ImageKind::Ptx,
         },
     }
@@ -143,8 +191,24 @@ pub fn compile_with(
     kind: Option<ImageKind>,
 ) -> Result<CompiledImage> {
     let compiler = Compiler::from_settings(settings)?;
-    let kind = kind.unwrap_or_else(|| default_kind(settings, &compiler));
     let arch = target_arch();
+    let kind = kind.unwrap_or_else(|| {
+        let driver = crate::driver::driver_version().ok();
+        default_kind(settings.image, arch, compiler.version(), driver)
+    });
+    let lookup = cache::Lookup {
+        compiler: &compiler,
+        arch,
+        user_options: &settings.nvcc_options,
+        kind,
+        source,
+    };
+    if let Some(image) = cache::memory_get(&lookup) {
+        if settings.show_messages {
+            message(format!("{name}: cache hit (memory) {}", image.key));
+        }
+        return Ok(image);
+    }
     let options = match &compiler {
         Compiler::Nvrtc { .. } => nvrtc_options(arch.unwrap_or((7, 5)), &settings.nvcc_options),
         Compiler::Nvcc { .. } if arch.is_none() && crate::sdk_not_found() => {
@@ -163,31 +227,32 @@ pub fn compile_with(
         kind.extension().as_bytes(),
         source.as_bytes(),
     ]);
-    if let Some(bytes) = cache::get(&key, kind, settings.disk_cache) {
-        if settings.show_messages {
-            message(format!("{name}: cache hit {key}"));
+    let bytes = match cache::disk_get(&key, kind, settings.disk_cache) {
+        Some(bytes) => {
+            if settings.show_messages {
+                message(format!("{name}: cache hit (disk) {key}"));
+            }
+            bytes
         }
-        return Ok(CompiledImage {
-            bytes,
-            kind,
-            compiler,
-            options,
-            key,
-        });
-    }
-    let bytes: Arc<[u8]> = match &compiler {
-        Compiler::Nvrtc { .. } => nvrtc_compile(source, name, kind, &options)?,
-        Compiler::Nvcc { .. } => nvcc_compile_with(settings, source, name, kind, &options)?,
-    }
-    .into();
-    cache::put(&key, kind, bytes.clone(), settings.disk_cache);
-    Ok(CompiledImage {
+        None => {
+            let bytes: Arc<[u8]> = match &compiler {
+                Compiler::Nvrtc { .. } => nvrtc_compile(source, name, kind, &options)?,
+                Compiler::Nvcc { .. } => nvcc_compile_with(settings, source, name, kind, &options)?,
+            }
+            .into();
+            cache::disk_put(&key, kind, &bytes, settings.disk_cache);
+            bytes
+        }
+    };
+    let image = CompiledImage {
         bytes,
         kind,
-        compiler,
-        options,
-        key,
-    })
+        compiler: compiler.clone(),
+        options: options.into(),
+        key: key.into(),
+    };
+    cache::memory_put(&lookup, image.clone());
+    Ok(image)
 }
 
 /// Compiles `source` and loads it into the current context, falling back to cubin when the
@@ -211,27 +276,61 @@ pub fn compile_and_load(source: &str, name: &str) -> Result<(Module, CompiledIma
     }
 }
 
-/// An [`Error::Compile`] whose excerpt shows the source lines the log points at.
-pub(crate) fn compile_error(compiler: &str, name: &str, log: &str, source: &str) -> Error {
+/// The file name the compilers give the CUDA C of compilation unit `name` (`vec-add` →
+/// `vec_add.cu`): what their logs call it, and so what [`source_excerpt`] looks for.
+pub(crate) fn source_file_name(name: &str) -> String {
+    let stem = chorus_lang::ir::c_identifier(name);
+    // Within common file-name limits, and on a character boundary.
+    let end = stem
+        .char_indices()
+        .map(|(i, c)| i + c.len_utf8())
+        .take_while(|end| *end <= 64)
+        .last()
+        .unwrap_or(0);
+    format!("{}.cu", &stem[..end])
+}
+
+/// An [`Error::Compile`] whose excerpt shows the lines of `source` (compiled as `file`) that
+/// the log points at.
+pub(crate) fn compile_error(
+    compiler: &str,
+    name: &str,
+    file: &str,
+    log: &str,
+    source: &str,
+) -> Error {
     Error::Compile {
         compiler: compiler.to_owned(),
         name: name.to_owned(),
         log: log.trim_end().to_owned(),
-        excerpt: source_excerpt(log, source),
+        excerpt: source_excerpt(log, file, source),
     }
 }
 
-/// The source lines a compiler log refers to (`kernel.cu(12): error: …`, the form nvcc and
-/// NVRTC both use), each once, in order of first mention, as `\n  12 | text`. Empty when the log
-/// names no line of `source`.
-pub fn source_excerpt(log: &str, source: &str) -> String {
+/// The lines of `source` a compiler log refers to (`kernel.cu(12): error: …`, the form nvcc and
+/// NVRTC both use), each once, in order of first mention, as `\n  12 | text`.
+///
+/// Only diagnostics that point at `file` (the name `source` was compiled under, bare or as the
+/// last component of a path) are quoted: a line number in a header (`curand_kernel.h(82): …`)
+/// is not a line of `source`. Empty when the log names no line of it.
+pub fn source_excerpt(log: &str, file: &str, source: &str) -> String {
     let lines: Vec<&str> = source.lines().collect();
     let mut seen = Vec::new();
     for line in log.lines() {
-        let Some(open) = line.find('(') else { continue };
-        let Some(close) = line[open..].find("): ").map(|c| open + c) else {
+        let Some(close) = line.find("): ") else {
             continue;
         };
+        let Some(open) = line[..close].rfind('(') else {
+            continue;
+        };
+        let path = line[..open].trim();
+        let names_file = path == file
+            || path
+                .strip_suffix(file)
+                .is_some_and(|dir| dir.ends_with('/') || dir.ends_with('\\'));
+        if !names_file {
+            continue;
+        }
         let Ok(number) = line[open + 1..close].parse::<usize>() else {
             continue;
         };
@@ -258,18 +357,78 @@ mod tests {
         let source = "extern \"C\" __global__ void k(int* a) {\n  a[0] = undefined_name;\n}\n";
         let log = "k.cu(2): error: identifier \"undefined_name\" is undefined\n\
                    k.cu(2): note: again\n1 error detected in the compilation of \"k.cu\".\n";
-        let excerpt = source_excerpt(log, source);
+        let excerpt = source_excerpt(log, "k.cu", source);
         assert_eq!(excerpt, "\nsource lines:\n    2 |   a[0] = undefined_name;");
-        assert_eq!(source_excerpt("k.cu(99): error: x", source), "");
-        assert_eq!(source_excerpt("no line numbers", source), "");
+        assert_eq!(source_excerpt("k.cu(99): error: x", "k.cu", source), "");
+        assert_eq!(source_excerpt("no line numbers", "k.cu", source), "");
+        // nvcc names the file by its path.
+        assert_eq!(
+            source_excerpt("/tmp/chorus-1/k.cu(1): error: x", "k.cu", source),
+            "\nsource lines:\n    1 | extern \"C\" __global__ void k(int* a) {"
+        );
+    }
+
+    #[test]
+    fn excerpts_ignore_lines_of_headers_and_other_files() {
+        let source = "#include <curand_kernel.h>\nint a;\nint b;\n";
+        let log = "/usr/local/cuda/include/curand_kernel.h(2): error: something\n\
+                   curand_kernel.h(3): warning: other\n\
+                   ak.cu(1): error: a file whose name ends like ours\n\
+                   k.cu(3): error: ours\n";
+        assert_eq!(
+            source_excerpt(log, "k.cu", source),
+            "\nsource lines:\n    3 | int b;"
+        );
+        let only_headers = "/usr/local/cuda/include/curand_kernel.h(82): error: x\n";
+        assert_eq!(source_excerpt(only_headers, "k.cu", source), "");
+    }
+
+    #[test]
+    fn source_file_names_are_identifiers_of_bounded_length() {
+        assert_eq!(source_file_name("vec-add"), "vec_add.cu");
+        assert_eq!(source_file_name("../../etc/passwd"), "______etc_passwd.cu");
+        assert_eq!(source_file_name(&"x".repeat(300)).len(), 64 + 3);
     }
 
     #[test]
     fn compile_errors_carry_log_and_excerpt() {
-        let e = compile_error("nvrtc", "k", "k.cu(1): error: bad\n", "int x = ;\n");
+        let e = compile_error("nvrtc", "k", "k.cu", "k.cu(1): error: bad\n", "int x = ;\n");
         let text = e.to_string();
         assert!(text.contains("nvrtc failed to compile k"), "{text}");
         assert!(text.contains("k.cu(1): error: bad"), "{text}");
         assert!(text.contains("    1 | int x = ;"), "{text}");
+    }
+
+    #[test]
+    fn a_known_device_gets_cubin_and_the_seed_rule_remains_without_one() {
+        let sm90 = Some((9, 0));
+        let (toolkit, older_driver) = ((13, 0), Some((12, 8)));
+        // A device is known: cubin, whatever the versions.
+        assert_eq!(
+            default_kind(ImageChoice::Auto, sm90, toolkit, Some((13, 0))),
+            ImageKind::Cubin
+        );
+        // No device: PTX unless the toolkit is newer than the driver.
+        assert_eq!(
+            default_kind(ImageChoice::Auto, None, toolkit, Some((13, 0))),
+            ImageKind::Ptx
+        );
+        assert_eq!(
+            default_kind(ImageChoice::Auto, None, toolkit, older_driver),
+            ImageKind::Cubin
+        );
+        assert_eq!(
+            default_kind(ImageChoice::Auto, None, toolkit, None),
+            ImageKind::Ptx
+        );
+        // CHORUS_IMAGE forces either.
+        assert_eq!(
+            default_kind(ImageChoice::Ptx, sm90, toolkit, older_driver),
+            ImageKind::Ptx
+        );
+        assert_eq!(
+            default_kind(ImageChoice::Cubin, None, toolkit, None),
+            ImageKind::Cubin
+        );
     }
 }

@@ -3,6 +3,7 @@
 use crate::driver::{cu, cu_drop};
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute};
+use std::sync::OnceLock;
 
 /// What `chorus devices` prints about one GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,11 +57,22 @@ pub fn device_attribute(id: usize, attribute: CUdevice_attribute) -> Result<i32>
 }
 
 /// The compute capability of device `id`, as `(major, minor)`.
+///
+/// Asked of the driver once per device (for the first 64 ordinals): it never changes, and every
+/// compile, cache hits included, needs it.
 pub fn compute_capability(id: usize) -> Result<(u32, u32)> {
     use CUdevice_attribute::*;
+    static KNOWN: [OnceLock<(u32, u32)>; 64] = [const { OnceLock::new() }; 64];
+    if let Some(known) = KNOWN.get(id).and_then(OnceLock::get) {
+        return Ok(*known);
+    }
     let major = device_attribute(id, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = device_attribute(id, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-    Ok((major as u32, minor as u32))
+    let capability = (major as u32, minor as u32);
+    if let Some(slot) = KNOWN.get(id) {
+        let _ = slot.set(capability);
+    }
+    Ok(capability)
 }
 
 /// The name of device `id`.

@@ -280,10 +280,30 @@ pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> 
 ///
 /// [`Program`]: crate::Program
 pub fn launch(function: &Function, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-    config.validate()?;
     if let Some(signature) = function.signature() {
         check_arguments(signature, args)?;
     }
+    // SAFETY: the arguments were checked against the signature where there is one; without
+    // one (raw CUDA C), passing the bytes as they are is this function's documented contract.
+    unsafe { launch_unchecked(function, config, args) }
+}
+
+/// [`launch`] without checking `args` against the kernel's signature, for callers that have
+/// checked them already (the `chorus` facade checks every launch against the same kernel
+/// parameters). The launch configuration is still validated.
+///
+/// # Safety
+///
+/// `args` must match the kernel's parameters in number, order, type and size, as
+/// [`check_arguments`] would verify: the driver copies each argument's bytes into the kernel's
+/// parameter buffer by the parameter's size, so a missing or smaller argument makes it read
+/// past the argument, and a wrong pointer makes the kernel read or write memory it must not.
+pub unsafe fn launch_unchecked(
+    function: &Function,
+    config: &LaunchConfig,
+    args: &[KernelArg],
+) -> Result<()> {
+    config.validate()?;
     // The driver reads each argument through a pointer to it; 16 cover nearly every kernel
     // without a heap allocation.
     let mut inline = [std::ptr::null_mut::<c_void>(); 16];

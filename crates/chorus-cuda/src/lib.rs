@@ -13,7 +13,8 @@
 //! | stream | [`Stream`], [`with_stream`], [`Event`], [`Timer`], [`Graph`] |
 //! | [`compile`] | NVRTC and nvcc through the [`cache`]; PTX or cubin |
 //! | module | [`Module`], [`Function`] (attributes, occupancy) |
-//! | launch | [`launch`], [`LaunchConfig`], [`KernelArg`] |
+//! | launch | [`launch`], [`launch_unchecked`], [`LaunchConfig`], [`KernelArg`] |
+//! | [`testing`] | skipping (or failing) GPU tests where there is no GPU |
 //! | program | [`Program`]: kernel text, IR or CUDA C → loaded module, typed globals |
 //! | [`manager`] | the seed's kernel manager and its four states |
 
@@ -40,6 +41,7 @@ mod program;
 mod settings;
 mod stream;
 mod tempdir;
+pub mod testing;
 
 pub use compile::{CompiledImage, Compiler, ImageKind, compile_and_load, source_excerpt};
 pub use context::{
@@ -49,7 +51,7 @@ pub use context::{
 };
 pub use driver::{driver_version, ensure_driver, error_text, nvrtc_available, sdk_not_found};
 pub use error::{Error, Result};
-pub use launch::{Dim3, KernelArg, LaunchConfig, check_arguments, launch};
+pub use launch::{Dim3, KernelArg, LaunchConfig, check_arguments, launch, launch_unchecked};
 pub use manager::{KernelManager, State, default_manager};
 pub use memory::{
     BlockKind, DeviceMemory, Direction, MemoryBlock, MemsetValue, PinnedMemory,

@@ -1,6 +1,6 @@
 //! Finding and running nvcc (the seed's `find-nvcc`, `nvcc-available-p`, `nvcc-arch-option`).
 
-use crate::compile::{ImageKind, compile_error};
+use crate::compile::{ImageKind, compile_error, source_file_name};
 use crate::error::{Error, Result};
 use crate::settings::{Settings, message, settings};
 use crate::tempdir::PrivateTempDir;
@@ -133,9 +133,9 @@ pub fn nvcc_compile_with(
     let nvcc = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
     let parent = settings.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = PrivateTempDir::new_in(&parent)?;
-    let stem = file_stem(name);
-    let input = dir.path().join(format!("{stem}.cu"));
-    let output = dir.path().join(format!("{stem}.{}", kind.extension()));
+    let file = source_file_name(name);
+    let input = dir.path().join(&file);
+    let output = input.with_extension(kind.extension());
     std::fs::write(&input, source).map_err(|e| Error::io_path("writing", &input, e))?;
     let mut command = Command::new(&nvcc);
     command
@@ -161,21 +161,12 @@ pub fn nvcc_compile_with(
         return Err(compile_error(
             &nvcc.display().to_string(),
             name,
+            &file,
             &log,
             source,
         ));
     }
     std::fs::read(&output).map_err(|e| Error::io_path("reading", &output, e))
-}
-
-/// A file name for a compilation unit name (`vec-add` → `vec_add`).
-fn file_stem(name: &str) -> String {
-    let stem = chorus_lang::ir::c_identifier(name);
-    if stem.len() > 64 {
-        stem[..64].to_owned()
-    } else {
-        stem
-    }
 }
 
 /// Where nvcc may be, in search order.
@@ -297,12 +288,5 @@ mod tests {
         let e =
             nvcc_compile_with(&s, "__global__ void k() {}", "k", ImageKind::Ptx, &[]).unwrap_err();
         assert!(matches!(e, Error::NvccNotFound), "{e}");
-    }
-
-    #[test]
-    fn file_stems_are_identifiers() {
-        assert_eq!(file_stem("vec-add"), "vec_add");
-        assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
-        assert_eq!(file_stem(&"x".repeat(300)).len(), 64);
     }
 }

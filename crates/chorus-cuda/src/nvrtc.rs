@@ -1,6 +1,6 @@
 //! NVRTC: compiling CUDA C in process.
 
-use crate::compile::{ImageKind, compile_error};
+use crate::compile::{ImageKind, compile_error, source_file_name};
 use crate::error::{Error, Result};
 use crate::loader;
 use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
@@ -82,7 +82,8 @@ pub fn nvrtc_compile(
     ensure_nvrtc()?;
     let src = CString::new(source)
         .map_err(|_| Error::InvalidArgument("kernel source contains NUL".into()))?;
-    let file = CString::new(format!("{}.cu", chorus_lang::ir::c_identifier(name)))
+    let file_name = source_file_name(name);
+    let file = CString::new(file_name.as_str())
         .map_err(|_| Error::InvalidArgument("kernel name contains NUL".into()))?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: NVRTC is loaded; the strings are NUL-terminated and outlive the call.
@@ -113,7 +114,7 @@ pub fn nvrtc_compile(
             check("nvrtcCompileProgram", compiled)?;
             log = format!("{compiled:?}");
         }
-        return Err(compile_error("nvrtc", name, &log, source));
+        return Err(compile_error("nvrtc", name, &file_name, &log, source));
     }
     let mut size = 0;
     let mut image;

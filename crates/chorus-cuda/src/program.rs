@@ -34,13 +34,15 @@ impl Program {
         })
     }
 
-    /// Prints `module` as CUDA C, compiles and loads it.
-    pub fn from_ir(module: ir::Module, name: &str) -> Result<Program> {
+    /// Prints `module` as CUDA C, compiles and loads it. Takes the module or an `Arc` of it
+    /// (shared, not copied: the program's kernels keep it for their signatures).
+    pub fn from_ir(module: impl Into<Arc<ir::Module>>, name: &str) -> Result<Program> {
+        let module = module.into();
         let source = crate::frontend::print_module(&module);
         let (loaded, image) = compile_and_load(&source, name)?;
         Ok(Program {
             module: loaded,
-            ir: Some(Arc::new(module)),
+            ir: Some(module),
             source: source.into(),
             image,
         })

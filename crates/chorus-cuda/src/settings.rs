@@ -37,7 +37,8 @@ impl CompilerChoice {
 /// Which module image to build.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ImageChoice {
-    /// The seed's rule: PTX when the toolkit is no newer than the driver, else cubin.
+    /// Cubin for the device's architecture when a device is known; otherwise the seed's rule,
+    /// PTX when the toolkit is no newer than the driver, else cubin (see [`crate::compile`]).
     #[default]
     Auto,
     /// Always PTX (JIT-compiled by the driver at load).

@@ -1,31 +1,10 @@
 //! GPU tests of the runtime with hand-written CUDA C. They skip, saying why, when no CUDA
 //! driver loads, and fail instead when `CHORUS_REQUIRE_GPU=1`.
 
+use chorus_cuda::testing::{gpu_available_or_skip, on_gpu};
 use chorus_cuda::*;
 use chorus_lang::host::{Float3, Int2, bf16, f16};
 use chorus_lang::types::Type;
-
-/// True when a GPU is usable; otherwise says why and returns false, or fails under
-/// `CHORUS_REQUIRE_GPU=1`.
-fn gpu_or_skip(test: &str) -> bool {
-    let why = match ensure_driver().and_then(|()| device_count()) {
-        Ok(n) if n > 0 => return true,
-        Ok(_) => "no CUDA device".to_owned(),
-        Err(e) => e.to_string(),
-    };
-    if std::env::var("CHORUS_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("{test}: CHORUS_REQUIRE_GPU=1 but {why}");
-    }
-    eprintln!("skipped: no CUDA driver ({why})");
-    false
-}
-
-/// Runs `body` in a fresh context on device 0, or skips.
-fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<()>) {
-    if gpu_or_skip(test) {
-        with_cuda(0, body).unwrap_or_else(|e| panic!("{test}: {e}"));
-    }
-}
 
 const VEC_ADD: &str = r#"extern "C" __global__ void vec_add_kernel(float* a, float* b, float* c, int n) {
   int i = blockDim.x * blockIdx.x + threadIdx.x;
@@ -100,7 +79,7 @@ fn devices_and_attributes() {
 
 #[test]
 fn primary_context() {
-    if !gpu_or_skip("primary") {
+    if !gpu_available_or_skip("primary") {
         return;
     }
     with_primary_cuda(0, |ctx| {

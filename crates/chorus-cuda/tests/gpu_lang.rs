@@ -3,28 +3,10 @@
 //! driver loads, and fail instead when `CHORUS_REQUIRE_GPU=1`.
 
 use bytemuck::{Pod, Zeroable};
+use chorus_cuda::testing::{gpu_available_or_skip, on_gpu};
 use chorus_cuda::*;
 use chorus_lang::host::{Float3, Int2, KernelValue, bf16, f16};
 use chorus_lang::types::Type;
-
-fn gpu_or_skip(test: &str) -> bool {
-    let why = match ensure_driver().and_then(|()| device_count()) {
-        Ok(n) if n > 0 => return true,
-        Ok(_) => "no CUDA device".to_owned(),
-        Err(e) => e.to_string(),
-    };
-    if std::env::var("CHORUS_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("{test}: CHORUS_REQUIRE_GPU=1 but {why}");
-    }
-    eprintln!("skipped: no CUDA driver ({why})");
-    false
-}
-
-fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<()>) {
-    if gpu_or_skip(test) {
-        with_cuda(0, body).unwrap_or_else(|e| panic!("{test}: {e}"));
-    }
-}
 
 const VEC_ADD: &str = "(defkernel vec-add-kernel (void ((a float*) (b float*) (c float*) (n int)))
   (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
@@ -440,7 +422,7 @@ fn kernel_manager_states() {
 
 #[test]
 fn default_manager_unloads_with_the_context() {
-    if !gpu_or_skip("default manager") {
+    if !gpu_available_or_skip("default manager") {
         return;
     }
     {

@@ -284,7 +284,7 @@ impl Compiled {
         match backend {
             Backend::Cuda => {
                 cuda()?.enter()?;
-                let program = chorus_cuda::Program::from_ir((*module).clone(), name)?;
+                let program = chorus_cuda::Program::from_ir(module.clone(), name)?;
                 let kernels = module
                     .functions
                     .iter()
@@ -316,31 +316,49 @@ impl Compiled {
                     .iter()
                     .find(|(name, _)| *name == function.name)
                     .expect("checked: the function is a kernel of this module");
+                let ir = cuda_program
+                    .program
+                    .ir()
+                    .expect("programs of the facade are built from IR");
                 let args: Vec<chorus_cuda::KernelArg<'_>> = args
                     .iter()
                     .map(|arg| match &arg.0 {
-                        ArgKind::Value { ty, bytes } => {
-                            chorus_cuda::KernelArg::raw(ty.clone(), bytes)
-                        }
+                        // The facade checked the type; the size is checked here (the one thing
+                        // its check leaves to the backend), so the launch below may skip
+                        // chorus-cuda's own check of the same signature.
+                        ArgKind::Value { ty, bytes } => match ir.layout(ty) {
+                            Some((size, _)) if size == bytes.len() => {
+                                Ok(chorus_cuda::KernelArg::raw(ty.clone(), bytes))
+                            }
+                            _ => Err(Error::TypeMismatch(format!(
+                                "{} has {} bytes, not the size of {ty} in this program",
+                                arg.describe(),
+                                bytes.len()
+                            ))),
+                        },
                         // Pointers were checked against the parameters (including `void*` and
                         // pointers to pointers, which take memory of other element types).
-                        ArgKind::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
+                        ArgKind::Memory { memory, .. } => Ok(chorus_cuda::KernelArg::device_ptr(
                             memory
                                 .address()
                                 .expect("checked: the memory is CUDA memory"),
-                        ),
+                        )),
                         ArgKind::Address { address, .. } => {
-                            chorus_cuda::KernelArg::device_ptr(*address)
+                            Ok(chorus_cuda::KernelArg::device_ptr(*address))
                         }
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 let mut config = chorus_cuda::LaunchConfig::grid(grid.to_array())
                     .block(block.to_array())
                     .shared_mem(shared_mem);
                 if let Some(stream) = stream {
                     config = config.stream(stream.inner.cuda().expect("checked: a CUDA stream"));
                 }
-                Ok(chorus_cuda::launch(kernel, &config, &args)?)
+                // SAFETY: `Program::launch` checked the arguments against this kernel's
+                // parameters (count, and the type of each: values of the parameter's type,
+                // CUDA memory or addresses for pointers), and the sizes of values were checked
+                // above; that is what `chorus_cuda::check_arguments` would verify.
+                Ok(unsafe { chorus_cuda::launch_unchecked(kernel, &config, &args) }?)
             }
             Compiled::Cpu(module) => {
                 let args: Vec<chorus_cpu::KernelArg<'_>> = args

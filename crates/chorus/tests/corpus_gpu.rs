@@ -14,19 +14,6 @@ mod corpus;
 use chorus_cuda::{DeviceMemory, KernelArg, LaunchConfig, Program};
 use corpus::Outcome;
 
-fn gpu_or_skip() -> bool {
-    let why = match chorus_cuda::ensure_driver().and_then(|()| chorus_cuda::device_count()) {
-        Ok(n) if n > 0 => return true,
-        Ok(_) => "no CUDA device".to_owned(),
-        Err(e) => e.to_string(),
-    };
-    if std::env::var("CHORUS_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("CHORUS_REQUIRE_GPU=1 but {why}");
-    }
-    eprintln!("skipped: no CUDA driver ({why})");
-    false
-}
-
 fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
     let program =
         Program::from_ir(module.clone(), case.name).map_err(|e| format!("compile: {e}"))?;
@@ -122,7 +109,7 @@ fn compare(case: &corpus::Case, cpu: &Outcome, gpu: &Outcome) -> Result<(), Stri
 
 #[test]
 fn the_corpus_agrees_on_cpu_and_gpu() {
-    if !gpu_or_skip() {
+    if !chorus_cuda::testing::gpu_available_or_skip("the_corpus_agrees_on_cpu_and_gpu") {
         return;
     }
     let cases = corpus::cases();

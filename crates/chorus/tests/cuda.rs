@@ -28,12 +28,12 @@ chorus::defkernel! {
 
 /// Runs `test` on the CUDA backend, or says why it cannot.
 fn on_cuda(name: &str, test: impl FnOnce() -> chorus::Result<()>) {
-    if let Err(reason) = Backend::Cuda.availability() {
-        if std::env::var("CHORUS_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("{name}: CHORUS_REQUIRE_GPU=1 but the CUDA backend is not available: {reason}");
-        }
-        println!("skipping {name}: the CUDA backend is not available: {reason}");
+    if !chorus_cuda::testing::gpu_available_or_skip(name) {
         return;
+    }
+    // With a GPU present, the facade's CUDA backend must start.
+    if let Err(reason) = Backend::Cuda.availability() {
+        panic!("{name}: there is a GPU but the CUDA backend is not available: {reason}");
     }
     with_backend(Backend::Cuda, test).unwrap_or_else(|e| panic!("{name}: {e}"));
 }
