@@ -5,7 +5,8 @@
 //! # PTX or cubin
 //!
 //! Under `CHORUS_IMAGE=auto` (the default) the image is a **cubin for the device's exact
-//! architecture** whenever a device is known (a context is current, or device 0 exists): a
+//! architecture** whenever a device is known (a context is current, or device 0 exists) and
+//! the options do not name only a virtual architecture (`-arch=compute_90`, which has no cubin): a
 //! cubin loads in about 20 µs, while PTX is JIT-compiled by the driver at every load, 9–12 ms
 //! for a tiny kernel and tens of ms for a large one on an H200, at each process start (the
 //! driver's own JIT cache only helps when it is enabled and warm). NVRTC and nvcc emit that
@@ -151,19 +152,33 @@ fn target_arch() -> Option<(u32, u32)> {
     })
 }
 
+/// True when the user's options name only virtual architectures (`-arch=compute_90`), for
+/// which no cubin can be built: an architecture option that names no `sm_XY` (nor `native`).
+fn names_only_virtual_architectures(user_options: &[String]) -> bool {
+    let mut named = user_options
+        .iter()
+        .filter(|o| crate::is_arch_option(o))
+        .peekable();
+    named.peek().is_some() && !named.any(|o| o.contains("sm_") || o.ends_with("native"))
+}
+
 /// The image kind to build when the caller names none (see the module documentation):
-/// the settings' choice; under `Auto`, cubin when the target architecture is known, else the
-/// seed's rule (PTX unless the toolkit is newer than the driver).
+/// the settings' choice; under `Auto`, cubin when the device's architecture is known (and the
+/// user's options do not ask for a virtual one only), else the seed's rule (PTX unless the
+/// toolkit is newer than the driver).
 fn default_kind(
     choice: ImageChoice,
     arch: Option<(u32, u32)>,
+    user_options: &[String],
     toolkit: (u32, u32),
     driver: Option<(u32, u32)>,
 ) -> ImageKind {
     match choice {
         ImageChoice::Ptx => ImageKind::Ptx,
         ImageChoice::Cubin => ImageKind::Cubin,
-        ImageChoice::Auto if arch.is_some() => ImageKind::Cubin,
+        ImageChoice::Auto if arch.is_some() && !names_only_virtual_architectures(user_options) => {
+            ImageKind::Cubin
+        }
         ImageChoice::Auto => match driver {
             Some(driver) if toolkit > driver => ImageKind::Cubin,
             _ => ImageKind::Ptx,
@@ -194,7 +209,13 @@ pub fn compile_with(
     let arch = target_arch();
     let kind = kind.unwrap_or_else(|| {
         let driver = crate::driver::driver_version().ok();
-        default_kind(settings.image, arch, compiler.version(), driver)
+        default_kind(
+            settings.image,
+            arch,
+            &settings.nvcc_options,
+            compiler.version(),
+            driver,
+        )
     });
     let lookup = cache::Lookup {
         compiler: &compiler,
@@ -405,29 +426,52 @@ mod tests {
         let (toolkit, older_driver) = ((13, 0), Some((12, 8)));
         // A device is known: cubin, whatever the versions.
         assert_eq!(
-            default_kind(ImageChoice::Auto, sm90, toolkit, Some((13, 0))),
+            default_kind(ImageChoice::Auto, sm90, &[], toolkit, Some((13, 0))),
             ImageKind::Cubin
         );
         // No device: PTX unless the toolkit is newer than the driver.
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, toolkit, Some((13, 0))),
+            default_kind(ImageChoice::Auto, None, &[], toolkit, Some((13, 0))),
             ImageKind::Ptx
         );
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, toolkit, older_driver),
+            default_kind(ImageChoice::Auto, None, &[], toolkit, older_driver),
             ImageKind::Cubin
         );
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, toolkit, None),
+            default_kind(ImageChoice::Auto, None, &[], toolkit, None),
             ImageKind::Ptx
         );
+        // Options that ask for a virtual architecture only get PTX; a real one, cubin.
+        let options = |list: &[&str]| list.iter().map(|o| o.to_string()).collect::<Vec<_>>();
+        let current = Some((13, 0));
+        for (user, kind) in [
+            (options(&["-arch=compute_90"]), ImageKind::Ptx),
+            (
+                options(&["--gpu-architecture=compute_80", "-lineinfo"]),
+                ImageKind::Ptx,
+            ),
+            (options(&["-arch=sm_80"]), ImageKind::Cubin),
+            (
+                options(&["-gencode=arch=compute_90,code=sm_90"]),
+                ImageKind::Cubin,
+            ),
+            (options(&["-arch=native"]), ImageKind::Cubin),
+            (options(&["-lineinfo"]), ImageKind::Cubin),
+        ] {
+            assert_eq!(
+                default_kind(ImageChoice::Auto, sm90, &user, toolkit, current),
+                kind,
+                "{user:?}"
+            );
+        }
         // CHORUS_IMAGE forces either.
         assert_eq!(
-            default_kind(ImageChoice::Ptx, sm90, toolkit, older_driver),
+            default_kind(ImageChoice::Ptx, sm90, &[], toolkit, older_driver),
             ImageKind::Ptx
         );
         assert_eq!(
-            default_kind(ImageChoice::Cubin, None, toolkit, None),
+            default_kind(ImageChoice::Cubin, None, &[], toolkit, None),
             ImageKind::Cubin
         );
     }
