@@ -5,20 +5,25 @@
 //! Medians of many samples; CUDA_CACHE_DISABLE=1 is set so that compiles and PTX loads are cold.
 //!
 //! Measured on an NVIDIA H200 (sm_90), driver 580.159.04 (CUDA 13.0), NVRTC and nvcc 13.0,
-//! 2026-11-29 (two runs, 14:55 and 15:25 UTC; launch figures vary by about 10% between runs):
+//! 2026-11-29 16:02 UTC (after the two-level cache key and cubin by default; launch figures vary
+//! by about 10% between runs, and earlier runs that day gave raw launches of 4.2–4.6 µs):
 //!
 //! | measure | median |
 //! |---|---|
-//! | launch, raw `cuLaunchKernel` (host, per launch) | 4.2–4.4 µs |
-//! | launch, chorus `launch()` | 3.9–4.3 µs (ratio 0.89–1.02) |
-//! | launch, kernel text, arguments checked against the signature | 3.8 µs |
-//! | cold compile, NVRTC | 35–39 ms |
-//! | cold compile, nvcc | 0.29–0.50 s |
-//! | cache hit, memory | 4–9 µs |
-//! | cache hit, disk (read + SHA-256 check) | 7–15 µs |
-//! | module load, PTX (driver JIT, uncached) | 6–13 ms |
-//! | module load, cubin | 14–22 µs |
-//! | `Program::from_cuda_c`, warm cache, PTX / `CHORUS_IMAGE=cubin` | 14 ms / 31 µs |
+//! | launch, raw `cuLaunchKernel` (host, per launch) | 3.61 µs |
+//! | launch, chorus `launch()` | 3.07 µs (ratio 0.85) |
+//! | launch, kernel text, arguments checked against the signature | 3.04 µs |
+//! | launch, kernel text, `launch_unchecked` | 2.94 µs |
+//! | cold compile, NVRTC (now cubin for the device) | 25 ms |
+//! | cold compile, nvcc | 0.27 s |
+//! | cache hit, memory, 97 B / 4.3 KB source | 0.26 µs / 0.57 µs |
+//! | cache hit, disk (read + SHA-256 check) | 17 µs |
+//! | module load, PTX (driver JIT, uncached) | 9.2 ms |
+//! | module load, cubin | 11 µs |
+//! | `Program::from_cuda_c`, warm cache, default (cubin) / `CHORUS_IMAGE=ptx` | 11 µs / 9.0 ms |
+//!
+//! Before (same day, 15:25 UTC): memory hit 4.45 µs (SHA-256 key, driver queries per lookup),
+//! `Program::from_cuda_c` warm 9.5 ms (PTX by default, driver JIT at every load).
 
 use chorus_cuda::compile::compile_with;
 use chorus_cuda::*;

@@ -393,9 +393,16 @@ mod tests {
     }
 
     #[test]
-    fn include_dirs_hold_cuda_fp16() {
+    fn include_dirs_hold_cuda_fp16_or_libcudacxx() {
         for dir in toolkit_include_dirs() {
-            assert!(dir.join("cuda_fp16.h").is_file());
+            // A toolkit include directory, or CUDA 13's include/cccl next to one.
+            let toolkit = dir.join("cuda_fp16.h").is_file();
+            let cccl = dir.ends_with("cccl")
+                && dir.join("cuda/std").is_dir()
+                && dir
+                    .parent()
+                    .is_some_and(|p| p.join("cuda_fp16.h").is_file());
+            assert!(toolkit || cccl, "{}", dir.display());
         }
     }
 }
