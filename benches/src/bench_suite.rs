@@ -713,7 +713,7 @@ fn run(args: &[String]) -> Result<bool, String> {
     if backend != Backend::Cuda {
         let why = format!("the benchmark needs the CUDA backend; the current one is {backend}");
         // Like the GPU tests: skip and say so, unless a GPU is required.
-        if std::env::var("CHORUS_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        if chorus::cuda::testing::gpu_required() {
             return Err(why);
         }
         println!("bench_suite: skipped: {why}");
