@@ -2,7 +2,8 @@
 //! vector addition over 1M floats, and one 256×256 step of cl-cuda's diffuse0 heat stencil.
 //!
 //! Run with `cargo run --release -p chorus-cpu --example cpu_bench`. Prints the median of
-//! several runs of each and the executor / native ratio.
+//! several runs of each and the executor / native ratio. An argument (`vector-add` or
+//! `diffuse`) runs only that benchmark, which helps when profiling one kernel under callgrind.
 
 use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, LaunchConfig};
 use std::hint::black_box;
@@ -124,6 +125,12 @@ fn main() {
     println!(
         "chorus-cpu benchmark: median of {RUNS} runs; the executor uses {workers} worker thread(s), the native loops one"
     );
-    vector_add();
-    diffuse();
+    let only = std::env::args().nth(1);
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    if wanted("vector-add") {
+        vector_add();
+    }
+    if wanted("diffuse") {
+        diffuse();
+    }
 }

@@ -532,7 +532,14 @@ impl BlockCtx<'_> {
                     let stride = *stride;
                     let signed = index_kind.is_signed();
                     with3(&mut w.regs, dst, base, index, |p, i, d| {
-                        if signed {
+                        if signed && stride > 0 && (stride as u64).is_power_of_two() {
+                            // The common `a[i]` case: a shift is the same wrapping product,
+                            // and the loop vectorises.
+                            let shift = stride.trailing_zeros();
+                            for l in 0..32 {
+                                d[l] = offset_pointer(p[l], (i[l] as i64) << shift);
+                            }
+                        } else if signed {
                             for l in 0..32 {
                                 d[l] = offset_pointer(p[l], (i[l] as i64).wrapping_mul(stride));
                             }
@@ -966,8 +973,42 @@ impl BlockCtx<'_> {
         }
     }
 
-    /// For a full warp whose pointers all fall, aligned, inside one allocation (the common,
-    /// coalesced case): that allocation, checked once for all lanes.
+    /// When the active lanes' pointers are consecutive elements of size `N` (lane `l` at
+    /// `first + l * N`, the coalesced `a[base + lane]` pattern) inside one allocation and
+    /// aligned: that allocation and the byte offset lane 0's element would have (lane `l`'s is
+    /// that plus `l * N`). Bounds and alignment are then checked once for the whole warp.
+    #[inline(always)]
+    fn contiguous_region<const N: usize>(
+        &self,
+        addr: &Lanes,
+        offset: u32,
+        exec: u32,
+    ) -> Option<(Region<'_>, u64)> {
+        if exec == 0 {
+            return None;
+        }
+        let (first, last) = (exec.trailing_zeros(), 31 - exec.leading_zeros());
+        // Lane 0's pointer if the pattern holds (wrapping: lane 0 may be inactive).
+        let base = addr[first as usize].wrapping_sub(first as u64 * N as u64);
+        let mut diff = 0;
+        for (l, p) in addr.iter().enumerate() {
+            let active = 0u64.wrapping_sub(((exec >> l) & 1) as u64);
+            diff |= (p ^ base.wrapping_add((l * N) as u64)) & active;
+        }
+        if diff != 0 {
+            return None;
+        }
+        let start = (addr[first as usize] & OFFSET_MASK) + offset as u64;
+        let end = start + (last - first) as u64 * N as u64 + N as u64;
+        let region = self.memory.region(pointer_id(addr[first as usize]))?;
+        // `end` within the allocation (below 2^40) also means no active lane's offset carried
+        // into the allocation id.
+        (start.is_multiple_of(N as u64) && end <= region.len as u64)
+            .then(|| (region, start.wrapping_sub(first as u64 * N as u64)))
+    }
+
+    /// For a warp whose active pointers all fall, aligned, inside one allocation (gathers
+    /// within one buffer): that allocation, checked once for all lanes.
     #[inline(always)]
     fn uniform_region<const N: usize>(
         &self,
@@ -1006,6 +1047,20 @@ impl BlockCtx<'_> {
         d: &mut Lanes,
         exec: u32,
     ) -> Result<(), Fault> {
+        if let Some((region, start)) = self.contiguous_region::<N>(addr, offset, exec) {
+            // Checked above: in bounds and aligned for every active lane.
+            if exec == u32::MAX {
+                for (l, d) in d.iter_mut().enumerate() {
+                    *d = region.load_raw_unchecked::<N>(start + (l * N) as u64);
+                }
+            } else {
+                for l in lanes_of(exec) {
+                    d[l as usize] =
+                        region.load_raw_unchecked::<N>(start.wrapping_add(l as u64 * N as u64));
+                }
+            }
+            return Ok(());
+        }
         if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
             if exec == u32::MAX {
@@ -1057,6 +1112,22 @@ impl BlockCtx<'_> {
         offset: u32,
         exec: u32,
     ) -> Result<(), Fault> {
+        if let Some((region, start)) = self.contiguous_region::<N>(addr, offset, exec) {
+            // Checked above: in bounds and aligned for every active lane.
+            if exec == u32::MAX {
+                for (l, v) in src.iter().enumerate() {
+                    region.store_raw_unchecked::<N>(start + (l * N) as u64, *v);
+                }
+            } else {
+                for l in lanes_of(exec) {
+                    region.store_raw_unchecked::<N>(
+                        start.wrapping_add(l as u64 * N as u64),
+                        src[l as usize],
+                    );
+                }
+            }
+            return Ok(());
+        }
         if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
             for l in lanes_of(exec) {
