@@ -991,9 +991,15 @@ impl BlockCtx<'_> {
         // Lane 0's pointer if the pattern holds (wrapping: lane 0 may be inactive).
         let base = addr[first as usize].wrapping_sub(first as u64 * N as u64);
         let mut diff = 0;
-        for (l, p) in addr.iter().enumerate() {
-            let active = 0u64.wrapping_sub(((exec >> l) & 1) as u64);
-            diff |= (p ^ base.wrapping_add((l * N) as u64)) & active;
+        if exec == u32::MAX {
+            for (l, p) in addr.iter().enumerate() {
+                diff |= p ^ base.wrapping_add((l * N) as u64);
+            }
+        } else {
+            for (l, p) in addr.iter().enumerate() {
+                let active = 0u64.wrapping_sub(((exec >> l) & 1) as u64);
+                diff |= (p ^ base.wrapping_add((l * N) as u64)) & active;
+            }
         }
         if diff != 0 {
             return None;
@@ -1615,6 +1621,20 @@ macro_rules! map2 {
     };
 }
 
+/// An integer operation wrapping in 64 bits, then truncated to the type's width: in one pass
+/// for the 32-bit types (the common case), else followed by [`canon_lanes`].
+#[inline(always)]
+fn wrapping_lanes(kind: Kind, x: &Lanes, y: &Lanes, d: &mut Lanes, f: impl Fn(u64, u64) -> u64) {
+    match kind {
+        Kind::I32 => map2!(d, x, y, |a, b| f(a, b) as i32 as i64 as u64),
+        Kind::U32 => map2!(d, x, y, |a, b| f(a, b) as u32 as u64),
+        _ => {
+            map2!(d, x, y, |a, b| f(a, b));
+            canon_lanes(kind, d);
+        }
+    }
+}
+
 fn binary_lanes(
     op: BinOp,
     kind: Kind,
@@ -1674,18 +1694,9 @@ fn binary_lanes(
             let width = k.shift_width();
             match op {
                 // Wrapping in 64 bits, then one truncation pass for the type's width.
-                BinOp::Add => {
-                    map2!(d, x, y, |a, b| a.wrapping_add(b));
-                    canon_lanes(k, d);
-                }
-                BinOp::Sub => {
-                    map2!(d, x, y, |a, b| a.wrapping_sub(b));
-                    canon_lanes(k, d);
-                }
-                BinOp::Mul => {
-                    map2!(d, x, y, |a, b| a.wrapping_mul(b));
-                    canon_lanes(k, d);
-                }
+                BinOp::Add => wrapping_lanes(k, x, y, d, u64::wrapping_add),
+                BinOp::Sub => wrapping_lanes(k, x, y, d, u64::wrapping_sub),
+                BinOp::Mul => wrapping_lanes(k, x, y, d, u64::wrapping_mul),
                 BinOp::Div if signed => {
                     map2!(d, x, y, |a, b| if b == 0 {
                         0
