@@ -163,8 +163,14 @@ pub fn common_type(a: &Expr, b: &Expr) -> Result<Type, String> {
         return Ok(a.ty.clone());
     }
     for (lit, other) in [(a, b), (b, a)] {
+        // A plain literal (`1`, `1.0`: `int` or `float`) takes the other operand's type; one
+        // written with a wider type (`5ll`, `1.0d0`, a value that needs `int64`) only widens,
+        // so `(+ 2000000000 5ll)` is int64 arithmetic, as in C.
         if let Some(l) = literal(lit)
             && retype_literal(l, &other.ty).is_some()
+            && (lit.ty == Type::INT
+                || lit.ty == Type::FLOAT
+                || type_cost(&lit.ty, &other.ty).is_some())
         {
             return Ok(other.ty.clone());
         }
