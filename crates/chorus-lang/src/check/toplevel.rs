@@ -8,6 +8,7 @@ use crate::ir::{
     LocalStorage, Param, StructDef, StructField,
 };
 use crate::span::Span;
+use crate::stack;
 use crate::types::{Type, VectorType};
 use std::collections::HashMap;
 
@@ -64,26 +65,40 @@ impl ModuleCx {
 /// for a `__device__` function returning `void`), in any order. Returns the first error found.
 ///
 /// Checking recurses over the forms, and macro expansion can nest them far deeper than text
-/// does, so it runs on a thread with a [`STACK_SIZE`] stack.
+/// does, so a unit whose forms may make it recurse deeply is checked on a thread with a
+/// [`STACK_SIZE`] stack; a shallow one, on the caller's thread (see [`recursion_may_exceed`]).
 pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
-    std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("chorus-check".into())
-            .stack_size(STACK_SIZE)
-            .spawn_scoped(scope, || check_unit(forms));
-        match worker {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: check on this one.
-            Err(_) => check_unit(forms),
-        }
-    })
+    if !forms
+        .iter()
+        .any(|form| recursion_may_exceed(form, stack::SMALL_STACK_DEPTH))
+    {
+        return check_unit(forms);
+    }
+    // No thread to be had: check on this one.
+    stack::on_big_stack("chorus-check", || check_unit(forms)).unwrap_or_else(|_| check_unit(forms))
 }
 
 /// The stack of the checking thread: enough for forms nested as deeply as the macro expander
 /// allows ([`crate::expand::MAX_FORM_DEPTH`]).
-pub const STACK_SIZE: usize = 256 << 20;
+pub const STACK_SIZE: usize = stack::BIG_STACK_SIZE;
+
+/// Whether checking `form` may recurse more than `limit` deep: whether, on some path from `form`
+/// down to an atom, the lengths of the lists passed through add up to more than `limit`. Its
+/// depth bounds the recursion over nested forms, and its lengths the recursion over the nested
+/// IR that one list can make (`(+ a b c …)` folds into a chain of binary operations).
+fn recursion_may_exceed(form: &Form, limit: usize) -> bool {
+    let mut pending = vec![(form, 0usize)];
+    while let Some((form, weight)) = pending.pop() {
+        if let Some(items) = form.as_list() {
+            let weight = weight + 1 + items.len();
+            if weight > limit {
+                return true;
+            }
+            pending.extend(items.iter().map(|item| (item, weight)));
+        }
+    }
+    false
+}
 
 fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     let mut structs = Vec::new();
@@ -611,5 +626,55 @@ impl FnCx<'_> {
             });
         }
         Ok(bounds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::read_str;
+    use crate::stack::tests::on_2_mib_stack;
+
+    /// A kernel whose recursion weight (see [`recursion_may_exceed`]) is exactly `limit`, as one
+    /// long sum under `extra` nested negations: the shape that recurses deepest for its weight
+    /// is a long chain, and nesting adds to it.
+    fn heavy_kernel(limit: usize, extra: usize) -> String {
+        // (defkernel f (int ()) (return …)): weights 5 and 3; each (- x): 3; (+ 1 …): n + 2.
+        let ones = limit - 8 - 3 * extra - 2;
+        format!(
+            "(defkernel f (int ()) (return {}(+ {}){}))",
+            "(- ".repeat(extra),
+            "1 ".repeat(ones),
+            ")".repeat(extra)
+        )
+    }
+
+    #[test]
+    fn the_weight_bounds_the_recursion_on_a_2_mib_stack() {
+        for extra in [0, 20, 60] {
+            let text = heavy_kernel(stack::SMALL_STACK_DEPTH, extra);
+            let forms = read_str(&text, "heavy.lisp").unwrap();
+            assert!(!recursion_may_exceed(&forms[0], stack::SMALL_STACK_DEPTH));
+            assert!(recursion_may_exceed(
+                &forms[0],
+                stack::SMALL_STACK_DEPTH - 1
+            ));
+            let module = on_2_mib_stack(|| check_unit(&forms));
+            assert!(module.is_ok(), "{text}: {module:?}");
+        }
+    }
+
+    #[test]
+    fn heavier_units_are_checked_on_a_big_stack_with_the_same_result() {
+        let text = format!(
+            "(defkernel f (int ()) (return (+ {})))",
+            "1 ".repeat(3 * stack::SMALL_STACK_DEPTH)
+        );
+        let forms = read_str(&text, "heavy.lisp").unwrap();
+        assert!(recursion_may_exceed(&forms[0], stack::SMALL_STACK_DEPTH));
+        assert_eq!(
+            format!("{:?}", check_module(&forms).unwrap()),
+            format!("{:?}", check_unit(&forms).unwrap())
+        );
     }
 }

@@ -63,7 +63,9 @@
 //! Expansion stops with an error at the macro call when expansions nest more than
 //! [`MAX_EXPANSION_DEPTH`] deep (a macro that expands into itself), when one unit needs more than
 //! [`MAX_EXPANSIONS`] expansions, or when forms nest more than [`MAX_FORM_DEPTH`] deep. Expansion
-//! runs on a thread with a large stack, so deep but legal input does not overflow the stack.
+//! runs on a thread with a large stack, so deep but legal input does not overflow the stack;
+//! input that stays shallow and runs no macro-time Lisp is expanded on the caller's thread,
+//! which is much faster for small units.
 
 mod builtin;
 mod lambda_list;
@@ -72,6 +74,7 @@ pub mod lisp;
 use crate::error::{Error, Result};
 use crate::form::Form;
 use crate::span::Span;
+use crate::stack;
 use lisp::LispMacro;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -89,10 +92,6 @@ pub const MAX_EXPANSIONS: u64 = 100_000;
 /// How deeply the forms the expander walks may nest.
 pub const MAX_FORM_DEPTH: usize = 2_000;
 
-/// The stack of the expansion thread: deep recursion in macro code and deeply nested output
-/// stay within it long before the limits above are reached.
-const STACK_SIZE: usize = 256 << 20;
-
 /// A macro written in Rust: it receives the whole call form and a context (its span, `gensym`)
 /// and returns the expansion.
 pub type RustMacro = dyn Fn(&Form, &MacroContext) -> Result<Form> + Send + Sync;
@@ -102,6 +101,8 @@ pub type RustMacro = dyn Fn(&Form, &MacroContext) -> Result<Form> + Send + Sync;
 enum Macro {
     Lisp(Arc<LispMacro>),
     Rust(Arc<RustMacro>),
+    /// `let*`, `when` and `unless`: they do not recurse, so they may run on a small stack.
+    Builtin(fn(&Form, &MacroContext) -> Result<Form>),
 }
 
 /// What a macro sees besides its call form: its name, the call's span (for the forms it makes)
@@ -190,9 +191,16 @@ impl Expander {
             symbol_macros: HashMap::new(),
             gensyms: AtomicU64::new(0),
         };
-        expander.define_rust_macro("let*", builtin::let_star);
-        expander.define_rust_macro("when", builtin::when);
-        expander.define_rust_macro("unless", builtin::unless);
+        let builtins: [(&str, fn(&Form, &MacroContext) -> Result<Form>); 3] = [
+            ("let*", builtin::let_star),
+            ("when", builtin::when),
+            ("unless", builtin::unless),
+        ];
+        for (name, expand) in builtins {
+            expander
+                .macros
+                .insert(name.to_string(), Macro::Builtin(expand));
+        }
         expander
     }
 
@@ -260,7 +268,7 @@ impl Expander {
     /// Expands `form` once if it is a global macro call or a global symbol macro, as Common Lisp's
     /// `macroexpand-1`: the expansion and `true`, or the form itself and `false`.
     pub fn expand_macro_1(&self, form: &Form) -> Result<(Form, bool)> {
-        on_big_stack(|| {
+        self.with_stack(|| {
             let mut walker = Walker::new(self);
             Ok(match walker.expand_1(form)? {
                 Some(expansion) => (expansion, true),
@@ -272,7 +280,7 @@ impl Expander {
     /// Expands `form` until it is no longer a macro call or symbol macro, as `macroexpand`;
     /// subforms are not expanded. Returns whether any expansion happened.
     pub fn expand_macro(&self, form: &Form) -> Result<(Form, bool)> {
-        on_big_stack(|| {
+        self.with_stack(|| {
             let mut walker = Walker::new(self);
             let mut current = form.clone();
             let mut in_place = 0;
@@ -289,13 +297,37 @@ impl Expander {
     /// Expands `form` (a statement or an expression) completely, with the global definitions and
     /// no local bindings.
     pub fn expand_all(&self, form: &Form) -> Result<Form> {
-        on_big_stack(|| Walker::new(self).walk(form))
+        self.with_stack(|| Walker::new(self).walk(form))
     }
 
     /// Registers the unit's macro and symbol-macro definitions, then returns its other top-level
     /// forms fully expanded (see the module documentation).
     pub fn expand_unit(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
-        on_big_stack(|| {
+        // Macro definitions would run macro-time Lisp, which needs the big stack: no attempt on
+        // the caller's thread then. Otherwise only symbol macros and the gensym counter can
+        // change before an attempt is abandoned; they are restored before the second run.
+        let may_run_lisp = self
+            .macros
+            .values()
+            .any(|m| !matches!(m, Macro::Builtin(_)))
+            || forms
+                .iter()
+                .any(|form| mentions_symbol(form, &["defkernelmacro", "macrolet"]));
+        if !may_run_lisp {
+            let symbol_macros = self.symbol_macros.clone();
+            let gensyms = self.gensyms.load(Ordering::Relaxed);
+            if let Some(result) = stack::try_on_small_stack(|| self.expand_unit_here(forms)) {
+                return result;
+            }
+            self.symbol_macros = symbol_macros;
+            self.gensyms.store(gensyms, Ordering::Relaxed);
+        }
+        expansion_on_big_stack(|| self.expand_unit_here(forms))
+    }
+
+    /// [`Expander::expand_unit`] on the current thread.
+    pub(crate) fn expand_unit_here(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
+        {
             let mut defined: HashMap<String, Span> = HashMap::new();
             for form in forms {
                 let what = match form.as_call() {
@@ -355,7 +387,18 @@ impl Expander {
                 }
             }
             Ok(out)
-        })
+        }
+    }
+
+    /// Runs `f`, which must not change the expander except for its gensym counter, on the
+    /// caller's thread if it stays shallow, else on a big stack (see [`crate::stack`]).
+    fn with_stack<T: Send>(&self, f: impl Fn() -> Result<T> + Send + Sync) -> Result<T> {
+        let gensyms = self.gensyms.load(Ordering::Relaxed);
+        if let Some(result) = stack::try_on_small_stack(&f) {
+            return result;
+        }
+        self.gensyms.store(gensyms, Ordering::Relaxed);
+        expansion_on_big_stack(f)
     }
 
     fn call(&self, name: &str, definition: &Macro, form: &Form) -> Result<Form> {
@@ -365,8 +408,15 @@ impl Expander {
             gensyms: &self.gensyms,
         };
         let expansion = match definition {
-            Macro::Lisp(m) => m.expand(form, &cx)?,
-            Macro::Rust(f) => f(form, &cx)?,
+            Macro::Lisp(m) => {
+                stack::leave_small_stack();
+                m.expand(form, &cx)?
+            }
+            Macro::Rust(f) => {
+                stack::leave_small_stack();
+                f(form, &cx)?
+            }
+            Macro::Builtin(f) => f(form, &cx)?,
         };
         // Checked here, without recursion, so that no later pass recurses through a form a
         // macro nested absurdly deep.
@@ -382,23 +432,27 @@ impl Expander {
     }
 }
 
-/// Runs `f` on a thread with a [`STACK_SIZE`] stack.
-fn on_big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new()
-            .name("chorus-expand".into())
-            .stack_size(STACK_SIZE)
-            .spawn_scoped(scope, f);
-        match thread {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(e) => Err(Error::new(
-                &Span::generated(),
-                format!("the macro expander could not start its thread: {e}"),
-            )),
-        }
+/// Runs `f` on a big-stack thread (see [`crate::stack`]).
+fn expansion_on_big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    stack::on_big_stack("chorus-expand", f).unwrap_or_else(|e| {
+        Err(Error::new(
+            &Span::generated(),
+            format!("the macro expander could not start its thread: {e}"),
+        ))
     })
+}
+
+/// Whether any symbol in `form` is one of `names` (an iterative walk).
+fn mentions_symbol(form: &Form, names: &[&str]) -> bool {
+    let mut pending = vec![form];
+    while let Some(form) = pending.pop() {
+        if let Some(items) = form.as_list() {
+            pending.extend(items);
+        } else if form.as_symbol().is_some_and(|name| names.contains(&name)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `form` is a macro or symbol-macro definition.
@@ -590,6 +644,9 @@ impl<'e> Walker<'e> {
                 &form.span,
                 format!("forms nest more than {MAX_FORM_DEPTH} deep here"),
             ));
+        }
+        if self.depth >= stack::SMALL_STACK_DEPTH {
+            stack::leave_small_stack();
         }
         self.depth += 1;
         let result = self.walk_expanding(form);
