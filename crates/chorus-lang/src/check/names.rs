@@ -19,6 +19,7 @@
 use crate::ir::c_identifier;
 use crate::reader::GENSYM_PREFIX;
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 /// Identifiers the C back end calls by name, which a local must not shadow.
 const CALLED_BY_BACK_ENDS: &[&str] = &[
@@ -167,7 +168,36 @@ const C_LIBRARY: &[&str] = &[
 /// A set of C identifiers in use, handing out fresh ones.
 #[derive(Clone, Debug, Default)]
 pub struct Namer {
+    /// The names handed out (and, for a namer of locals, the module's).
     used: HashSet<String>,
+    /// The fixed names that are taken too: kept apart so that a namer is cheap to make.
+    reserved: Reserved,
+}
+
+/// Which of the fixed name lists a [`Namer`] treats as taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Reserved {
+    #[default]
+    Nothing,
+    /// [`CALLED_BY_BACK_ENDS`].
+    BackEnds,
+    /// [`CALLED_BY_BACK_ENDS`] and [`C_LIBRARY`].
+    BackEndsAndCLibrary,
+}
+
+impl Reserved {
+    /// Whether `name` is on one of the lists.
+    fn contains(self, name: &str) -> bool {
+        static BACK_ENDS: LazyLock<HashSet<&str>> =
+            LazyLock::new(|| CALLED_BY_BACK_ENDS.iter().copied().collect());
+        static LIBRARY: LazyLock<HashSet<&str>> =
+            LazyLock::new(|| C_LIBRARY.iter().copied().collect());
+        match self {
+            Reserved::Nothing => false,
+            Reserved::BackEnds => BACK_ENDS.contains(name),
+            Reserved::BackEndsAndCLibrary => BACK_ENDS.contains(name) || LIBRARY.contains(name),
+        }
+    }
 }
 
 impl Namer {
@@ -175,19 +205,27 @@ impl Namer {
     /// back ends call and the C library's functions are taken, so a kernel named `random` or
     /// `sin` gets `random_1` / `sin_1` instead of failing in the CUDA compiler.
     pub fn for_module() -> Namer {
-        let used = CALLED_BY_BACK_ENDS
-            .iter()
-            .chain(C_LIBRARY)
-            .map(|s| s.to_string())
-            .collect();
-        Namer { used }
+        Namer {
+            used: HashSet::new(),
+            reserved: Reserved::BackEndsAndCLibrary,
+        }
     }
 
     /// A namer for the locals of one function: module-level names are already taken.
     pub fn for_locals(module_names: &Namer) -> Namer {
-        let mut used = module_names.used.clone();
-        used.extend(CALLED_BY_BACK_ENDS.iter().map(|s| s.to_string()));
-        Namer { used }
+        let reserved = match module_names.reserved {
+            Reserved::BackEndsAndCLibrary => Reserved::BackEndsAndCLibrary,
+            Reserved::Nothing | Reserved::BackEnds => Reserved::BackEnds,
+        };
+        Namer {
+            used: module_names.used.clone(),
+            reserved,
+        }
+    }
+
+    /// Whether `name` is taken.
+    fn is_taken(&self, name: &str) -> bool {
+        self.used.contains(name) || self.reserved.contains(name)
     }
 
     /// A fresh, readable C identifier for the kernel-language name `name`, marked as used.
@@ -198,7 +236,7 @@ impl Namer {
         }
         let mut candidate = base.clone();
         let mut n = 0;
-        while self.used.contains(&candidate) {
+        while self.is_taken(&candidate) {
             n += 1;
             candidate = format!("{base}_{n}");
         }
