@@ -96,13 +96,16 @@ pub const MAX_FORM_DEPTH: usize = 2_000;
 /// and returns the expansion.
 pub type RustMacro = dyn Fn(&Form, &MacroContext) -> Result<Form> + Send + Sync;
 
+/// A built-in macro's expansion function.
+type BuiltinMacro = fn(&Form, &MacroContext) -> Result<Form>;
+
 /// What a macro call is expanded with.
 #[derive(Clone)]
 enum Macro {
     Lisp(Arc<LispMacro>),
     Rust(Arc<RustMacro>),
     /// `let*`, `when` and `unless`: they do not recurse, so they may run on a small stack.
-    Builtin(fn(&Form, &MacroContext) -> Result<Form>),
+    Builtin(BuiltinMacro),
 }
 
 /// What a macro sees besides its call form: its name, the call's span (for the forms it makes)
@@ -191,7 +194,7 @@ impl Expander {
             symbol_macros: HashMap::new(),
             gensyms: AtomicU64::new(0),
         };
-        let builtins: [(&str, fn(&Form, &MacroContext) -> Result<Form>); 3] = [
+        let builtins: [(&str, BuiltinMacro); 3] = [
             ("let*", builtin::let_star),
             ("when", builtin::when),
             ("unless", builtin::unless),
