@@ -149,17 +149,23 @@ struct ParamShape {
     ty: TokenStream,
     /// The expression that makes the `Arg` from the parameter `name`.
     arg: TokenStream,
+    /// True when the Rust type fixes the argument's kernel type (a value of the parameter's
+    /// own type, or a `DevicePtr` of its element); false for a `chorus::Arg`, which the launch
+    /// checks.
+    typed: bool,
 }
 
 fn param_shape(module: &Module, ty: &Type, name: &Ident) -> ParamShape {
     let untyped = || ParamShape {
         ty: quote!(::chorus::Arg<'_>),
         arg: quote!(#name),
+        typed: false,
     };
     match ty {
         Type::Bool => ParamShape {
             ty: quote!(bool),
             arg: quote!(::chorus::Arg::value(::chorus::Bool8::from(#name))),
+            typed: true,
         },
         Type::Pointer(pointee) => match &**pointee {
             // `void*` and pointers to pointers have no element type on the host: the caller
@@ -169,6 +175,7 @@ fn param_shape(module: &Module, ty: &Type, name: &Ident) -> ParamShape {
                 Some(element) => ParamShape {
                     ty: quote!(impl ::chorus::DevicePtr<#element>),
                     arg: quote!(::chorus::DevicePtr::kernel_arg(&#name)),
+                    typed: true,
                 },
                 None => untyped(),
             },
@@ -177,6 +184,7 @@ fn param_shape(module: &Module, ty: &Type, name: &Ident) -> ParamShape {
             Some(rust) => ParamShape {
                 ty: rust,
                 arg: quote!(::chorus::Arg::value(#name)),
+                typed: true,
             },
             None => untyped(),
         },
@@ -213,12 +221,14 @@ fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenSt
     };
     let mut params = Vec::new();
     let mut args = Vec::new();
+    let mut typed_values = true;
     for local in &locals {
         let ident = rust_ident(&local.c_name);
         let shape = param_shape(module, &local.ty, &ident);
         let ty = shape.ty;
         params.push(quote!(#ident: #ty));
         args.push(shape.arg);
+        typed_values &= shape.typed;
     }
     let doc = format!(
         "Launches the kernel `{kernel_name}` `{}`, defined at {}:{}.\n\n\
@@ -237,7 +247,19 @@ fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenSt
         #[doc = #doc]
         #[allow(clippy::too_many_arguments, dead_code)]
         pub fn #name(#(#params,)* #launch: ::chorus::Launch<'_>) -> ::chorus::Result<()> {
-            #program.launch(#kernel_name, &[#(#args),*], #launch)
+            // The kernel's index in its program, found by name at the first launch only.
+            static __CHORUS_KERNEL_INDEX: ::std::sync::OnceLock<usize> =
+                ::std::sync::OnceLock::new();
+            // Where every parameter is statically typed (derived from the kernel's own
+            // signature), the launch skips the run-time check of value types; pointers are
+            // still checked.
+            #program.__launch_resolved(
+                &__CHORUS_KERNEL_INDEX,
+                #kernel_name,
+                #typed_values,
+                &[#(#args),*],
+                #launch,
+            )
         }
 
         #[doc = #accessor_doc]

@@ -4,9 +4,8 @@
 
 use crate::backend::{Backend, Device};
 use crate::error::{Error, Result};
-use crate::launch::Dim3;
-use crate::program::{Arg, ArgKind};
-use crate::stream::Stream;
+use crate::launch::{Dim3, Launch};
+use crate::program::{Arg, ArgKind, Checks};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, FunctionKind, Global, Module};
 use std::sync::{Arc, OnceLock};
@@ -29,7 +28,18 @@ struct CudaRuntime {
 
 impl CudaRuntime {
     /// Makes the facade's context current on this thread (every CUDA call needs one).
+    ///
+    /// Asking which context is current reads the driver's thread state; setting it takes the
+    /// driver's locks, so it is done only when another context (or none) is current: a launch
+    /// in a loop then sets it once.
     fn enter(&self) -> Result<()> {
+        let mut current = std::ptr::null_mut();
+        // SAFETY: the driver is loaded and initialised (the runtime started, which `cuda()`
+        // checked), and `current` is a valid place for the handle.
+        let result = unsafe { chorus_cuda::sys::cuCtxGetCurrent(&mut current) };
+        if result == chorus_cuda::sys::CUresult::CUDA_SUCCESS && current == self.context.raw() {
+            return Ok(());
+        }
         Ok(self.context.make_current()?)
     }
 }
@@ -274,8 +284,8 @@ pub(crate) enum Compiled {
 /// every launch.
 pub(crate) struct CudaProgram {
     program: chorus_cuda::Program,
-    /// Kernel-language name and function, for every kernel of the module.
-    kernels: Vec<(Arc<str>, chorus_cuda::Function)>,
+    /// Per function of the module, by its index: the loaded function where it is a kernel.
+    kernels: Vec<Option<chorus_cuda::Function>>,
 }
 
 impl Compiled {
@@ -288,9 +298,12 @@ impl Compiled {
                 let kernels = module
                     .functions
                     .iter()
-                    .filter(|f| f.kind == FunctionKind::Kernel)
-                    .map(|f| Ok((f.name.clone(), program.function(&f.name)?)))
-                    .collect::<Result<_>>()?;
+                    .map(|f| {
+                        (f.kind == FunctionKind::Kernel)
+                            .then(|| program.function(&f.name))
+                            .transpose()
+                    })
+                    .collect::<std::result::Result<_, _>>()?;
                 Ok(Compiled::Cuda(CudaProgram { program, kernels }))
             }
             Backend::Cpu => Ok(Compiled::Cpu(chorus_cpu::CpuModule::new(module)?)),
@@ -298,67 +311,42 @@ impl Compiled {
         }
     }
 
-    /// Launches `function` with `args`, already checked against its parameters and backend.
+    /// Launches `function` (at `index` of the module's functions) with `args`, already checked
+    /// against its parameters and backend as `checks` says, with the checked `grid` and `block`
+    /// and the rest of `launch`.
     pub(crate) fn launch(
         &self,
-        function: &Function,
+        (index, function): (usize, &Function),
         args: &[Arg<'_>],
-        grid: Dim3,
-        block: Dim3,
-        shared_mem: u32,
-        stream: Option<&Stream>,
+        checks: Checks,
+        (grid, block): (Dim3, Dim3),
+        launch: &Launch<'_>,
     ) -> Result<()> {
         match self {
             Compiled::Cuda(cuda_program) => {
                 cuda()?.enter()?;
-                let (_, kernel) = cuda_program
-                    .kernels
-                    .iter()
-                    .find(|(name, _)| *name == function.name)
+                let kernel = cuda_program.kernels[index]
+                    .as_ref()
                     .expect("checked: the function is a kernel of this module");
                 let ir = cuda_program
                     .program
                     .ir()
                     .expect("programs of the facade are built from IR");
-                let args: Vec<chorus_cuda::KernelArg<'_>> = args
-                    .iter()
-                    .map(|arg| match &arg.0 {
-                        // The facade checked the type; the size is checked here (the one thing
-                        // its check leaves to the backend), so the launch below may skip
-                        // chorus-cuda's own check of the same signature.
-                        ArgKind::Value { ty, bytes } => match ir.layout(ty) {
-                            Some((size, _)) if size == bytes.len() => {
-                                Ok(chorus_cuda::KernelArg::raw(ty.clone(), bytes))
-                            }
-                            _ => Err(Error::TypeMismatch(format!(
-                                "{} has {} bytes, not the size of {ty} in this program",
-                                arg.describe(),
-                                bytes.len()
-                            ))),
-                        },
-                        // Pointers were checked against the parameters (including `void*` and
-                        // pointers to pointers, which take memory of other element types).
-                        ArgKind::Memory { memory, .. } => Ok(chorus_cuda::KernelArg::device_ptr(
-                            memory
-                                .address()
-                                .expect("checked: the memory is CUDA memory"),
-                        )),
-                        ArgKind::Address { address, .. } => {
-                            Ok(chorus_cuda::KernelArg::device_ptr(*address))
-                        }
-                    })
-                    .collect::<Result<_>>()?;
                 let mut config = chorus_cuda::LaunchConfig::grid(grid.to_array())
                     .block(block.to_array())
-                    .shared_mem(shared_mem);
-                if let Some(stream) = stream {
+                    .shared_mem(launch.shared_mem_bytes());
+                if let Some(stream) = launch.stream_ref() {
                     config = config.stream(stream.inner.cuda().expect("checked: a CUDA stream"));
                 }
-                // SAFETY: `Program::launch` checked the arguments against this kernel's
-                // parameters (count, and the type of each: values of the parameter's type,
-                // CUDA memory or addresses for pointers), and the sizes of values were checked
-                // above; that is what `chorus_cuda::check_arguments` would verify.
-                Ok(unsafe { chorus_cuda::launch_unchecked(kernel, &config, &args) }?)
+                // SAFETY: `Program` checked the arguments against this kernel's parameters
+                // (count, the type of each pointer: CUDA memory or addresses of the element
+                // type, and the type of each value, either at run time or, for `defkernel!`
+                // functions, by the Rust types the generator derived from the parameters), and
+                // `cuda_arg` checked the sizes of values the run-time check covers; that is
+                // what `chorus_cuda::check_arguments` would verify.
+                with_cuda_args(ir, args, checks, |cuda_args| {
+                    Ok(unsafe { chorus_cuda::launch_unchecked(kernel, &config, cuda_args) }?)
+                })
             }
             Compiled::Cpu(module) => {
                 let args: Vec<chorus_cpu::KernelArg<'_>> = args
@@ -366,7 +354,7 @@ impl Compiled {
                     .map(|arg| match &arg.0 {
                         ArgKind::Value { ty, bytes } => Ok(chorus_cpu::KernelArg::Value {
                             ty: ty.clone(),
-                            bytes: bytes.clone(),
+                            bytes: bytes.to_vec(),
                         }),
                         ArgKind::Memory {
                             memory: DeviceMemory::Cpu(buffer),
@@ -383,7 +371,7 @@ impl Compiled {
                 let config = chorus_cpu::LaunchConfig {
                     grid: grid.to_array(),
                     block: block.to_array(),
-                    shared_mem: shared_mem as usize,
+                    shared_mem: launch.shared_mem_bytes() as usize,
                 };
                 Ok(module.launch(&function.name, &config, &args)?)
             }
@@ -410,6 +398,63 @@ impl Compiled {
             }
             Compiled::Cpu(module) => Ok(module.set_global_ref(&global.name, value)?),
         }
+    }
+}
+
+/// Runs `f` with `args` as the CUDA driver takes them ([`cuda_arg`]): on the stack for the
+/// usual arity, so that a launch allocates nothing; the unused slots hold placeholders that are
+/// never passed.
+pub(crate) fn with_cuda_args<R>(
+    ir: &Module,
+    args: &[Arg<'_>],
+    checks: Checks,
+    f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
+) -> Result<R> {
+    const INLINE: usize = 16;
+    if args.len() <= INLINE {
+        let mut inline: [chorus_cuda::KernelArg<'_>; INLINE] =
+            std::array::from_fn(|_| chorus_cuda::KernelArg::device_ptr(0));
+        for (slot, arg) in inline.iter_mut().zip(args) {
+            *slot = cuda_arg(ir, arg, checks)?;
+        }
+        f(&inline[..args.len()])
+    } else {
+        let heap = args
+            .iter()
+            .map(|arg| cuda_arg(ir, arg, checks))
+            .collect::<Result<Vec<_>>>()?;
+        f(&heap)
+    }
+}
+
+/// One argument as the CUDA driver takes it. Under [`Checks::All`] a value's size is checked
+/// against its type's layout in the program (the one thing the facade's type check leaves to the
+/// backend); under [`Checks::Pointers`] the value was made from the Rust type of its parameter,
+/// whose size the generator derived from the same layout.
+fn cuda_arg<'a>(
+    ir: &Module,
+    arg: &'a Arg<'_>,
+    checks: Checks,
+) -> Result<chorus_cuda::KernelArg<'a>> {
+    match &arg.0 {
+        ArgKind::Value { ty, bytes } => {
+            if checks == Checks::All && ir.layout(ty).map(|(size, _)| size) != Some(bytes.len()) {
+                return Err(Error::TypeMismatch(format!(
+                    "{} has {} bytes, not the size of {ty} in this program",
+                    arg.describe(),
+                    bytes.len()
+                )));
+            }
+            Ok(chorus_cuda::KernelArg::raw(ty.clone(), bytes))
+        }
+        // Pointers were checked against the parameters (including `void*` and pointers to
+        // pointers, which take memory of other element types) and the backend.
+        ArgKind::Memory { memory, .. } => Ok(chorus_cuda::KernelArg::device_ptr(
+            memory
+                .address()
+                .expect("checked: the memory is CUDA memory"),
+        )),
+        ArgKind::Address { address, .. } => Ok(chorus_cuda::KernelArg::device_ptr(*address)),
     }
 }
 
