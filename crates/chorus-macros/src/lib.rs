@@ -149,12 +149,28 @@ mod tests {
             ),
             "{out}"
         );
+        // Resolved once into a static, launched without the run-time check of value types.
         assert!(
-            out.contains(".launch(\"vec-add-kernel\",&[::chorus::DevicePtr::kernel_arg(&a)"),
+            out.contains(
+                ".__launch_resolved(&__CHORUS_KERNEL_INDEX,\"vec-add-kernel\",true,\
+                 &[::chorus::DevicePtr::kernel_arg(&a)"
+            ),
             "{out}"
         );
         assert!(
             out.contains("pubfnvec_add_kernel_program()->&'static::chorus::Program"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn untyped_pointer_parameters_keep_every_check() {
+        let out = squeezed(&expand_str(
+            "(defkernel fill (void ((p void*) (n int)))\n  (return))",
+        ));
+        assert!(out.contains("p:::chorus::Arg<'_>"), "{out}");
+        assert!(
+            out.contains(".__launch_resolved(&__CHORUS_KERNEL_INDEX,\"fill\",false,"),
             "{out}"
         );
     }

@@ -401,60 +401,66 @@ impl Compiled {
     }
 }
 
-/// Runs `f` with `args` as the CUDA driver takes them ([`cuda_arg`]): on the stack for the
-/// usual arity, so that a launch allocates nothing; the unused slots hold placeholders that are
-/// never passed.
+/// Runs `f` with `args` as the CUDA driver takes them ([`cuda_arg`]): on the stack up to 16
+/// arguments, in an array of about the arity, so that a launch allocates nothing and fills
+/// few placeholders.
+///
+/// Under [`Checks::All`] each value's size is checked first against its type's layout in the
+/// program (the one thing the facade's type check leaves to the backend); under
+/// [`Checks::Pointers`] each value was made from the Rust type of its parameter, whose size the
+/// generator derived from the same layout.
 pub(crate) fn with_cuda_args<R>(
     ir: &Module,
     args: &[Arg<'_>],
     checks: Checks,
     f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
 ) -> Result<R> {
-    const INLINE: usize = 16;
-    if args.len() <= INLINE {
-        let mut inline: [chorus_cuda::KernelArg<'_>; INLINE] =
-            std::array::from_fn(|_| chorus_cuda::KernelArg::device_ptr(0));
-        for (slot, arg) in inline.iter_mut().zip(args) {
-            *slot = cuda_arg(ir, arg, checks)?;
-        }
-        f(&inline[..args.len()])
-    } else {
-        let heap = args
-            .iter()
-            .map(|arg| cuda_arg(ir, arg, checks))
-            .collect::<Result<Vec<_>>>()?;
-        f(&heap)
-    }
-}
-
-/// One argument as the CUDA driver takes it. Under [`Checks::All`] a value's size is checked
-/// against its type's layout in the program (the one thing the facade's type check leaves to the
-/// backend); under [`Checks::Pointers`] the value was made from the Rust type of its parameter,
-/// whose size the generator derived from the same layout.
-fn cuda_arg<'a>(
-    ir: &Module,
-    arg: &'a Arg<'_>,
-    checks: Checks,
-) -> Result<chorus_cuda::KernelArg<'a>> {
-    match &arg.0 {
-        ArgKind::Value { ty, bytes } => {
-            if checks == Checks::All && ir.layout(ty).map(|(size, _)| size) != Some(bytes.len()) {
+    if checks == Checks::All {
+        for arg in args {
+            if let ArgKind::Value { ty, bytes } = &arg.0
+                && ir.layout(ty).map(|(size, _)| size) != Some(bytes.len())
+            {
                 return Err(Error::TypeMismatch(format!(
                     "{} has {} bytes, not the size of {ty} in this program",
                     arg.describe(),
                     bytes.len()
                 )));
             }
-            Ok(chorus_cuda::KernelArg::raw(ty.clone(), bytes))
         }
-        // Pointers were checked against the parameters (including `void*` and pointers to
-        // pointers, which take memory of other element types) and the backend.
-        ArgKind::Memory { memory, .. } => Ok(chorus_cuda::KernelArg::device_ptr(
+    }
+    match args.len() {
+        0..=4 => on_stack::<4, R>(args, f),
+        5..=8 => on_stack::<8, R>(args, f),
+        9..=16 => on_stack::<16, R>(args, f),
+        _ => f(&args.iter().map(cuda_arg).collect::<Vec<_>>()),
+    }
+}
+
+/// [`with_cuda_args`] for at most `N` arguments, in an array of `N` whose slots past the
+/// arguments hold placeholders that are never passed.
+fn on_stack<const N: usize, R>(
+    args: &[Arg<'_>],
+    f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
+) -> Result<R> {
+    let inline: [chorus_cuda::KernelArg<'_>; N] = std::array::from_fn(|i| {
+        args.get(i)
+            .map_or(chorus_cuda::KernelArg::device_ptr(0), cuda_arg)
+    });
+    f(&inline[..args.len()])
+}
+
+/// One argument as the CUDA driver takes it. Pointers were checked against the parameters
+/// (including `void*` and pointers to pointers, which take memory of other element types) and
+/// the backend.
+fn cuda_arg<'a>(arg: &'a Arg<'_>) -> chorus_cuda::KernelArg<'a> {
+    match &arg.0 {
+        ArgKind::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
+        ArgKind::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
             memory
                 .address()
                 .expect("checked: the memory is CUDA memory"),
-        )),
-        ArgKind::Address { address, .. } => Ok(chorus_cuda::KernelArg::device_ptr(*address)),
+        ),
+        ArgKind::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
     }
 }
 

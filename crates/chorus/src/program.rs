@@ -509,6 +509,42 @@ mod tests {
             })
             .unwrap();
         };
+        let parts = [
+            ns_per_call(calls, |i| {
+                black_box([Arg::value(i as i32), Arg::value(1.5f32)]);
+            }),
+            ns_per_call(calls, |_| {
+                black_box(check_backend().unwrap());
+            }),
+            ns_per_call(calls, |_| {
+                black_box(program.kernel_index(black_box("touch")).unwrap());
+            }),
+            ns_per_call(calls, |_| {
+                black_box(program.compiled(Backend::Cpu).unwrap() as *const Compiled);
+            }),
+            ns_per_call(calls, |i| {
+                let args = [
+                    Arg::device_address(0x1000, Type::Scalar(ScalarType::Int)),
+                    Arg::value(i as i32),
+                    Arg::value(1.5f32),
+                ];
+                with_cuda_args(&module, &args, Checks::Pointers, |a| {
+                    black_box(a);
+                    Ok(())
+                })
+                .unwrap();
+            }),
+        ];
+        let labels = [
+            "two value arguments",
+            "check_backend",
+            "kernel lookup by name",
+            "compiled program",
+            "driver argument list",
+        ];
+        for (label, ns) in labels.iter().zip(parts) {
+            println!("{label:>40}: {ns:6.1} ns");
+        }
         let by_name = ns_per_call(calls, |i| prepare(Checks::All, true, i));
         let typed = ns_per_call(calls, |i| prepare(Checks::Pointers, false, i));
         println!("Program::launch by name, prepared up to the driver: {by_name:.1} ns per launch");
