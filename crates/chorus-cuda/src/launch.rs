@@ -32,6 +32,11 @@ impl Dim3 {
     pub fn volume(self) -> u64 {
         self.x as u64 * self.y as u64 * self.z as u64
     }
+
+    /// The extents as an array (`[x, y, z]`).
+    pub fn to_array(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
 }
 
 impl From<u32> for Dim3 {

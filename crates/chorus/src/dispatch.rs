@@ -332,8 +332,8 @@ impl Compiled {
                     .program
                     .ir()
                     .expect("programs of the facade are built from IR");
-                let mut config = chorus_cuda::LaunchConfig::grid(grid.to_array())
-                    .block(block.to_array())
+                let mut config = chorus_cuda::LaunchConfig::grid(grid)
+                    .block(block)
                     .shared_mem(launch.shared_mem_bytes());
                 if let Some(stream) = launch.stream_ref() {
                     config = config.stream(stream.inner.cuda().expect("checked: a CUDA stream"));

@@ -3,33 +3,9 @@
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
-/// Three extents (`x`, `y`, `z`), each at least 1: a grid in blocks or a block in threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dim3 {
-    /// Extent along x.
-    pub x: u32,
-    /// Extent along y.
-    pub y: u32,
-    /// Extent along z.
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// `x × y × z`.
-    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
-        Dim3 { x, y, z }
-    }
-
-    /// The number of elements (`x·y·z`).
-    pub fn volume(self) -> u64 {
-        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
-    }
-
-    /// The extents as an array.
-    pub fn to_array(self) -> [u32; 3] {
-        [self.x, self.y, self.z]
-    }
-}
+/// Three extents (`x`, `y`, `z`), each at least 1: a grid in blocks or a block in threads. One
+/// type for every backend (chorus-cuda's, which the CUDA launch takes as it is).
+pub use chorus_cuda::Dim3;
 
 /// Something that names launch extents: `n`, `(x, y)` or `(x, y, z)` of `u32`, `i32`, `u64` or
 /// `usize` (missing extents are 1), or a [`Dim3`]. The conversion is checked when the kernel is
