@@ -66,7 +66,8 @@ impl ModuleCx {
 ///
 /// Checking recurses over the forms, and macro expansion can nest them far deeper than text
 /// does, so a unit whose forms may make it recurse deeply is checked on a thread with a
-/// [`STACK_SIZE`] stack; a shallow one, on the caller's thread (see [`recursion_may_exceed`]).
+/// [`STACK_SIZE`] stack; a shallow one (its list lengths, summed along any path through the
+/// forms, stay under the small-stack limit) on the caller's thread.
 pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
     if !forms
         .iter()
