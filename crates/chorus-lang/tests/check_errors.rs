@@ -116,7 +116,7 @@ cases! {
     unused_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (+ n 1))", "2:3", "the value of `(+ n 1)` is not used; a statement must have an effect (set, a call, …)");
     vector_constructor_count: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (let ((v (float3 1.0 2.0))) (return)))", "2:12", "`float3` takes 3 values (float, float, float), got 2");
     vector_accessor_on_the_wrong_vector: exact("(defkernel k (void ((v float3) (o float*)))\n  (set (aref o 0) (float4-x v)))", "2:29", "`float4-x` needs a float4, got a float3");
-    multi_dimensional_shared_array_as_a_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4 4))\n    (let ((q s)) (return))))", "3:14", "`s` is a 2-dimensional shared array; use it only through (aref s …)");
+    multi_dimensional_shared_array_as_a_value: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (with-shared-memory ((s float 4 4))\n    (let ((q s)) (return))))", "3:14", "`s` is a 2-dimensional shared array, which C cannot use as a float** value; index it with (aref s i j), pass a row as (aref s i) or (pointer (aref s i 0)), or use a 1-D array");
     value_if_needs_an_else: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (if (> n 0) 1)))", "2:10", "an if used as a value needs a test and two values: (if TEST THEN ELSE)");
     value_if_arms_must_agree: contains("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set p (if (> n 0) p a)))", "2:24", "the two values of if must have one type: float* and int* have no common type");
     cast_of_a_pointer: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (set n (int p)))", "2:15", "cannot convert a float* to int");
@@ -142,6 +142,104 @@ cases! {
     structures_with_one_c_name: exact("(defkernel-struct a-b (x int))\n(defkernel-struct a_b (y int))", "2:19", "structure `a_b` has the same C name `a_b` as structure `a-b` (defined at test.lisp:1:1); choose another name");
     conflicting_global_qualifiers: exact("(defglobal g 1 (:constant :managed))", "1:16", "a global cannot be both :constant and :managed");
     cuda_asm_needs_a_string: exact("(defkernel k (void ((a int*) (n int) (x float) (u uint) (p float*)))\n  (cuda-asm n))", "2:13", "cuda-asm takes one string literal: (cuda-asm \"…\")");
+}
+
+/// A device function taking `float**` and one taking `float*`, for the shared-array cases.
+const TAKES_POINTERS: &str = "(defkernel (rows :device) (void ((q float**))) (return))
+(defkernel (row :device) (void ((r float*))) (return))
+";
+
+cases! {
+    two_dimensional_shared_array_as_an_argument: exact(&format!("{TAKES_POINTERS}(defkernel k (void ())
+  (with-shared-memory ((s float 16 16))
+    (rows s)))"), "5:11", "`s` is a 2-dimensional shared array, which C cannot use as a float** value; index it with (aref s i j), pass a row as (aref s i) or (pointer (aref s i 0)), or use a 1-D array");
+    two_dimensional_shared_array_stored_in_a_variable: exact("(defkernel k (void ((q float**)))
+  (with-shared-memory ((s float 16 16))
+    (set q s)))", "3:12", "`s` is a 2-dimensional shared array, which C cannot use as a float** value; index it with (aref s i j), pass a row as (aref s i) or (pointer (aref s i 0)), or use a 1-D array");
+    three_dimensional_shared_array_in_an_expression: exact("(defkernel k (void ((p int***)))
+  (with-shared-memory ((s int 2 3 4))
+    (if (= s p) (return))))", "3:12", "`s` is a 3-dimensional shared array, which C cannot use as a int*** value; index it with (aref s i j k), pass a row as (aref s i j) or (pointer (aref s i j 0)), or use a 1-D array");
+    two_dimensional_shared_array_behind_pointer: contains("(defkernel k (void ())
+  (with-shared-memory ((s float 4 4))
+    (let ((q (pointer s))) (return))))", "3:23", "`s` is a 2-dimensional shared array, which C cannot use as a float** value");
+    plane_of_a_three_dimensional_shared_array: exact(&format!("{TAKES_POINTERS}(defkernel k (void ())
+  (with-shared-memory ((s float 2 3 4))
+    (rows (aref s 0))))"), "5:11", "`s` is a 3-dimensional shared array; give at least 2 indices");
+    kernel_and_callee_shared_memory_over_the_limit: exact("(defkernel (helper :device) (void ())
+  (with-shared-memory ((tile float 8192))
+    (syncthreads)))
+(defkernel k (void ())
+  (with-shared-memory ((mine double 2049))
+    (helper)))", "4:1", "kernel `k` needs 49160 bytes of static shared memory with the device functions it calls, more than CUDA's limit of 48 KiB; largest: `tile` in `helper` (32768 bytes), `mine` in `k` (16392 bytes); use with-dynamic-shared-memory and :shared-mem for more");
+    shared_memory_of_indirect_callees_counts: exact("(defkernel k (void ((n int)))
+  (with-shared-memory ((a int 1024))
+    (if (> n 0) (set n (middle n)))))
+(defkernel middle (int ((n int)))
+  (with-shared-memory ((b int 1024))
+    (return (+ (leaf n) (leaf 1)))))
+(defkernel leaf (int ((n int)))
+  (with-shared-memory ((c float 10240) (d int 2))
+    (return n)))", "1:1", "kernel `k` needs 49160 bytes of static shared memory with the device functions it calls, more than CUDA's limit of 48 KiB; largest: `c` in `leaf` (40960 bytes), `a` in `k` (4096 bytes), `b` in `middle` (4096 bytes); use with-dynamic-shared-memory and :shared-mem for more");
+    shared_global_used_by_a_callee_counts: exact("(defglobal flag 0 :shared)
+(defkernel (touch :device) (void ()) (set flag 1))
+(defkernel k (void ())
+  (with-shared-memory ((s float 12288))
+    (touch)))", "3:1", "kernel `k` needs 49156 bytes of static shared memory with the device functions it calls, more than CUDA's limit of 48 KiB; largest: `s` in `k` (49152 bytes), :shared global `flag` (4 bytes); use with-dynamic-shared-memory and :shared-mem for more");
+}
+
+#[test]
+fn valid_uses_of_shared_arrays_still_check() {
+    let src = format!(
+        "{TAKES_POINTERS}(defkernel k (void ((out float*)))
+  (with-shared-memory ((flat float 16) (s float 16 16) (cube float 2 4 4))
+    (row flat)
+    (row (aref s 1))
+    (row (pointer (aref s 1 0)))
+    (row (aref cube 1 2))
+    (let ((p flat) (q (aref s 2)))
+      (set (aref s 0 1) (aref flat 3))
+      (set (aref out 0) (+ (aref s 0 1) (aref q 1) (aref p 0) (aref cube 1 2 3))))))"
+    );
+    let module = compile_str(&src, "test.lisp").unwrap_or_else(|e| panic!("{e}"));
+    let c = chorus_lang::cuda::print_module(&module);
+    for expected in [
+        "row(flat);",
+        "row(s[1]);",
+        "row(&(s[1][0]));",
+        "row(cube[1][2]);",
+        "float* q = s[2];",
+    ] {
+        assert!(c.contains(expected), "`{expected}` missing from:\n{c}");
+    }
+}
+
+#[test]
+fn shared_memory_is_counted_once_per_kernel() {
+    // `halve` is reached twice and calls itself: 20 KiB counted once, with the kernel's 16 KiB
+    // and `other`'s 8 KiB under the limit; `unused` (40 KiB) is called by no kernel.
+    let src = "(defkernel halve (int ((n int)))
+  (with-shared-memory ((h float 5120))
+    (if (> n 0) (return (halve (- n 1))))
+    (return n)))
+(defkernel other (int ((n int)))
+  (with-shared-memory ((o float 2048))
+    (return (halve n))))
+(defkernel unused (void ())
+  (with-shared-memory ((u float 10240))
+    (syncthreads)))
+(defkernel k (void ((n int)))
+  (with-shared-memory ((own float 4096))
+    (set n (+ (halve n) (other n) (halve 2)))))";
+    compile_str(src, "test.lisp").unwrap_or_else(|e| panic!("{e}"));
+    // Four bytes more than another 4 KiB in the kernel tip it over.
+    let over = src.replace("(own float 4096)", "(own float 5121)");
+    let e = error_of(&over);
+    assert!(
+        e.message.starts_with("kernel `k` needs 49156 bytes"),
+        "{}",
+        e.message
+    );
+    check_position(&e, "11:1");
 }
 
 #[test]

@@ -154,14 +154,27 @@ impl FnCx<'_> {
     /// A symbol in expression position.
     fn variable(&mut self, name: &str, f: &Form) -> Result<Expr> {
         let e = self.variable_unrestricted(name, f)?;
+        // C gives a multi-dimensional array the type `T (*)[d1]…` as a value, which is not
+        // the `T**` the IR would type it as: only indexing it is valid.
         if let ExprKind::Local(id) = e.kind
-            && self.shared_dims.get(&id).copied().unwrap_or(0) >= 2
+            && let Some(&dims) = self.shared_dims.get(&id)
+            && dims >= 2
         {
+            let index_names: Vec<String> = (0..dims)
+                .map(|n| match ["i", "j", "k", "l"].get(n) {
+                    Some(index) => index.to_string(),
+                    None => format!("i{n}"),
+                })
+                .collect();
+            let row = index_names[..dims - 1].join(" ");
             return err(
                 &f.span,
                 format!(
-                    "`{name}` is a {}-dimensional shared array; use it only through (aref {name} …)",
-                    self.shared_dims[&id]
+                    "`{name}` is a {dims}-dimensional shared array, which C cannot use as a \
+                     {} value; index it with (aref {name} {}), pass a row as (aref {name} {row}) \
+                     or (pointer (aref {name} {row} 0)), or use a 1-D array",
+                    e.ty,
+                    index_names.join(" ")
                 ),
             );
         }

@@ -18,6 +18,7 @@ mod expr;
 mod flow;
 pub mod names;
 mod printf;
+mod shared;
 mod stmt;
 mod toplevel;
 

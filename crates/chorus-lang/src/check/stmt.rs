@@ -4,7 +4,7 @@
 use super::convert::{coerce, fix, with_article};
 use super::expr::{EXPANDER_MACROS, assignable_storage};
 use super::names::display_name;
-use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf};
+use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf, shared};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -12,10 +12,6 @@ use crate::ir::{
     SwitchCase,
 };
 use crate::types::Type;
-
-/// CUDA's limit on the static shared memory of one function (48 KiB); more needs dynamic
-/// shared memory and an opt-in at launch.
-const MAX_STATIC_SHARED_BYTES: u64 = 48 * 1024;
 
 /// A statement of `kind` made from `form`.
 fn stmt(kind: StmtKind, form: &Form) -> Stmt {
@@ -522,23 +518,16 @@ impl FnCx<'_> {
                 }
                 exprs.push(e);
             }
-            let element_size = element
-                .layout(&self.m.structs)
-                .map_or(1, |(size, _)| size as u64);
-            let bytes = sizes
-                .iter()
-                .try_fold(element_size, |acc, d| acc.checked_mul(*d));
-            self.static_shared_bytes = bytes
-                .and_then(|b| b.checked_add(self.static_shared_bytes))
-                .unwrap_or(u64::MAX);
-            if self.static_shared_bytes > MAX_STATIC_SHARED_BYTES {
+            self.static_shared_bytes = shared::array_bytes(&element, &sizes, &self.m.structs)
+                .saturating_add(self.static_shared_bytes);
+            if self.static_shared_bytes > shared::MAX_STATIC_SHARED_BYTES {
                 return err(
                     &spec.span,
                     format!(
                         "`{}` declares more than {} KiB of static shared memory, CUDA's limit; \
                          use with-dynamic-shared-memory and :shared-mem for more",
                         self.fn_name,
-                        MAX_STATIC_SHARED_BYTES / 1024
+                        shared::MAX_STATIC_SHARED_BYTES / 1024
                     ),
                 );
             }

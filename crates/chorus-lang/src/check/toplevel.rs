@@ -1,6 +1,6 @@
 //! Top-level forms: `defkernel-struct`, `defglobal`, `defkernel`.
 
-use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type};
+use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type, shared};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -147,11 +147,13 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     for (i, body) in bodies.into_iter().enumerate() {
         out.push(check_function(&m, FunctionId(i as u32), body)?);
     }
-    Ok(ir::Module {
+    let module = ir::Module {
         structs: m.structs,
         globals: m.globals,
         functions: out,
-    })
+    };
+    shared::check_kernel_totals(&module)?;
+    Ok(module)
 }
 
 /// True when `name` is taken by the language itself as a function-position name.
