@@ -320,6 +320,8 @@ fn arbitrary_form() -> impl Strategy<Value = String> {
         (-2.0f64..2.0).prop_map(|v| format!("{v:.2}")),
         Just("4294967296".to_string()),
         Just("()".to_string()),
+        Just("s".to_string()),
+        Just("sg".to_string()),
     ];
     let heads = [
         "if",
@@ -404,6 +406,19 @@ proptest! {
                 "(defkernel-struct pair (x int) (y float))
                  (defkernel f (int ((a int*))) (return 0))
                  (defkernel k (void ((a int*) (n int) (x float) (i int))) {body})"
+            ),
+            // A 2-D shared array `s` in scope, and a kernel 1.7 KiB under the
+            // static shared-memory limit with its callee and a :shared global, so that the
+            // body's own shared arrays may tip it over.
+            format!(
+                "(defglobal sg 0 :shared)
+                 (defkernel f (int ((a int*) (n int) (x float)))
+                   (with-shared-memory ((s float 4 4)) (set sg 1) {body})
+                   (return 0))
+                 (defkernel k (void ((a int*) (n int) (x float) (i int)))
+                   (with-shared-memory ((s float 64 185))
+                     (set n (f a n x))
+                     {body}))"
             ),
         ];
         for src in units {
