@@ -80,8 +80,8 @@ pub(super) fn check_kernel_totals(m: &Module) -> Result<()> {
             .iter()
             .fold(0u64, |acc, (_, bytes)| acc.saturating_add(*bytes));
         if total > MAX_STATIC_SHARED_BYTES {
-            // Largest first; ties in the order found, which is deterministic.
-            contributors.sort_by(|a, b| b.1.cmp(&a.1));
+            // Largest first; the sort is stable, so ties keep the order found, which is deterministic.
+            contributors.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
             let largest: Vec<String> = contributors
                 .iter()
                 .take(NAMED_CONTRIBUTORS)
