@@ -9,8 +9,9 @@
 //! comparison of it, and the clone of a few `Arc`s: well under a microsecond for sources of a
 //! few KB, where hashing with SHA-256 alone costs about 5 µs.
 //!
-//! **Disk**: an entry is keyed by SHA-256 over the generated source, the compiler and its
-//! version, the full options, the architecture, the image kind and this crate's version.
+//! **Disk**: an entry is keyed by SHA-256 over the generated source, the compiler's identity
+//! (for NVRTC, the paths, sizes and modification times of its library files, known without
+//! loading it: see [`Compiler::Nvrtc`]), the full options, the architecture, the image kind and this crate's version.
 //! SHA-256 because there the key *is* the identity of the kernel (nothing else is compared on
 //! read): two sources with one key would silently load the wrong code, so a 64- or 128-bit
 //! non-cryptographic hash is not enough, and the microseconds it costs are paid only when the
@@ -52,7 +53,7 @@ fn hex(bytes: &[u8]) -> String {
 /// What identifies a compile within this process (the memory level's key, borrowed).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lookup<'a> {
-    /// The compiler (its identity includes its version).
+    /// The compiler (its identity names its library files, or its version).
     pub(crate) compiler: &'a Compiler,
     /// The target architecture, `None` when no device was known.
     pub(crate) arch: Option<(u32, u32)>,
@@ -411,7 +412,9 @@ mod tests {
 
     #[test]
     fn the_memory_level_answers_only_the_same_compile() {
-        let nvrtc = Compiler::Nvrtc { version: (13, 0) };
+        let nvrtc = Compiler::Nvrtc {
+            library: "nvrtc 13.0".into(),
+        };
         let options = vec!["-lineinfo".to_owned()];
         let source = format!("// memory level {}\n__global__ void k() {{}}\n", line!());
         let lookup = Lookup {
@@ -431,7 +434,9 @@ mod tests {
 
         // Every part of the lookup counts.
         let other_source = format!("{source} ");
-        let newer = Compiler::Nvrtc { version: (13, 1) };
+        let newer = Compiler::Nvrtc {
+            library: "nvrtc 13.1".into(),
+        };
         let no_options: Vec<String> = Vec::new();
         let misses = [
             Lookup {
@@ -466,7 +471,9 @@ mod tests {
 
     #[test]
     fn a_fast_hash_collision_never_answers_with_another_source() {
-        let nvrtc = Compiler::Nvrtc { version: (13, 0) };
+        let nvrtc = Compiler::Nvrtc {
+            library: "nvrtc 13.0".into(),
+        };
         let wanted_source = format!("// wanted {}\n", line!());
         let stored_source = format!("// stored {}\n", line!());
         let wanted = Lookup {
@@ -520,7 +527,9 @@ mod tests {
     #[test]
     #[ignore = "a measurement, not a check; run on demand"]
     fn memory_hit_cost() {
-        let nvrtc = Compiler::Nvrtc { version: (13, 0) };
+        let nvrtc = Compiler::Nvrtc {
+            library: "nvrtc 13.0".into(),
+        };
         let options: Vec<String> = Vec::new();
         let kernel = "extern \"C\" __global__ void noop(float* a, float* b, int n) { if (n < 0) a[0] = b[0]; }\n";
         for source in [kernel.to_owned(), "// padding\n".repeat(400) + kernel] {

@@ -29,6 +29,7 @@
 
 use crate::cache;
 use crate::error::{Error, Result};
+use crate::loader;
 use crate::module::Module;
 use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option};
 use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
@@ -59,10 +60,12 @@ impl ImageKind {
 /// Which compiler made an image.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Compiler {
-    /// NVRTC in process, with its version.
+    /// NVRTC in process.
     Nvrtc {
-        /// `(major, minor)`.
-        version: (u32, u32),
+        /// The library files it would be loaded from, identified without loading them (a hex
+        /// SHA-256 of their paths, sizes and modification times), so that a cache hit does not
+        /// load NVRTC; or, when no file was found by searching, its version as `nvrtc X.Y`.
+        library: Arc<str>,
     },
     /// nvcc as a subprocess.
     Nvcc {
@@ -88,11 +91,29 @@ impl Compiler {
             settings.explicit_nvcc().map(PathBuf::from),
         );
         let found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, compiler)) = found.iter().find(|(w, _)| *w == wanted) {
+        // An NVRTC chosen by its files that then failed to load is chosen again no more.
+        if let Some((_, compiler)) = found.iter().find(|(w, _)| *w == wanted)
+            && !(matches!(compiler, Compiler::Nvrtc { .. }) && loader::nvrtc_known_missing())
+        {
             return Ok(compiler.clone());
         }
         drop(found);
-        let nvrtc = || nvrtc_version().map(|version| Compiler::Nvrtc { version });
+        let nvrtc = || -> Result<Compiler> {
+            if loader::nvrtc_known_missing() {
+                nvrtc_version()?;
+            }
+            // Loading NVRTC only to name it would cost every process ~30 ms on a cache hit.
+            let library = match loader::nvrtc_fingerprint() {
+                Some(files) => files,
+                None => {
+                    let (major, minor) = nvrtc_version()?;
+                    format!("nvrtc {major}.{minor}")
+                }
+            };
+            Ok(Compiler::Nvrtc {
+                library: library.into(),
+            })
+        };
         let nvcc = || {
             let path = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
             let version = nvcc_version(&path)?;
@@ -104,23 +125,23 @@ impl Compiler {
             CompilerChoice::Auto => nvrtc().or_else(|_| nvcc()),
         }?;
         let mut found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
-        if !found.iter().any(|(w, _)| *w == wanted) {
-            found.push((wanted, compiler.clone()));
-        }
+        found.retain(|(w, _)| *w != wanted);
+        found.push((wanted, compiler.clone()));
         Ok(compiler)
     }
 
-    /// The toolkit release.
-    pub fn version(&self) -> (u32, u32) {
+    /// The toolkit release. For NVRTC this loads it (an error when it does not load).
+    pub fn version(&self) -> Result<(u32, u32)> {
         match self {
-            Compiler::Nvrtc { version } | Compiler::Nvcc { version, .. } => *version,
+            Compiler::Nvrtc { .. } => nvrtc_version(),
+            Compiler::Nvcc { version, .. } => Ok(*version),
         }
     }
 
     /// A stable description (part of cache keys).
     pub fn identity(&self) -> String {
         match self {
-            Compiler::Nvrtc { version } => format!("nvrtc {}.{}", version.0, version.1),
+            Compiler::Nvrtc { library } => format!("nvrtc {library}"),
             Compiler::Nvcc { path, version } => {
                 format!("nvcc {}.{} {}", version.0, version.1, path.display())
             }
@@ -165,25 +186,26 @@ fn names_only_virtual_architectures(user_options: &[String]) -> bool {
 /// The image kind to build when the caller names none (see the module documentation):
 /// the settings' choice; under `Auto`, cubin when the device's architecture is known (and the
 /// user's options do not ask for a virtual one only), else the seed's rule (PTX unless the
-/// toolkit is newer than the driver).
+/// toolkit is newer than the driver). The versions are asked for only by that last rule
+/// (`toolkit` may load NVRTC).
 fn default_kind(
     choice: ImageChoice,
     arch: Option<(u32, u32)>,
     user_options: &[String],
-    toolkit: (u32, u32),
-    driver: Option<(u32, u32)>,
-) -> ImageKind {
-    match choice {
+    toolkit: impl FnOnce() -> Result<(u32, u32)>,
+    driver: impl FnOnce() -> Option<(u32, u32)>,
+) -> Result<ImageKind> {
+    Ok(match choice {
         ImageChoice::Ptx => ImageKind::Ptx,
         ImageChoice::Cubin => ImageKind::Cubin,
         ImageChoice::Auto if arch.is_some() && !names_only_virtual_architectures(user_options) => {
             ImageKind::Cubin
         }
-        ImageChoice::Auto => match driver {
-            Some(driver) if toolkit > driver => ImageKind::Cubin,
+        ImageChoice::Auto => match driver() {
+            Some(driver) if toolkit()? > driver => ImageKind::Cubin,
             _ => ImageKind::Ptx,
         },
-    }
+    })
 }
 
 /// Compiles `source` with the process-wide settings for the current context's device (see
@@ -199,6 +221,10 @@ pub fn compile(source: &str, name: &str, kind: Option<ImageKind>) -> Result<Comp
 /// first unless they name an architecture (`-arch=native` outside a context when a driver is
 /// present); NVRTC gets `--std=c++17`, the architecture, the toolkit's include directories and
 /// the settings' options.
+///
+/// A cache hit does not load NVRTC (see [`Compiler::Nvrtc`]): it is loaded on a miss. When it
+/// then fails to load and the settings let either compiler be used, nvcc compiles instead, as
+/// if NVRTC had been found missing from the start.
 pub fn compile_with(
     settings: &Settings,
     source: &str,
@@ -206,19 +232,38 @@ pub fn compile_with(
     kind: Option<ImageKind>,
 ) -> Result<CompiledImage> {
     let compiler = Compiler::from_settings(settings)?;
+    match compile_by(&compiler, settings, source, name, kind) {
+        Err(Error::NvrtcNotFound { .. })
+            if settings.compiler == CompilerChoice::Auto && loader::nvrtc_known_missing() =>
+        {
+            let nvcc = Compiler::from_settings(settings)?;
+            compile_by(&nvcc, settings, source, name, kind)
+        }
+        result => result,
+    }
+}
+
+/// [`compile_with`] by `compiler`.
+fn compile_by(
+    compiler: &Compiler,
+    settings: &Settings,
+    source: &str,
+    name: &str,
+    kind: Option<ImageKind>,
+) -> Result<CompiledImage> {
     let arch = target_arch();
-    let kind = kind.unwrap_or_else(|| {
-        let driver = crate::driver::driver_version().ok();
-        default_kind(
+    let kind = match kind {
+        Some(kind) => kind,
+        None => default_kind(
             settings.image,
             arch,
             &settings.nvcc_options,
-            compiler.version(),
-            driver,
-        )
-    });
+            || compiler.version(),
+            || crate::driver::driver_version().ok(),
+        )?,
+    };
     let lookup = cache::Lookup {
-        compiler: &compiler,
+        compiler,
         arch,
         user_options: &settings.nvcc_options,
         kind,
@@ -230,7 +275,7 @@ pub fn compile_with(
         }
         return Ok(image);
     }
-    let options = match &compiler {
+    let options = match compiler {
         Compiler::Nvrtc { .. } => nvrtc_options(arch.unwrap_or((7, 5)), &settings.nvcc_options),
         Compiler::Nvcc { .. } if arch.is_none() && crate::sdk_not_found() => {
             settings.nvcc_options.clone()
@@ -256,7 +301,7 @@ pub fn compile_with(
             bytes
         }
         None => {
-            let bytes: Arc<[u8]> = match &compiler {
+            let bytes: Arc<[u8]> = match compiler {
                 Compiler::Nvrtc { .. } => nvrtc_compile(source, name, kind, &options)?,
                 Compiler::Nvcc { .. } => nvcc_compile_with(settings, source, name, kind, &options)?,
             }
@@ -420,26 +465,61 @@ mod tests {
         assert!(text.contains("    1 | int x = ;"), "{text}");
     }
 
+    /// [`default_kind`] with known versions.
+    fn kind_of(
+        choice: ImageChoice,
+        arch: Option<(u32, u32)>,
+        user_options: &[String],
+        toolkit: (u32, u32),
+        driver: Option<(u32, u32)>,
+    ) -> ImageKind {
+        default_kind(choice, arch, user_options, || Ok(toolkit), || driver).unwrap()
+    }
+
+    #[test]
+    fn the_versions_are_asked_for_only_without_a_device() {
+        // A cache hit on a machine with a device must not load NVRTC to learn its version.
+        let unknown = || -> Result<(u32, u32)> { panic!("the toolkit version was asked for") };
+        for choice in [ImageChoice::Auto, ImageChoice::Cubin, ImageChoice::Ptx] {
+            assert!(default_kind(choice, Some((9, 0)), &[], unknown, || panic!("driver")).is_ok());
+        }
+        // Without a device, a toolkit that does not load is an error, not a guess.
+        let missing = || {
+            Err(Error::NvrtcNotFound {
+                reason: "test".into(),
+            })
+        };
+        assert!(matches!(
+            default_kind(ImageChoice::Auto, None, &[], missing, || Some((13, 0))),
+            Err(Error::NvrtcNotFound { .. })
+        ));
+        // Without a driver, PTX, whatever the toolkit.
+        assert_eq!(
+            default_kind(ImageChoice::Auto, None, &[], missing, || None).unwrap(),
+            ImageKind::Ptx
+        );
+    }
+
     #[test]
     fn a_known_device_gets_cubin_and_the_seed_rule_remains_without_one() {
         let sm90 = Some((9, 0));
         let (toolkit, older_driver) = ((13, 0), Some((12, 8)));
         // A device is known: cubin, whatever the versions.
         assert_eq!(
-            default_kind(ImageChoice::Auto, sm90, &[], toolkit, Some((13, 0))),
+            kind_of(ImageChoice::Auto, sm90, &[], toolkit, Some((13, 0))),
             ImageKind::Cubin
         );
         // No device: PTX unless the toolkit is newer than the driver.
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, &[], toolkit, Some((13, 0))),
+            kind_of(ImageChoice::Auto, None, &[], toolkit, Some((13, 0))),
             ImageKind::Ptx
         );
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, &[], toolkit, older_driver),
+            kind_of(ImageChoice::Auto, None, &[], toolkit, older_driver),
             ImageKind::Cubin
         );
         assert_eq!(
-            default_kind(ImageChoice::Auto, None, &[], toolkit, None),
+            kind_of(ImageChoice::Auto, None, &[], toolkit, None),
             ImageKind::Ptx
         );
         // Options that ask for a virtual architecture only get PTX; a real one, cubin.
@@ -460,18 +540,18 @@ mod tests {
             (options(&["-lineinfo"]), ImageKind::Cubin),
         ] {
             assert_eq!(
-                default_kind(ImageChoice::Auto, sm90, &user, toolkit, current),
+                kind_of(ImageChoice::Auto, sm90, &user, toolkit, current),
                 kind,
                 "{user:?}"
             );
         }
         // CHORUS_IMAGE forces either.
         assert_eq!(
-            default_kind(ImageChoice::Ptx, sm90, &[], toolkit, older_driver),
+            kind_of(ImageChoice::Ptx, sm90, &[], toolkit, older_driver),
             ImageKind::Ptx
         );
         assert_eq!(
-            default_kind(ImageChoice::Cubin, None, &[], toolkit, None),
+            kind_of(ImageChoice::Cubin, None, &[], toolkit, None),
             ImageKind::Cubin
         );
     }

@@ -133,10 +133,12 @@ pub(crate) fn driver() -> &'static Probe {
     })
 }
 
-/// NVRTC, probed once.
+/// NVRTC's probe (set once NVRTC has been asked for).
+static NVRTC_PROBE: OnceLock<Probe> = OnceLock::new();
+
+/// NVRTC, probed (and so loaded, with its builtins) once.
 pub(crate) fn nvrtc() -> &'static Probe {
-    static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(|| {
+    NVRTC_PROBE.get_or_init(|| {
         let probe = probe("nvrtc", &toolkit_lib_dirs(), NVRTC_SYMBOLS, || unsafe {
             // SAFETY: as above, for NVRTC.
             cudarc::nvrtc::sys::is_culib_present()
@@ -148,6 +150,100 @@ pub(crate) fn nvrtc() -> &'static Probe {
         }
         probe
     })
+}
+
+/// Whether NVRTC has been probed (loaded, when present), without probing it.
+#[cfg(test)]
+fn nvrtc_probed() -> bool {
+    NVRTC_PROBE.get().is_some()
+}
+
+/// True when NVRTC has been probed and found unusable (without probing it).
+pub(crate) fn nvrtc_known_missing() -> bool {
+    NVRTC_PROBE.get().is_some_and(|probe| !probe.present())
+}
+
+/// The files NVRTC could be loaded from, identified without loading any (a hex SHA-256), or
+/// `None` when no candidate file exists in the places searched.
+///
+/// The candidates are cudarc's file names in `LD_LIBRARY_PATH`, the toolkit's and the system's
+/// library directories, and the paths the system loader's cache (`/etc/ld.so.cache`) lists for
+/// those names; each existing one counts with its path, size and modification time, and the
+/// loader cache itself too. Whichever of them the loader picks, another toolkit (another path,
+/// or a library replaced in place) changes the identity: a compile cache keyed by it never
+/// serves an image made by another compiler, and asking it costs a few `stat` calls instead of
+/// loading NVRTC (about 100 MB, 30 ms).
+pub(crate) fn nvrtc_fingerprint() -> Option<String> {
+    let file_names = cudarc::get_lib_name_candidates("nvrtc");
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(driver_dirs());
+    let mut paths: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| file_names.iter().map(|name| dir.join(name)))
+        .collect();
+    paths.extend(loader_cache_paths(LOADER_CACHE, &file_names));
+    let fingerprint = files_fingerprint(&paths)?;
+    let loader_cache = files_fingerprint(&[PathBuf::from(LOADER_CACHE)]).unwrap_or_default();
+    Some(crate::cache::key(&[
+        fingerprint.as_bytes(),
+        loader_cache.as_bytes(),
+    ]))
+}
+
+/// The system loader's cache of library paths.
+const LOADER_CACHE: &str = "/etc/ld.so.cache";
+
+/// The paths in the loader cache at `cache` whose file name is one of `file_names` (the cache
+/// stores them as NUL-terminated strings; an unreadable cache lists none).
+fn loader_cache_paths(cache: &str, file_names: &[String]) -> Vec<PathBuf> {
+    let Ok(bytes) = std::fs::read(cache) else {
+        return Vec::new();
+    };
+    bytes
+        .split(|b| *b == 0)
+        .filter(|s| s.first() == Some(&b'/'))
+        .filter_map(|s| std::str::from_utf8(s).ok())
+        .map(PathBuf::from)
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| file_names.iter().any(|f| f == n))
+        })
+        .collect()
+}
+
+/// `path size mtime` of each of `paths` that is a file (links followed), one a line, in the
+/// order given; `None` when none is.
+fn files_fingerprint(paths: &[PathBuf]) -> Option<String> {
+    let mut listing = String::new();
+    for path in paths {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        listing.push_str(&format!("{} {} {modified}\n", path.display(), meta.len()));
+    }
+    (!listing.is_empty()).then_some(listing)
+}
+
+/// The first of NVRTC's file names present in the toolkit's library directories, found
+/// without loading it (where the probe loads it from when the system loader does not find it).
+fn nvrtc_in_toolkit() -> Option<PathBuf> {
+    let file_names = cudarc::get_lib_name_candidates("nvrtc");
+    toolkit_lib_dirs()
+        .iter()
+        .flat_map(|dir| file_names.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Preloads `libnvrtc-builtins.so.X.Y` from `dir` (not the `.alt` variant).
@@ -303,7 +399,9 @@ pub(crate) fn toolkit_include_dirs() -> &'static [PathBuf] {
 
 fn find_toolkit_include_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Some(lib) = nvrtc().path.as_ref().and_then(|p| p.parent()) {
+    // Found without loading NVRTC: compile options (and so cache keys) are known before a
+    // cache hit decides whether NVRTC is needed at all.
+    if let Some(lib) = nvrtc_in_toolkit().as_deref().and_then(Path::parent) {
         dirs.push(lib.with_file_name("include"));
     }
     for root in toolkit_roots_all() {
@@ -390,6 +488,92 @@ mod tests {
                 assert!(!why.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn file_fingerprints_follow_path_size_and_modification_time() {
+        let dir = crate::tempdir::PrivateTempDir::new_in(&std::env::temp_dir()).unwrap();
+        let (a, b) = (
+            dir.path().join("libnvrtc.so.13"),
+            dir.path().join("other.so"),
+        );
+        std::fs::write(&a, b"library").unwrap();
+        std::fs::write(&b, b"library").unwrap();
+        let of = |p: &PathBuf| files_fingerprint(std::slice::from_ref(p)).unwrap();
+        let first = of(&a);
+        assert_eq!(first, of(&a));
+        assert_ne!(first, of(&b), "another path");
+        // The same size, another modification time.
+        let file = std::fs::File::options().write(true).open(&a).unwrap();
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))
+            .unwrap();
+        let touched = of(&a);
+        assert_ne!(first, touched, "touched");
+        // Another size, the same modification time.
+        std::fs::write(&a, b"library, replaced").unwrap();
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))
+            .unwrap();
+        assert_ne!(touched, of(&a), "resized");
+        // Absent files do not count; no file at all is no identity.
+        let missing = dir.path().join("absent.so");
+        assert_eq!(
+            files_fingerprint(&[missing.clone(), a.clone()]),
+            Some(of(&a))
+        );
+        assert_eq!(files_fingerprint(&[missing]), None);
+        assert_eq!(files_fingerprint(&[dir.path().to_path_buf()]), None);
+    }
+
+    #[test]
+    fn loader_cache_paths_are_the_named_files() {
+        let dir = crate::tempdir::PrivateTempDir::new_in(&std::env::temp_dir()).unwrap();
+        let cache = dir.path().join("ld.so.cache");
+        std::fs::write(
+            &cache,
+            b"glibc-ld.so.cache1.1\0\x07\0/usr/lib/libnvrtc.so.13\0/usr/lib/libm.so.6\0\
+              /opt/cuda/lib64/libnvrtc.so\0libnvrtc.so.13\0",
+        )
+        .unwrap();
+        let names = vec!["libnvrtc.so".to_owned(), "libnvrtc.so.13".to_owned()];
+        assert_eq!(
+            loader_cache_paths(cache.to_str().unwrap(), &names),
+            [
+                PathBuf::from("/usr/lib/libnvrtc.so.13"),
+                PathBuf::from("/opt/cuda/lib64/libnvrtc.so")
+            ]
+        );
+        assert!(loader_cache_paths("/nonexistent/ld.so.cache", &names).is_empty());
+    }
+
+    /// Run alone in a process of its own by the test below (other tests of this binary load
+    /// NVRTC, on other threads).
+    #[test]
+    #[ignore = "run by the_nvrtc_identity_and_include_dirs_do_not_load_nvrtc in a process of its own"]
+    fn identity_alone_in_its_process() {
+        assert!(!nvrtc_probed());
+        let first = nvrtc_fingerprint();
+        assert_eq!(first, nvrtc_fingerprint());
+        let _ = toolkit_include_dirs();
+        assert!(!nvrtc_probed(), "NVRTC was loaded");
+    }
+
+    #[test]
+    fn the_nvrtc_identity_and_include_dirs_do_not_load_nvrtc() {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "loader::tests::identity_alone_in_its_process",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     #[test]
