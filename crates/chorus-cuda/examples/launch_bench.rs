@@ -22,6 +22,11 @@
 //! | module load, cubin | 11 µs |
 //! | `Program::from_cuda_c`, warm cache, default (cubin) / `CHORUS_IMAGE=ptx` | 11 µs / 9.0 ms |
 //!
+//! The row "first Program in a process, disk-cache hit" (added later, not yet measured here)
+//! times `Program::from_cuda_c` in fresh child processes (this example re-run with
+//! `CHORUS_BENCH_FIRST_PROGRAM` set), after their context exists: the cost a program start pays
+//! on a disk-cache hit, which no longer includes loading NVRTC (28–33 ms before).
+//!
 //! Before (same day, 15:25 UTC): memory hit 4.45 µs (SHA-256 key, driver queries per lookup),
 //! `Program::from_cuda_c` warm 9.5 ms (PTX by default, driver JIT at every load).
 
@@ -70,9 +75,59 @@ fn time_median(n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Durat
     Ok(median(samples))
 }
 
+/// Set (to the cache directory) in the child process that times the first program of a process.
+const FIRST_PROGRAM_VAR: &str = "CHORUS_BENCH_FIRST_PROGRAM";
+
+/// In the child process: the time of the process's first `Program::from_cuda_c` of `source`,
+/// after the context exists (so that only compiler, cache and module load count), printed as
+/// `first-program MICROS disk-hits N`.
+fn first_program_child(cache_dir: std::path::PathBuf, source: &str) -> Result<()> {
+    cache::set_dir(Some(cache_dir));
+    with_cuda(0, |_| -> Result<()> {
+        let start = Instant::now();
+        Program::from_cuda_c(source, "noop")?;
+        let elapsed = start.elapsed();
+        println!(
+            "first-program {} disk-hits {}",
+            elapsed.as_secs_f64() * 1e6,
+            cache::stats().disk_hits
+        );
+        Ok(())
+    })
+}
+
+/// The median over `runs` child processes of the first program's time, `None` when a child
+/// failed or its program was not a disk hit.
+fn first_program_in_a_process(cache_dir: &std::path::Path, runs: usize) -> Option<Duration> {
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let output = std::process::Command::new(std::env::current_exe().ok()?)
+            .env(FIRST_PROGRAM_VAR, cache_dir)
+            .output()
+            .ok()?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout.lines().find(|l| l.starts_with("first-program "))?;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if !output.status.success() || fields.get(3) != Some(&"1") {
+            eprintln!(
+                "first program child: {stdout}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            return None;
+        }
+        samples.push(Duration::from_secs_f64(
+            fields.get(1)?.parse::<f64>().ok()? / 1e6,
+        ));
+    }
+    Some(median(samples))
+}
+
 fn main() -> Result<()> {
     // SAFETY: set before any other thread exists and before NVRTC or the driver is loaded.
     unsafe { std::env::set_var("CUDA_CACHE_DISABLE", "1") };
+    if let Some(dir) = std::env::var_os(FIRST_PROGRAM_VAR) {
+        return first_program_child(dir.into(), &format!("// cached\n{KERNEL}"));
+    }
     let date = std::process::Command::new("date")
         .arg("-u")
         .output()
@@ -252,6 +307,11 @@ fn main() -> Result<()> {
         rows.push((
             "Program::from_cuda_c, warm cache, default (compile+load)".into(),
             micros(end_to_end),
+        ));
+        let first = first_program_in_a_process(&cache_dir, 7);
+        rows.push((
+            "first Program in a process, disk-cache hit (child processes)".into(),
+            first.map_or_else(|| "failed".into(), micros),
         ));
         update_settings(|s| s.image = ImageChoice::Ptx);
         Program::from_cuda_c(&source, "noop")?;
