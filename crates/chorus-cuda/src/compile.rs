@@ -26,6 +26,11 @@
 //! once per setting ([`Compiler::from_settings`]), a device's architecture once per device,
 //! and the memory level of the [`cache`] answers with one fast hash of the source and one
 //! comparison (see its documentation). The SHA-256 disk key is computed only on a memory miss.
+//!
+//! The first compile of a process asks nothing of the compiler either when the disk cache has
+//! its image: the compiler's identity in the key is its files' paths, sizes and modification
+//! times ([`Compiler`]), so NVRTC is loaded (≈30 ms) or nvcc run only on a miss, or when the
+//! seed's PTX-or-cubin rule needs the toolkit's version (no device known).
 
 use crate::cache;
 use crate::error::{Error, Result};
@@ -71,8 +76,9 @@ pub enum Compiler {
     Nvcc {
         /// The binary.
         path: PathBuf,
-        /// Its CUDA release.
-        version: (u32, u32),
+        /// The binary identified without running it (a hex SHA-256 of its path, size and
+        /// modification time): `nvcc --version` costs a process start per program start.
+        binary: Arc<str>,
     },
 }
 
@@ -100,6 +106,7 @@ impl Compiler {
         drop(found);
         let nvrtc = || -> Result<Compiler> {
             if loader::nvrtc_known_missing() {
+                // Probed and unusable: the probe's error.
                 nvrtc_version()?;
             }
             // Loading NVRTC only to name it would cost every process ~30 ms on a cache hit.
@@ -116,8 +123,17 @@ impl Compiler {
         };
         let nvcc = || {
             let path = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
-            let version = nvcc_version(&path)?;
-            Ok(Compiler::Nvcc { path, version })
+            let binary = match loader::files_identity(std::slice::from_ref(&path)) {
+                Some(identity) => identity,
+                None => {
+                    let (major, minor) = nvcc_version(&path)?;
+                    format!("nvcc {major}.{minor}")
+                }
+            };
+            Ok(Compiler::Nvcc {
+                path,
+                binary: binary.into(),
+            })
         };
         let compiler = match settings.compiler {
             CompilerChoice::Nvrtc => nvrtc(),
@@ -130,11 +146,12 @@ impl Compiler {
         Ok(compiler)
     }
 
-    /// The toolkit release. For NVRTC this loads it (an error when it does not load).
+    /// The toolkit release, asked of the compiler (once per process): this loads NVRTC, or
+    /// runs `nvcc --version`.
     pub fn version(&self) -> Result<(u32, u32)> {
         match self {
             Compiler::Nvrtc { .. } => nvrtc_version(),
-            Compiler::Nvcc { version, .. } => Ok(*version),
+            Compiler::Nvcc { path, .. } => nvcc_version(path),
         }
     }
 
@@ -142,9 +159,7 @@ impl Compiler {
     pub fn identity(&self) -> String {
         match self {
             Compiler::Nvrtc { library } => format!("nvrtc {library}"),
-            Compiler::Nvcc { path, version } => {
-                format!("nvcc {}.{} {}", version.0, version.1, path.display())
-            }
+            Compiler::Nvcc { path, binary } => format!("nvcc {binary} {}", path.display()),
         }
     }
 }

@@ -192,6 +192,12 @@ pub(crate) fn nvrtc_fingerprint() -> Option<String> {
     ]))
 }
 
+/// The identity of the files among `paths` that exist (a hex SHA-256 of their paths, sizes
+/// and modification times, see [`files_fingerprint`]), `None` when none does.
+pub(crate) fn files_identity(paths: &[PathBuf]) -> Option<String> {
+    files_fingerprint(paths).map(|listing| crate::cache::key(&[listing.as_bytes()]))
+}
+
 /// The system loader's cache of library paths.
 const LOADER_CACHE: &str = "/etc/ld.so.cache";
 
