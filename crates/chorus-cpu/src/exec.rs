@@ -1410,67 +1410,49 @@ fn atomic16(cell: &AtomicU32, shift: u32, op: AtomicOp, kind: Kind, v: u16, w: u
     (word >> shift) as u16
 }
 
-fn atomic32(cell: &AtomicU32, op: AtomicOp, kind: Kind, v: u32, w: u32) -> u32 {
-    use Ordering::SeqCst;
-    let float = kind == Kind::F32;
-    let f = f32::from_bits;
-    let update = |g: &dyn Fn(u32) -> u32| {
-        cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old)))
-            .unwrap_or_else(|x| x)
+/// `atomic32` and `atomic64`: one read-modify-write per [`AtomicOp`] on a 32- or 64-bit cell,
+/// returning the old value (float operations through a compare-exchange loop).
+macro_rules! atomic_rmw {
+    ($name:ident, $cell:ty, $uint:ty, $int:ty, $float:ty, $float_kind:expr) => {
+        fn $name(cell: &$cell, op: AtomicOp, kind: Kind, v: $uint, w: $uint) -> $uint {
+            use Ordering::SeqCst;
+            let float = kind == $float_kind;
+            let f = <$float>::from_bits;
+            let update = |g: &dyn Fn($uint) -> $uint| {
+                cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old)))
+                    .unwrap_or_else(|x| x)
+            };
+            match op {
+                AtomicOp::Add if float => update(&|o| (f(o) + f(v)).to_bits()),
+                AtomicOp::Sub if float => update(&|o| (f(o) - f(v)).to_bits()),
+                AtomicOp::Min if float => update(&|o| f(o).min(f(v)).to_bits()),
+                AtomicOp::Max if float => update(&|o| f(o).max(f(v)).to_bits()),
+                AtomicOp::Add => cell.fetch_add(v, SeqCst),
+                AtomicOp::Sub => cell.fetch_sub(v, SeqCst),
+                AtomicOp::Exch => cell.swap(v, SeqCst),
+                AtomicOp::Min if kind.is_signed() => {
+                    update(&|o| (o as $int).min(v as $int) as $uint)
+                }
+                AtomicOp::Max if kind.is_signed() => {
+                    update(&|o| (o as $int).max(v as $int) as $uint)
+                }
+                AtomicOp::Min => cell.fetch_min(v, SeqCst),
+                AtomicOp::Max => cell.fetch_max(v, SeqCst),
+                AtomicOp::Inc => update(&|o| if o >= v { 0 } else { o + 1 }),
+                AtomicOp::Dec => update(&|o| if o == 0 || o > v { v } else { o - 1 }),
+                AtomicOp::Cas => cell
+                    .compare_exchange(v, w, SeqCst, SeqCst)
+                    .unwrap_or_else(|x| x),
+                AtomicOp::And => cell.fetch_and(v, SeqCst),
+                AtomicOp::Or => cell.fetch_or(v, SeqCst),
+                AtomicOp::Xor => cell.fetch_xor(v, SeqCst),
+            }
+        }
     };
-    match op {
-        AtomicOp::Add if float => update(&|o| (f(o) + f(v)).to_bits()),
-        AtomicOp::Sub if float => update(&|o| (f(o) - f(v)).to_bits()),
-        AtomicOp::Min if float => update(&|o| f(o).min(f(v)).to_bits()),
-        AtomicOp::Max if float => update(&|o| f(o).max(f(v)).to_bits()),
-        AtomicOp::Add => cell.fetch_add(v, SeqCst),
-        AtomicOp::Sub => cell.fetch_sub(v, SeqCst),
-        AtomicOp::Exch => cell.swap(v, SeqCst),
-        AtomicOp::Min if kind.is_signed() => update(&|o| (o as i32).min(v as i32) as u32),
-        AtomicOp::Max if kind.is_signed() => update(&|o| (o as i32).max(v as i32) as u32),
-        AtomicOp::Min => cell.fetch_min(v, SeqCst),
-        AtomicOp::Max => cell.fetch_max(v, SeqCst),
-        AtomicOp::Inc => update(&|o| if o >= v { 0 } else { o + 1 }),
-        AtomicOp::Dec => update(&|o| if o == 0 || o > v { v } else { o - 1 }),
-        AtomicOp::Cas => cell
-            .compare_exchange(v, w, SeqCst, SeqCst)
-            .unwrap_or_else(|x| x),
-        AtomicOp::And => cell.fetch_and(v, SeqCst),
-        AtomicOp::Or => cell.fetch_or(v, SeqCst),
-        AtomicOp::Xor => cell.fetch_xor(v, SeqCst),
-    }
 }
 
-fn atomic64(cell: &AtomicU64, op: AtomicOp, kind: Kind, v: u64, w: u64) -> u64 {
-    use Ordering::SeqCst;
-    let float = kind == Kind::F64;
-    let f = f64::from_bits;
-    let update = |g: &dyn Fn(u64) -> u64| {
-        cell.fetch_update(SeqCst, SeqCst, |old| Some(g(old)))
-            .unwrap_or_else(|x| x)
-    };
-    match op {
-        AtomicOp::Add if float => update(&|o| (f(o) + f(v)).to_bits()),
-        AtomicOp::Sub if float => update(&|o| (f(o) - f(v)).to_bits()),
-        AtomicOp::Min if float => update(&|o| f(o).min(f(v)).to_bits()),
-        AtomicOp::Max if float => update(&|o| f(o).max(f(v)).to_bits()),
-        AtomicOp::Add => cell.fetch_add(v, SeqCst),
-        AtomicOp::Sub => cell.fetch_sub(v, SeqCst),
-        AtomicOp::Exch => cell.swap(v, SeqCst),
-        AtomicOp::Min if kind.is_signed() => update(&|o| (o as i64).min(v as i64) as u64),
-        AtomicOp::Max if kind.is_signed() => update(&|o| (o as i64).max(v as i64) as u64),
-        AtomicOp::Min => cell.fetch_min(v, SeqCst),
-        AtomicOp::Max => cell.fetch_max(v, SeqCst),
-        AtomicOp::Inc => update(&|o| if o >= v { 0 } else { o + 1 }),
-        AtomicOp::Dec => update(&|o| if o == 0 || o > v { v } else { o - 1 }),
-        AtomicOp::Cas => cell
-            .compare_exchange(v, w, SeqCst, SeqCst)
-            .unwrap_or_else(|x| x),
-        AtomicOp::And => cell.fetch_and(v, SeqCst),
-        AtomicOp::Or => cell.fetch_or(v, SeqCst),
-        AtomicOp::Xor => cell.fetch_xor(v, SeqCst),
-    }
-}
+atomic_rmw!(atomic32, AtomicU32, u32, i32, f32, Kind::F32);
+atomic_rmw!(atomic64, AtomicU64, u64, i64, f64, Kind::F64);
 
 /// A unary operation on one canonical value (integer `Recip` of 0 gives 0; the lane version
 /// faults instead).
