@@ -841,17 +841,7 @@ impl<'a> FnCompiler<'a> {
             let mut p = self.constant(encode(STATIC_SHARED_BASE + slot, 0));
             for (k, idx) in indices.iter().enumerate() {
                 let stride = elem_size * sizes[k + 1..].iter().product::<u64>();
-                let i = self.expr(idx)?;
-                let index_kind = self.kind(&idx.ty)?;
-                let q = self.alloc(1);
-                self.emit(Op::PtrIndex {
-                    dst: q,
-                    base: p,
-                    index: i,
-                    index_kind,
-                    stride: stride as i64,
-                });
-                p = q;
+                p = self.ptr_index(p, idx, stride as i64)?;
             }
             return Ok(p);
         }
@@ -865,16 +855,7 @@ impl<'a> FnCompiler<'a> {
                 )
             })?;
             let stride = size_of_type(self.module, &elem, &base.span)?;
-            let i = self.expr(idx)?;
-            let index_kind = self.kind(&idx.ty)?;
-            let q = self.alloc(1);
-            self.emit(Op::PtrIndex {
-                dst: q,
-                base: p,
-                index: i,
-                index_kind,
-                stride: stride as i64,
-            });
+            let q = self.ptr_index(p, idx, stride as i64)?;
             if k + 1 < indices.len() {
                 let r = self.alloc(1);
                 self.emit(Op::Load {
@@ -1320,15 +1301,20 @@ impl<'a> FnCompiler<'a> {
         let elem = ptr.ty.pointee().cloned().unwrap_or(Type::Void);
         let size = size_of_type(self.module, &elem, &e.span)? as i64;
         let p = self.expr(ptr)?;
-        let i = self.expr(int)?;
-        let index_kind = self.kind(&int.ty)?;
+        self.ptr_index(p, int, if negate { -size } else { size })
+    }
+
+    /// `base + index * stride` bytes, in a new register (`index` evaluated here).
+    fn ptr_index(&mut self, base: Reg, index: &Expr, stride: i64) -> Result<Reg, Error> {
+        let i = self.expr(index)?;
+        let index_kind = self.kind(&index.ty)?;
         let dst = self.alloc(1);
         self.emit(Op::PtrIndex {
             dst,
-            base: p,
+            base,
             index: i,
             index_kind,
-            stride: if negate { -size } else { size },
+            stride,
         });
         Ok(dst)
     }
