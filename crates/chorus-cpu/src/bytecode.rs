@@ -12,6 +12,13 @@ use chorus_lang::ir::{AtomicOp, MathFn, WarpReduceOp};
 /// A register index, relative to the function's frame.
 pub(crate) type Reg = u32;
 
+/// One scalar piece of a value: its kind and its byte offset in the value's memory layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Leaf {
+    pub(crate) kind: Kind,
+    pub(crate) offset: u32,
+}
+
 /// Unary operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UnOp {
@@ -356,7 +363,7 @@ pub(crate) struct FunctionCode {
     /// Bytes of local memory (address-taken variables) per lane.
     pub(crate) local_bytes: u32,
     /// Each parameter's first register and its leaves.
-    pub(crate) params: Vec<(Reg, Vec<crate::compile::Leaf>)>,
+    pub(crate) params: Vec<(Reg, Vec<Leaf>)>,
     /// The first register of the result.
     pub(crate) ret_reg: Reg,
     /// Number of leaves of the result (0 for `void`).

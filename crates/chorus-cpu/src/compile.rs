@@ -15,13 +15,6 @@ use chorus_lang::ir::{
 };
 use chorus_lang::types::Type;
 
-/// One scalar piece of a value: its kind and its byte offset in the value's memory layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Leaf {
-    pub(crate) kind: Kind,
-    pub(crate) offset: u32,
-}
-
 /// The leaves of `ty`, in register order.
 pub(crate) fn leaves(module: &ir::Module, ty: &Type, span: &Span) -> Result<Vec<Leaf>> {
     let mut out = Vec::new();
@@ -176,7 +169,7 @@ fn constant_leaves(module: &ir::Module, e: &Expr, out: &mut Vec<u64>) -> Result<
             constant_leaves(module, &args[0], &mut inner)?;
             let kinds = leaves(module, &e.ty, &e.span)?;
             for (bits, leaf) in inner.into_iter().zip(kinds) {
-                out.push(crate::exec::unary(UnOp::Neg, leaf.kind, bits));
+                out.push(crate::scalar::unary(UnOp::Neg, leaf.kind, bits));
             }
         }
         _ => {

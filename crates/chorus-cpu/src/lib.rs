@@ -42,14 +42,17 @@
 //! * `curand_normal` uses the platform's `sinf`/`cosf` where the GPU uses `__sincosf`, so
 //!   normals may differ in the last bits; the uniform sequences are cuRAND's bit for bit.
 
+mod atomic;
 mod bytecode;
 mod compile;
 mod curand;
 mod error;
 mod exec;
+mod lanes;
 mod math;
 mod memory;
 mod printf;
+mod scalar;
 mod value;
 
 pub use error::{Error, Result};
