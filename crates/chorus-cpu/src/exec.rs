@@ -191,7 +191,13 @@ pub(crate) fn run(launch: &Launch<'_>) -> Result<(), Error> {
             if b >= blocks {
                 break;
             }
-            if let Err(e) = run_block(launch, &mut worker, b) {
+            // A panic here is a bug of the executor or of the printf writer: it fails this
+            // launch instead of unwinding through the scoped threads into the caller.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_block(launch, &mut worker, b)
+            }))
+            .unwrap_or_else(|payload| Err(panic_error(launch, b, payload.as_ref())));
+            if let Err(e) = result {
                 abort.store(true, Ordering::Relaxed);
                 let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
                 if slot.as_ref().is_none_or(|(at, _)| b < *at) {
@@ -214,6 +220,23 @@ pub(crate) fn run(launch: &Launch<'_>) -> Result<(), Error> {
     match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some((_, e)) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The error of a launch whose block `linear_block` panicked.
+fn panic_error(
+    launch: &Launch<'_>,
+    linear_block: usize,
+    payload: &(dyn std::any::Any + Send),
+) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    Error::Launch {
+        kernel: launch.kernel_name.to_string(),
+        message: format!("the executor panicked running block {linear_block}: {what}"),
     }
 }
 

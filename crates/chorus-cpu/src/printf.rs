@@ -4,6 +4,14 @@
 //! `- + space 0 #`, a width and a precision (digits or `*`, which reads an `int` argument) and
 //! the length modifiers `hh h l ll L z j t`. Arguments are converted to what the conversion
 //! reads, as the device's `printf` does with its argument buffer.
+//!
+//! Formats and arguments are data: a width or precision beyond [`MAX_PRINTF_FIELD`] is clamped
+//! to it, and the output stops at a NUL in the format, as C's does (the conversions after it
+//! still take their arguments, so the argument count is checked against the whole string).
+
+/// The largest width or precision a `printf` conversion prints with: larger ones, written in
+/// the format or read from an argument (`%*d`), are clamped to it.
+pub const MAX_PRINTF_FIELD: usize = 4096;
 
 /// A parsed format string.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,6 +23,8 @@ pub(crate) struct Format {
 enum Piece {
     Text(String),
     Spec(Spec),
+    /// A NUL: the output ends here.
+    End,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -57,6 +67,13 @@ impl Format {
         let mut text = String::new();
         let mut chars = format.chars().peekable();
         while let Some(c) = chars.next() {
+            if c == '\0' && !pieces.contains(&Piece::End) {
+                if !text.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut text)));
+                }
+                pieces.push(Piece::End);
+                continue;
+            }
             if c != '%' {
                 text.push(c);
                 continue;
@@ -82,7 +99,7 @@ impl Format {
                 chars.next();
                 spec.width_arg = true;
             } else {
-                spec.width = digits(&mut chars).unwrap_or(0);
+                spec.width = digits(&mut chars).unwrap_or(0).min(MAX_PRINTF_FIELD);
             }
             if chars.peek() == Some(&'.') {
                 chars.next();
@@ -90,7 +107,7 @@ impl Format {
                     chars.next();
                     spec.precision_arg = true;
                 } else {
-                    spec.precision = Some(digits(&mut chars).unwrap_or(0));
+                    spec.precision = Some(digits(&mut chars).unwrap_or(0).min(MAX_PRINTF_FIELD));
                 }
             }
             while let Some(&m) = chars.peek() {
@@ -132,7 +149,7 @@ impl Format {
                 v.push(s.conversion);
                 v
             }
-            Piece::Text(_) => Vec::new(),
+            Piece::Text(_) | Piece::End => Vec::new(),
         })
     }
 
@@ -153,17 +170,18 @@ impl Format {
         for piece in &self.pieces {
             match piece {
                 Piece::Text(t) => out.push_str(t),
+                Piece::End => break,
                 Piece::Spec(spec) => {
                     let mut spec = *spec;
                     if spec.width_arg {
                         // A negative `*` width means left justification, as in C.
                         let w = args.next().map_or(0, |a| a.as_i64() as i32);
                         spec.left |= w < 0;
-                        spec.width = w.unsigned_abs() as usize;
+                        spec.width = (w.unsigned_abs() as usize).min(MAX_PRINTF_FIELD);
                     }
                     if spec.precision_arg {
                         let p = args.next().map_or(0, |a| a.as_i64() as i32);
-                        spec.precision = (p >= 0).then_some(p as usize);
+                        spec.precision = (p >= 0).then_some((p as usize).min(MAX_PRINTF_FIELD));
                     }
                     let arg = args.next().cloned().unwrap_or(Arg::Int(0));
                     spec.render(&arg, &mut out);
