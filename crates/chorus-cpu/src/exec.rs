@@ -7,8 +7,9 @@ use crate::curand;
 use crate::error::Error;
 use crate::lanes::*;
 use crate::memory::{
-    AccessError, DYNAMIC_SHARED_ID, OFFSET_BITS, OFFSET_MASK, Region, STATIC_SHARED_BASE,
-    THREAD_LOCAL_BASE, encode, offset_pointer, pointer_id, zeroed_words,
+    AccessError, DYNAMIC_SHARED_ID, OFFSET_BITS, OFFSET_MASK, OVERFLOWED_ID, Region,
+    STATIC_SHARED_BASE, THREAD_LOCAL_BASE, encode, offset_pointer, pointer_id, scaled_index,
+    shifted_index, zeroed_words,
 };
 use crate::printf;
 use crate::scalar::{fma, math1, math2};
@@ -86,6 +87,10 @@ impl<'a> Memory<'a> {
         let id = pointer_id(ptr);
         match self.region(id) {
             Some(r) => Ok((r, ptr & OFFSET_MASK)),
+            None if id == OVERFLOWED_ID => Err(fault(
+                lane,
+                "out-of-bounds access: pointer arithmetic moved the pointer more than 2^39 bytes from its allocation's start",
+            )),
             None if id == 0 => Err(fault(
                 lane,
                 format!(
@@ -522,20 +527,20 @@ impl BlockCtx<'_> {
                     let signed = index_kind.is_signed();
                     with3(&mut w.regs, dst, base, index, |p, i, d| {
                         if signed && stride > 0 && (stride as u64).is_power_of_two() {
-                            // The common `a[i]` case: a shift is the same wrapping product,
+                            // The common `a[i]` case: a shift is the same saturating product,
                             // and the loop vectorises.
                             let shift = stride.trailing_zeros();
                             for l in 0..32 {
-                                d[l] = offset_pointer(p[l], (i[l] as i64) << shift);
+                                d[l] = offset_pointer(p[l], shifted_index(i[l] as i64, shift));
                             }
                         } else if signed {
                             for l in 0..32 {
-                                d[l] = offset_pointer(p[l], (i[l] as i64).wrapping_mul(stride));
+                                d[l] = offset_pointer(p[l], scaled_index(i[l] as i64, stride));
                             }
                         } else {
                             for l in 0..32 {
                                 let index = i[l].min(i64::MAX as u64) as i64;
-                                d[l] = offset_pointer(p[l], index.wrapping_mul(stride));
+                                d[l] = offset_pointer(p[l], scaled_index(index, stride));
                             }
                         }
                         Ok(())

@@ -8,10 +8,20 @@
 //!
 //! A kernel pointer is 64 bits: the allocation's id in the high 24 bits, the byte offset in the
 //! low 40. Pointer arithmetic changes only the offset, so every access can be checked against
-//! the allocation it points into.
+//! the allocation it points into. The offset is a signed 40-bit number, so a pointer below its
+//! allocation's start (`a - 1`) is told apart from one past its end; arithmetic that leaves that
+//! range gives a pointer to no allocation ([`OVERFLOWED_ID`]), which faults when used instead of
+//! wrapping around to the allocation's start.
+//!
+//! An id is a slot (its low [`SLOT_BITS`] bits) and a generation (the bits above). A freed
+//! buffer's id goes back to a queue; its slot is given out again, once every fresh slot has been
+//! used and the slots freed before it have been reused, with the next generation, so a stale
+//! pointer to a freed buffer does not reach the buffer that took its slot.
 
 use crate::error::Error;
 use crate::value::{Kind, from_raw};
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// Bits of a pointer that hold the byte offset.
@@ -24,10 +34,23 @@ pub(crate) const DYNAMIC_SHARED_ID: u32 = 1;
 pub(crate) const THREAD_LOCAL_BASE: u32 = 0x100;
 /// Allocation ids of static shared arrays: this plus the array's slot in the module.
 pub(crate) const STATIC_SHARED_BASE: u32 = 0x1000;
+/// The allocation id of a pointer whose arithmetic left the range of offsets (see the module
+/// documentation); no allocation has it.
+pub(crate) const OVERFLOWED_ID: u32 = 2;
 /// The first id handed to buffers and globals.
 const FIRST_BUFFER_ID: u32 = 0x10000;
-/// One past the last id a pointer can hold.
-const ID_LIMIT: u32 = 1 << (64 - OFFSET_BITS);
+/// Bits of an allocation id that number its slot; the bits above hold its generation.
+const SLOT_BITS: u32 = 20;
+/// Generations a slot goes through before its ids repeat.
+const GENERATIONS: u32 = 1 << (64 - OFFSET_BITS - SLOT_BITS);
+/// The largest allocation: offsets at or above 2^39 are negative.
+pub(crate) const MAX_ALLOCATION: u64 = (1 << (OFFSET_BITS - 1)) - 1;
+
+/// The signed byte offset of a pointer.
+#[inline(always)]
+pub(crate) fn signed_offset(ptr: u64) -> i64 {
+    ((ptr << (64 - OFFSET_BITS)) as i64) >> (64 - OFFSET_BITS)
+}
 
 /// Encodes a pointer.
 #[inline(always)]
@@ -41,10 +64,37 @@ pub(crate) fn pointer_id(ptr: u64) -> u32 {
     (ptr >> OFFSET_BITS) as u32
 }
 
-/// Adds `bytes` (possibly negative) to a pointer's offset, keeping its allocation.
+/// Adds `bytes` (possibly negative) to a pointer's offset, keeping its allocation; a result
+/// outside the signed 40-bit range points to no allocation ([`OVERFLOWED_ID`]).
 #[inline(always)]
 pub(crate) fn offset_pointer(ptr: u64, bytes: i64) -> u64 {
-    (ptr & !OFFSET_MASK) | ((ptr as i64).wrapping_add(bytes) as u64 & OFFSET_MASK)
+    const LIMIT: i64 = 1 << (OFFSET_BITS - 1);
+    match signed_offset(ptr).checked_add(bytes) {
+        Some(offset) if (-LIMIT..LIMIT).contains(&offset) => {
+            (ptr & !OFFSET_MASK) | (offset as u64 & OFFSET_MASK)
+        }
+        _ => encode(OVERFLOWED_ID, 0),
+    }
+}
+
+/// `index * stride` for pointer arithmetic, saturating instead of wrapping, so an index too
+/// large for 64 bits still lands outside the range of offsets.
+#[inline(always)]
+pub(crate) fn scaled_index(index: i64, stride: i64) -> i64 {
+    index.saturating_mul(stride)
+}
+
+/// `index << shift` (a power-of-two stride), saturating as [`scaled_index`] does.
+#[inline(always)]
+pub(crate) fn shifted_index(index: i64, shift: u32) -> i64 {
+    let scaled = index << shift;
+    if scaled >> shift == index {
+        scaled
+    } else if index < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    }
 }
 
 /// Zero-initialised words holding `len` bytes.
@@ -76,10 +126,14 @@ pub(crate) enum AccessError {
 impl AccessError {
     pub(crate) fn describe(&self, what: &str) -> String {
         match *self {
-            AccessError::OutOfBounds { offset, size, len } => format!(
-                "out-of-bounds {what} of {size} byte(s) at byte offset {offset} (element index {}) of a {len}-byte allocation",
-                offset / size as u64
-            ),
+            AccessError::OutOfBounds { offset, size, len } => {
+                // Offsets at or above 2^39 are below the allocation's start.
+                let offset = signed_offset(offset);
+                format!(
+                    "out-of-bounds {what} of {size} byte(s) at byte offset {offset} (element index {}) of a {len}-byte allocation",
+                    offset.div_euclid(size as i64)
+                )
+            }
             AccessError::Misaligned { offset, size } => {
                 format!("misaligned {what} of {size} byte(s) at byte offset {offset}")
             }
@@ -276,28 +330,76 @@ impl std::fmt::Debug for DeviceBuffer {
     }
 }
 
-static NEXT_BUFFER_ID: AtomicU32 = AtomicU32::new(FIRST_BUFFER_ID);
+/// The allocation ids of buffers: fresh slots first, then freed ids in the order they were
+/// freed, each with its slot's next generation.
+struct IdPool {
+    next_fresh: u32,
+    fresh_end: u32,
+    freed: VecDeque<u32>,
+}
+
+impl IdPool {
+    const fn new(first: u32, end: u32) -> IdPool {
+        IdPool {
+            next_fresh: first,
+            fresh_end: end,
+            freed: VecDeque::new(),
+        }
+    }
+
+    fn take(&mut self) -> Option<u32> {
+        if self.next_fresh < self.fresh_end {
+            self.next_fresh += 1;
+            return Some(self.next_fresh - 1);
+        }
+        let id = self.freed.pop_front()?;
+        let generation = ((id >> SLOT_BITS) + 1) % GENERATIONS;
+        Some((generation << SLOT_BITS) | (id & ((1 << SLOT_BITS) - 1)))
+    }
+
+    fn give_back(&mut self, id: u32) {
+        self.freed.push_back(id);
+    }
+}
+
+static BUFFER_IDS: Mutex<IdPool> = Mutex::new(IdPool::new(FIRST_BUFFER_ID, 1 << SLOT_BITS));
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        BUFFER_IDS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .give_back(self.id);
+    }
+}
 
 impl DeviceBuffer {
     /// Allocates `bytes` zeroed bytes. Zero bytes is an error, as `cuMemAlloc(0)` is; so is a
-    /// size beyond what a pointer's 40-bit offset can address (1 TiB).
+    /// size beyond what a pointer's signed 40-bit offset can address (512 GiB).
     pub fn alloc(bytes: usize) -> Result<DeviceBuffer, Error> {
         if bytes == 0 {
             return Err(Error::Alloc("cannot allocate a buffer of 0 bytes".into()));
         }
-        if bytes as u64 > OFFSET_MASK {
+        if bytes as u64 > MAX_ALLOCATION {
             return Err(Error::Alloc(format!(
-                "cannot allocate {bytes} bytes: the CPU backend's allocations are limited to {OFFSET_MASK} bytes"
+                "cannot allocate {bytes} bytes: the CPU backend's allocations are limited to {MAX_ALLOCATION} bytes"
             )));
         }
-        let id = NEXT_BUFFER_ID
-            .fetch_update(Relaxed, Relaxed, |id| (id < ID_LIMIT).then_some(id + 1))
-            .map_err(|_| Error::Alloc("the CPU backend has run out of allocation ids".into()))?;
         let mut words = Vec::new();
         words
             .try_reserve_exact(bytes.div_ceil(8))
             .map_err(|_| Error::Alloc(format!("out of host memory allocating {bytes} bytes")))?;
         words.extend((0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)));
+        let id = BUFFER_IDS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| {
+                Error::Alloc(format!(
+                    "the CPU backend has run out of allocation ids ({} buffers are live)",
+                    (1 << SLOT_BITS) - FIRST_BUFFER_ID
+                ))
+            })?;
         Ok(DeviceBuffer {
             id,
             len: bytes,
@@ -450,6 +552,57 @@ mod tests {
         let q = offset_pointer(p, -20);
         assert_eq!(pointer_id(q), 0x12345);
         assert_eq!(q & OFFSET_MASK, OFFSET_MASK - 3);
+        assert_eq!(signed_offset(q), -4);
         assert_eq!(offset_pointer(q, 20), p);
+    }
+
+    #[test]
+    fn pointer_arithmetic_beyond_the_offset_range_points_nowhere() {
+        let p = encode(0x12345, 16);
+        for bytes in [1 << 40, 1 << 39, -(1 << 39) - 17, i64::MAX, i64::MIN] {
+            assert_eq!(
+                pointer_id(offset_pointer(p, bytes)),
+                OVERFLOWED_ID,
+                "{bytes}"
+            );
+        }
+        assert_eq!(shifted_index(1 << 62, 2), i64::MAX);
+        assert_eq!(shifted_index(-(1 << 62) - 1, 2), i64::MIN);
+        assert_eq!(shifted_index(-3, 2), -12);
+        assert_eq!(scaled_index(1 << 62, 12), i64::MAX);
+    }
+
+    #[test]
+    fn negative_offsets_are_described_as_negative() {
+        let e = AccessError::OutOfBounds {
+            offset: offset_pointer(encode(0x12345, 0), -4) & OFFSET_MASK,
+            size: 4,
+            len: 64,
+        };
+        let text = e.describe("write");
+        assert!(text.contains("byte offset -4 (element index -1)"), "{text}");
+    }
+
+    #[test]
+    fn freed_ids_come_back_with_a_new_generation() {
+        let mut pool = IdPool::new(10, 12);
+        let (a, b) = (pool.take().unwrap(), pool.take().unwrap());
+        assert_eq!((a, b), (10, 11));
+        assert_eq!(pool.take(), None);
+        pool.give_back(a);
+        let again = pool.take().unwrap();
+        assert_ne!(again, a);
+        assert_eq!(again & ((1 << SLOT_BITS) - 1), a);
+        // A slot's ids repeat only after every generation.
+        let mut id = again;
+        let mut seen = vec![a, again];
+        for _ in 2..GENERATIONS {
+            pool.give_back(id);
+            id = pool.take().unwrap();
+            assert!(!seen.contains(&id), "{id:#x}");
+            seen.push(id);
+        }
+        pool.give_back(id);
+        assert_eq!(pool.take(), Some(a));
     }
 }
