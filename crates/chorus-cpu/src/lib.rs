@@ -332,10 +332,18 @@ impl CpuModule {
     }
 
     fn global(&self, name: &str) -> Result<&DeviceBuffer> {
-        let (id, _) = self
+        let (id, g) = self
             .ir
             .global(name)
             .ok_or_else(|| Error::NoSuchGlobal(name.to_string()))?;
+        if g.qualifiers.contains(&ir::GlobalQualifier::Shared) {
+            // As `cuModuleGetGlobal` on a `__shared__` variable: it exists only in each block.
+            return Err(Error::GlobalAccess {
+                name: name.to_string(),
+                message: "a `:shared` global is one variable per block; the host cannot reach it"
+                    .into(),
+            });
+        }
         Ok(&self.globals[id.0 as usize])
     }
 

@@ -195,6 +195,8 @@ fn a_shared_global_is_one_variable_per_block() {
     let v = out.to_vec::<i32>().unwrap();
     let wrong = v.iter().filter(|&&x| x != 64).count();
     assert_eq!(wrong, 0, "{wrong} of {} elements are wrong", v.len());
+    let err = m.global_bytes("total").unwrap_err();
+    assert!(matches!(err, Error::GlobalAccess { .. }), "{err}");
 }
 
 fn write_at(index: i64) -> Result<(), Error> {

@@ -34,8 +34,20 @@ fn unsupported(span: &Span, what: impl Into<String>) -> Error {
 /// Compiles every function of `module`. `global_ids` are the allocation ids of its globals.
 pub(crate) fn compile(module: &ir::Module, global_ids: &[u32]) -> Result<Program> {
     let mut prog = Program::default();
+    // A `:shared` global is one variable per block, as CUDA's `__shared__`: a static shared
+    // slot, not the module's buffer.
+    let mut shared_globals = Vec::with_capacity(module.globals.len());
+    for g in &module.globals {
+        if g.qualifiers.contains(&ir::GlobalQualifier::Shared) {
+            let size = size_of_type(module, &g.ty, &g.span)?;
+            shared_globals.push(Some(prog.shared_sizes.len() as u32));
+            prog.shared_sizes.push(size as usize);
+        } else {
+            shared_globals.push(None);
+        }
+    }
     for f in &module.functions {
-        let code = FnCompiler::new(module, &mut prog, f, global_ids)?.run()?;
+        let code = FnCompiler::new(module, &mut prog, f, global_ids, &shared_globals)?.run()?;
         prog.functions.push(code);
     }
     Ok(prog)
@@ -69,6 +81,8 @@ struct FnCompiler<'a> {
     prog: &'a mut Program,
     func: &'a ir::Function,
     global_ids: &'a [u32],
+    /// The static shared slot of each `:shared` global.
+    shared_globals: &'a [Option<u32>],
     code: Vec<Op>,
     spans: Vec<Span>,
     span: Span,
@@ -94,6 +108,7 @@ impl<'a> FnCompiler<'a> {
         prog: &'a mut Program,
         func: &'a ir::Function,
         global_ids: &'a [u32],
+        shared_globals: &'a [Option<u32>],
     ) -> Result<Self> {
         let (ret_leaves, params) = param_layout(module, func)?;
         let mut addressed = vec![false; func.locals.len()];
@@ -118,6 +133,7 @@ impl<'a> FnCompiler<'a> {
             prog,
             func,
             global_ids,
+            shared_globals,
             code: Vec::new(),
             spans: Vec::new(),
             span: func.span.clone(),

@@ -26,6 +26,12 @@ impl FnCompiler<'_> {
     }
 
     pub(super) fn global_pointer(&mut self, id: ir::GlobalId) -> Result<Reg> {
+        if let Some(&Some(slot)) = self.shared_globals.get(id.0 as usize) {
+            if !self.shared_slots.contains(&slot) {
+                self.shared_slots.push(slot);
+            }
+            return Ok(self.constant(encode(STATIC_SHARED_BASE + slot, 0)));
+        }
         let alloc = *self
             .global_ids
             .get(id.0 as usize)
