@@ -22,6 +22,16 @@
 //! Memory is accessed through atomic words, so atomics are atomic across blocks running on
 //! different threads.
 //!
+//! # Launches and streams
+//!
+//! [`CpuModule::launch`] returns when the kernel has finished, and launches never overlap:
+//! whichever host threads and modules make them, each runs to completion (over all its worker
+//! threads) before the next starts, in the order they reach the executor. So launches on one
+//! stream run in order, as on CUDA, even from several host threads; launches on different
+//! streams, which CUDA may run concurrently and in any order relative to each other, run one
+//! at a time here, in an order the host threads decide. A program that needs one stream's work
+//! before another's must order it on the host (or with events), as on a GPU.
+//!
 //! # Differences from a GPU
 //!
 //! * Math functions use Rust's `f32`/`f64` functions (the platform's libm); results may differ
@@ -124,6 +134,9 @@ impl KernelArg<'_> {
         }
     }
 }
+
+/// Held by the running launch: launches never overlap (see the crate documentation).
+static LAUNCHES: Mutex<()> = Mutex::new(());
 
 /// A module prepared for the CPU: compiled once, launched any number of times, from any
 /// number of threads.
@@ -298,6 +311,8 @@ impl CpuModule {
             output: &self.output,
             workers: self.workers,
         };
+        // One launch at a time in the whole process (see "Launches and streams").
+        let _in_order = LAUNCHES.lock().unwrap_or_else(|p| p.into_inner());
         exec::run(&launch)
     }
 
