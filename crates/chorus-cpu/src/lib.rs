@@ -65,6 +65,7 @@ mod printf;
 mod scalar;
 mod value;
 
+pub use compile::MAX_EXPRESSION_DEPTH;
 pub use error::{Error, Result};
 pub use memory::DeviceBuffer;
 pub use printf::MAX_PRINTF_FIELD;
@@ -100,10 +101,6 @@ impl LaunchConfig {
 /// The largest dynamic shared memory a launch may ask for (227 KiB, an H100/H200 block's
 /// opt-in maximum).
 pub const MAX_DYNAMIC_SHARED_MEMORY: usize = 227 * 1024;
-
-/// How deeply expressions may nest in a function the executor prepares (a flat `(+ 1 … 1)` of
-/// n operands nests n - 1 deep); deeper ones are an [`Error::Unsupported`] at the expression.
-pub const MAX_EXPRESSION_DEPTH: usize = 10_000;
 
 /// Bytes of local memory each thread has for variables whose address is taken (all frames of
 /// its call chain together).

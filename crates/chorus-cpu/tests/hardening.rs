@@ -153,10 +153,43 @@ fn deep_expressions_lower_on_a_2_mib_stack() {
 }
 
 #[test]
+fn expressions_as_deep_as_the_budget_lower() {
+    let depth = chorus_cpu::MAX_EXPRESSION_DEPTH - 10;
+    let ir = Arc::new(chorus_lang::compile_str(&flat_sum(depth), "deep.lisp").unwrap());
+    let sum = on_2_mib_stack({
+        let ir = ir.clone();
+        move || {
+            let m = CpuModule::new(ir).unwrap_or_else(|e| panic!("{e}"));
+            let a = DeviceBuffer::alloc(4).unwrap();
+            m.launch("k", &LaunchConfig::linear(1, 1), &[KernelArg::Buffer(&a)])
+                .unwrap();
+            a.to_vec::<i32>().unwrap()[0]
+        }
+    });
+    assert_eq!(sum as usize, depth);
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || drop(ir))
+        .expect("a thread starts")
+        .join()
+        .expect("the IR drops");
+}
+
+#[test]
 fn expressions_deeper_than_the_budget_are_a_located_error() {
     let depth = chorus_cpu::MAX_EXPRESSION_DEPTH + 10;
-    let ir = chorus_lang::compile_str(&flat_sum(depth), "deep.lisp").unwrap();
-    let err = on_2_mib_stack(move || CpuModule::new(Arc::new(ir)).unwrap_err());
+    let ir = Arc::new(chorus_lang::compile_str(&flat_sum(depth), "deep.lisp").unwrap());
+    let err = on_2_mib_stack({
+        let ir = ir.clone();
+        move || CpuModule::new(ir).unwrap_err()
+    });
+    // Dropping an IR this deep recurses (the front end's to bound): do it on a big stack.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || drop(ir))
+        .expect("a thread starts")
+        .join()
+        .expect("the IR drops");
     let text = err.to_string();
     assert!(matches!(err, Error::Unsupported { .. }), "{text}");
     assert!(text.starts_with("deep.lisp:1:"), "{text}");

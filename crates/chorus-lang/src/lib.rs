@@ -25,7 +25,7 @@ pub mod host;
 pub mod ir;
 pub mod reader;
 pub mod span;
-mod stack;
+pub mod stack;
 pub mod types;
 
 pub use error::{Error, Result};

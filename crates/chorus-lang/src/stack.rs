@@ -14,11 +14,11 @@ use std::cell::Cell;
 /// How deeply a pass may recurse over forms on the caller's thread. Safe for the 2 MiB stacks of
 /// spawned threads (the default of `std::thread` and of `cargo test`), in debug builds too; the
 /// tests check it on such a thread.
-pub(crate) const SMALL_STACK_DEPTH: usize = 200;
+pub const SMALL_STACK_DEPTH: usize = 200;
 
 /// The stack of the big-stack thread: enough for forms nested as deeply as the macro expander
 /// allows ([`crate::expand::MAX_FORM_DEPTH`]) and for macro-time recursion up to its limits.
-pub(crate) const BIG_STACK_SIZE: usize = 256 << 20;
+pub const BIG_STACK_SIZE: usize = 256 << 20;
 
 thread_local! {
     /// Whether this thread is running a pass attempt of [`try_on_small_stack`].
@@ -66,10 +66,7 @@ pub(crate) fn try_on_small_stack<T>(f: impl FnOnce() -> T) -> Option<T> {
 
 /// Runs `f` on a new thread named `name` with a [`BIG_STACK_SIZE`] stack; a panic in `f` goes on
 /// in the caller. An error if no such thread can be started.
-pub(crate) fn on_big_stack<T: Send>(
-    name: &str,
-    f: impl FnOnce() -> T + Send,
-) -> std::io::Result<T> {
+pub fn on_big_stack<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name(name.into())

@@ -13,6 +13,7 @@ use chorus_lang::Span;
 use chorus_lang::ir::{
     self, Block, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, Stmt, StmtKind,
 };
+use chorus_lang::stack;
 use chorus_lang::types::Type;
 
 mod builtin;
@@ -31,8 +32,37 @@ fn unsupported(span: &Span, what: impl Into<String>) -> Error {
     }
 }
 
+/// How deeply a function body may nest (statements and expressions together); deeper ones are
+/// refused at the expression. Lowering recurses once per level, on a big stack (see
+/// [`chorus_lang::stack`]) when a body nests deeper than the caller's stack allows.
+pub const MAX_EXPRESSION_DEPTH: usize = 10_000;
+
 /// Compiles every function of `module`. `global_ids` are the allocation ids of its globals.
 pub(crate) fn compile(module: &ir::Module, global_ids: &[u32]) -> Result<Program> {
+    let mut deepest: Option<(usize, &ir::Function)> = None;
+    for f in &module.functions {
+        let depth = nesting_depth(f)?;
+        if deepest.is_none_or(|(most, _)| depth > most) {
+            deepest = Some((depth, f));
+        }
+    }
+    match deepest {
+        Some((depth, f)) if depth > stack::SMALL_STACK_DEPTH => {
+            stack::on_big_stack("chorus-cpu lowering", || {
+                compile_functions(module, global_ids)
+            })
+            .unwrap_or_else(|e| {
+                Err(unsupported(
+                    &f.span,
+                    format!("a body nested {depth} deep (no thread with a big enough stack: {e})"),
+                ))
+            })
+        }
+        _ => compile_functions(module, global_ids),
+    }
+}
+
+fn compile_functions(module: &ir::Module, global_ids: &[u32]) -> Result<Program> {
     let mut prog = Program::default();
     // A `:shared` global is one variable per block, as CUDA's `__shared__`: a static shared
     // slot, not the module's buffer.
@@ -112,7 +142,7 @@ impl<'a> FnCompiler<'a> {
     ) -> Result<Self> {
         let (ret_leaves, params) = param_layout(module, func)?;
         let mut addressed = vec![false; func.locals.len()];
-        visit_block(&func.body, &mut |e| {
+        visit_block(&func.body, &mut |e, _| {
             if let ExprKind::AddressOf(inner) = &e.kind {
                 let mut root = &**inner;
                 while let ExprKind::Field { base, .. } = &root.kind {
@@ -258,83 +288,129 @@ impl<'a> FnCompiler<'a> {
     }
 }
 
-/// Calls `f` on every expression of `block`, outer expressions before inner ones.
-fn visit_block(block: &Block, f: &mut impl FnMut(&Expr)) {
-    for s in &block.stmts {
-        match &s.kind {
-            StmtKind::Block(b) => visit_block(b, f),
-            StmtKind::Declare { init, .. } => visit_expr(init, f),
-            StmtKind::SharedArray { .. } | StmtKind::DynamicShared { .. } => {}
-            StmtKind::Assign { place, value } => {
-                visit_expr(place, f);
-                visit_expr(value, f);
+/// A node of a function body, for [`visit_block`].
+enum Node<'a> {
+    Block(&'a Block),
+    Expr(&'a Expr),
+}
+
+/// Calls `f` on every expression of `block` with its nesting depth (statements and expressions
+/// together; the body's statements are at depth 1), outer expressions before inner ones.
+/// Iterative, so any depth is safe.
+fn visit_block<'a>(block: &'a Block, f: &mut impl FnMut(&'a Expr, usize)) {
+    let mut stack = vec![(Node::Block(block), 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        // Children are pushed last to first, so that they are visited first to last.
+        let mut children: Vec<Node<'a>> = Vec::new();
+        match node {
+            Node::Expr(e) => {
+                f(e, depth);
+                expr_children(e, &mut children);
             }
-            StmtKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                visit_expr(cond, f);
-                visit_block(then, f);
-                if let Some(o) = otherwise {
-                    visit_block(o, f);
+            Node::Block(b) => {
+                for s in b.stmts.iter().rev() {
+                    let mut of_stmt = Vec::new();
+                    stmt_children(s, &mut of_stmt);
+                    stack.extend(of_stmt.into_iter().rev().map(|n| (n, depth + 1)));
                 }
+                continue;
             }
-            StmtKind::While { cond, body } => {
-                visit_expr(cond, f);
-                visit_block(body, f);
-            }
-            StmtKind::For {
-                init,
-                cond,
-                step,
-                body,
-            } => {
-                init.iter().chain(step).for_each(|(_, e)| visit_expr(e, f));
-                if let Some(c) = cond {
-                    visit_expr(c, f);
-                }
-                visit_block(body, f);
-            }
-            StmtKind::Switch {
-                scrutinee,
-                cases,
-                default,
-            } => {
-                visit_expr(scrutinee, f);
-                cases.iter().for_each(|c| visit_block(&c.body, f));
-                if let Some(d) = default {
-                    visit_block(d, f);
-                }
-            }
-            StmtKind::Return(Some(e)) | StmtKind::Expr(e) => visit_expr(e, f),
-            StmtKind::Printf { args, .. } => args.iter().for_each(|a| visit_expr(a, f)),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Asm(_) => {}
         }
+        stack.extend(children.into_iter().rev().map(|n| (n, depth + 1)));
     }
 }
 
-fn visit_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
-    f(e);
+/// The blocks and expressions directly inside statement `s`.
+fn stmt_children<'a>(s: &'a ir::Stmt, out: &mut Vec<Node<'a>>) {
+    match &s.kind {
+        StmtKind::Block(b) => out.push(Node::Block(b)),
+        StmtKind::Declare { init, .. } => out.push(Node::Expr(init)),
+        StmtKind::SharedArray { .. } | StmtKind::DynamicShared { .. } => {}
+        StmtKind::Assign { place, value } => {
+            out.push(Node::Expr(place));
+            out.push(Node::Expr(value));
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            out.push(Node::Expr(cond));
+            out.push(Node::Block(then));
+            out.extend(otherwise.iter().map(Node::Block));
+        }
+        StmtKind::While { cond, body } => {
+            out.push(Node::Expr(cond));
+            out.push(Node::Block(body));
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            out.extend(init.iter().chain(step).map(|(_, e)| Node::Expr(e)));
+            out.extend(cond.iter().map(Node::Expr));
+            out.push(Node::Block(body));
+        }
+        StmtKind::Switch {
+            scrutinee,
+            cases,
+            default,
+        } => {
+            out.push(Node::Expr(scrutinee));
+            out.extend(cases.iter().map(|c| Node::Block(&c.body)));
+            out.extend(default.iter().map(Node::Block));
+        }
+        StmtKind::Return(Some(e)) | StmtKind::Expr(e) => out.push(Node::Expr(e)),
+        StmtKind::Printf { args, .. } => out.extend(args.iter().map(Node::Expr)),
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Asm(_) => {}
+    }
+}
+
+/// The expressions directly inside `e`.
+fn expr_children<'a>(e: &'a Expr, out: &mut Vec<Node<'a>>) {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {}
         ExprKind::Aref { base, indices } => {
-            visit_expr(base, f);
-            indices.iter().for_each(|i| visit_expr(i, f));
+            out.push(Node::Expr(base));
+            out.extend(indices.iter().map(Node::Expr));
         }
-        ExprKind::Field { base, .. } => visit_expr(base, f),
+        ExprKind::Field { base, .. } => out.push(Node::Expr(base)),
         ExprKind::Builtin { args, .. }
         | ExprKind::Call { args, .. }
-        | ExprKind::Construct(args) => args.iter().for_each(|a| visit_expr(a, f)),
-        ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => visit_expr(value, f),
+        | ExprKind::Construct(args) => out.extend(args.iter().map(Node::Expr)),
+        ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => out.push(Node::Expr(value)),
         ExprKind::Select {
             cond,
             then,
             otherwise,
         } => {
-            visit_expr(cond, f);
-            visit_expr(then, f);
-            visit_expr(otherwise, f);
+            out.push(Node::Expr(cond));
+            out.push(Node::Expr(then));
+            out.push(Node::Expr(otherwise));
         }
+    }
+}
+
+/// How deeply `f`'s body nests (statements and expressions), or the located error when it
+/// nests deeper than [`MAX_EXPRESSION_DEPTH`].
+fn nesting_depth(f: &ir::Function) -> Result<usize> {
+    let mut deepest = 0;
+    let mut too_deep: Option<&Expr> = None;
+    visit_block(&f.body, &mut |e, depth| {
+        deepest = deepest.max(depth);
+        if depth > MAX_EXPRESSION_DEPTH && too_deep.is_none() {
+            too_deep = Some(e);
+        }
+    });
+    match too_deep {
+        Some(e) => Err(unsupported(
+            &e.span,
+            format!(
+                "an expression that nests more than {MAX_EXPRESSION_DEPTH} deep (split it with `let`)"
+            ),
+        )),
+        None => Ok(deepest),
     }
 }
