@@ -1,0 +1,405 @@
+//! The SIMT interpreter: runs a block warp by warp, each instruction over 32 lanes under the
+//! warp's execution mask, and a launch's blocks in parallel over the host's cores.
+
+mod access;
+mod interp;
+
+use crate::atomic::{atomic16, atomic32, atomic64};
+use crate::bytecode::*;
+use crate::curand;
+use crate::error::Error;
+use crate::lanes::*;
+use crate::memory::{
+    AccessError, DYNAMIC_SHARED_ID, OFFSET_BITS, OFFSET_MASK, OVERFLOWED_ID, Region,
+    STATIC_SHARED_BASE, THREAD_LOCAL_BASE, encode, offset_pointer, pointer_id, scaled_index,
+    shifted_index, zeroed_words,
+};
+use crate::printf;
+use crate::scalar::{fma, math1, math2};
+use crate::value::{Kind, convert, from_raw, to_f64};
+use chorus_lang::ir::AtomicOp;
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Calls deeper than this fault (recursion without a base case).
+pub(crate) const MAX_CALL_DEPTH: usize = 256;
+
+/// Everything a launch shares between its workers.
+pub(crate) struct Launch<'a> {
+    pub(crate) program: &'a Program,
+    pub(crate) kernel: u32,
+    pub(crate) kernel_name: &'a str,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    /// Buffers and globals reachable in this launch, by allocation id.
+    pub(crate) regions: Vec<(u32, Region<'a>)>,
+    /// Kernel parameter registers and their bits.
+    pub(crate) params: Vec<(Reg, u64)>,
+    pub(crate) dynamic_shared: usize,
+    /// Local stack bytes per thread (0 when no function has address-taken locals).
+    pub(crate) stack_bytes: usize,
+    pub(crate) output: &'a Mutex<Box<dyn Write + Send>>,
+    pub(crate) workers: usize,
+}
+
+/// The memory one block sees.
+struct Memory<'a> {
+    launch: &'a [(u32, Region<'a>)],
+    shared: &'a [Box<[AtomicU64]>],
+    shared_sizes: &'a [usize],
+    dynamic: Region<'a>,
+    stacks: &'a [AtomicU64],
+    stack_bytes: usize,
+}
+
+impl<'a> Memory<'a> {
+    #[inline(always)]
+    fn region(&self, id: u32) -> Option<Region<'a>> {
+        if id >= STATIC_SHARED_BASE {
+            if let Some(slot) = (id - STATIC_SHARED_BASE)
+                .try_into()
+                .ok()
+                .filter(|s: &usize| *s < self.shared.len())
+            {
+                return Some(Region {
+                    words: &self.shared[slot],
+                    len: self.shared_sizes[slot],
+                });
+            }
+            return self.launch.iter().find(|(i, _)| *i == id).map(|(_, r)| *r);
+        }
+        if id == DYNAMIC_SHARED_ID {
+            return Some(self.dynamic);
+        }
+        if id >= THREAD_LOCAL_BASE && self.stack_bytes > 0 {
+            let t = (id - THREAD_LOCAL_BASE) as usize;
+            let words = self.stack_bytes / 8;
+            let slice = self.stacks.get(t * words..(t + 1) * words)?;
+            return Some(Region {
+                words: slice,
+                len: self.stack_bytes,
+            });
+        }
+        None
+    }
+
+    /// The region and offset a pointer designates, or the fault message.
+    #[inline(always)]
+    fn resolve(&self, ptr: u64, lane: u32) -> Result<(Region<'a>, u64), Fault> {
+        let id = pointer_id(ptr);
+        match self.region(id) {
+            Some(r) => Ok((r, ptr & OFFSET_MASK)),
+            None if id == OVERFLOWED_ID => Err(fault(
+                lane,
+                "out-of-bounds access: pointer arithmetic moved the pointer more than 2^39 bytes from its allocation's start",
+            )),
+            None if id == 0 => Err(fault(
+                lane,
+                format!(
+                    "access through a null pointer (offset {})",
+                    ptr & OFFSET_MASK
+                ),
+            )),
+            None => Err(fault(
+                lane,
+                "access through a pointer to memory that is not an argument of this launch",
+            )),
+        }
+    }
+}
+
+fn access_fault(lane: u32, what: &str, e: AccessError) -> Fault {
+    fault(lane, e.describe(what))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    Ready,
+    Barrier,
+    Done,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    func: u32,
+    pc: u32,
+    reg_base: usize,
+    mask_base: usize,
+    local_base: u32,
+    exec: u32,
+    parked: u32,
+    entry_exec: u32,
+    call: u32,
+}
+
+/// One warp's execution state.
+struct Warp {
+    func: u32,
+    pc: u32,
+    reg_base: usize,
+    mask_base: usize,
+    local_base: u32,
+    exec: u32,
+    /// Lanes that left the current construct by `break`, `continue` or `return`.
+    parked: u32,
+    /// Lanes that entered the current function.
+    entry_exec: u32,
+    frames: Vec<Frame>,
+    regs: Vec<Lanes>,
+    masks: Vec<u32>,
+    tid: [Lanes; 3],
+    linear: [u32; 32],
+    status: Status,
+}
+
+impl Warp {
+    fn new() -> Warp {
+        Warp {
+            func: 0,
+            pc: 0,
+            reg_base: 0,
+            mask_base: 0,
+            local_base: 0,
+            exec: 0,
+            parked: 0,
+            entry_exec: 0,
+            frames: Vec::new(),
+            regs: Vec::new(),
+            masks: Vec::new(),
+            tid: [[0; 32]; 3],
+            linear: [0; 32],
+            status: Status::Done,
+        }
+    }
+}
+
+/// A worker's reusable storage.
+struct Worker {
+    warps: Vec<Warp>,
+    shared: Vec<Box<[AtomicU64]>>,
+    dynamic: Box<[AtomicU64]>,
+    stacks: Box<[AtomicU64]>,
+}
+
+/// Runs a whole launch.
+pub(crate) fn run(launch: &Launch<'_>) -> Result<(), Error> {
+    let [gx, gy, gz] = launch.grid;
+    let blocks = gx as usize * gy as usize * gz as usize;
+    let next = AtomicUsize::new(0);
+    let abort = AtomicBool::new(false);
+    let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+    let work = || {
+        let mut worker = new_worker(launch);
+        loop {
+            if abort.load(Ordering::Relaxed) {
+                break;
+            }
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b >= blocks {
+                break;
+            }
+            // A panic here is a bug of the executor or of the printf writer: it fails this
+            // launch instead of unwinding through the scoped threads into the caller.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_block(launch, &mut worker, b)
+            }))
+            .unwrap_or_else(|payload| Err(panic_error(launch, b, payload.as_ref())));
+            if let Err(e) = result {
+                abort.store(true, Ordering::Relaxed);
+                let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                if slot.as_ref().is_none_or(|(at, _)| b < *at) {
+                    *slot = Some((b, e));
+                }
+                break;
+            }
+        }
+    };
+    let workers = launch.workers.clamp(1, blocks.max(1));
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The error of a launch whose block `linear_block` panicked.
+fn panic_error(
+    launch: &Launch<'_>,
+    linear_block: usize,
+    payload: &(dyn std::any::Any + Send),
+) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    Error::Launch {
+        kernel: launch.kernel_name.to_string(),
+        message: format!("the executor panicked running block {linear_block}: {what}"),
+    }
+}
+
+fn new_worker(launch: &Launch<'_>) -> Worker {
+    let prog = launch.program;
+    let reachable = reachable_shared_slots(prog, launch.kernel);
+    let shared = prog
+        .shared_sizes
+        .iter()
+        .enumerate()
+        .map(|(slot, size)| {
+            zeroed_words(if reachable.contains(&(slot as u32)) {
+                *size
+            } else {
+                0
+            })
+        })
+        .collect();
+    let threads = launch.block.iter().product::<u32>() as usize;
+    Worker {
+        warps: Vec::new(),
+        shared,
+        dynamic: zeroed_words(launch.dynamic_shared),
+        stacks: zeroed_words(launch.stack_bytes * threads),
+    }
+}
+
+/// Static shared slots declared by the kernel or a function it calls.
+fn reachable_shared_slots(prog: &Program, kernel: u32) -> Vec<u32> {
+    let mut seen = vec![false; prog.functions.len()];
+    let mut stack = vec![kernel];
+    let mut slots = Vec::new();
+    while let Some(f) = stack.pop() {
+        if std::mem::replace(&mut seen[f as usize], true) {
+            continue;
+        }
+        slots.extend(&prog.functions[f as usize].shared_slots);
+        stack.extend(&prog.functions[f as usize].callees);
+    }
+    slots
+}
+
+fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> Result<(), Error> {
+    let [gx, gy, _] = launch.grid;
+    let block_idx = [
+        (linear_block % gx as usize) as u32,
+        (linear_block / gx as usize % gy as usize) as u32,
+        (linear_block / (gx as usize * gy as usize)) as u32,
+    ];
+    let [bx, by, bz] = launch.block;
+    let threads = (bx * by * bz) as usize;
+    let n_warps = threads.div_ceil(32);
+    let prog = launch.program;
+    let kernel = &prog.functions[launch.kernel as usize];
+    if worker.warps.len() < n_warps {
+        // Thread indexes depend only on the block shape, which is fixed for the launch.
+        for wi in worker.warps.len()..n_warps {
+            let mut w = Warp::new();
+            for l in 0..32 {
+                let t = (wi * 32 + l) as u32;
+                w.linear[l] = t;
+                w.tid[0][l] = (t % bx) as u64;
+                w.tid[1][l] = (t / bx % by) as u64;
+                w.tid[2][l] = (t / (bx * by)) as u64;
+            }
+            worker.warps.push(w);
+        }
+    }
+    for (wi, w) in worker.warps.iter_mut().enumerate().take(n_warps) {
+        w.func = launch.kernel;
+        w.pc = 0;
+        w.reg_base = 0;
+        w.mask_base = 0;
+        w.local_base = 0;
+        w.parked = 0;
+        w.frames.clear();
+        w.status = Status::Ready;
+        let first = wi * 32;
+        let exec = if threads - first >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << (threads - first)) - 1
+        };
+        w.exec = exec;
+        w.entry_exec = exec;
+        let need = kernel.n_regs as usize;
+        if w.regs.len() < need {
+            w.regs.resize(need, [0; 32]);
+        }
+        if w.masks.len() < kernel.n_masks as usize {
+            w.masks.resize(kernel.n_masks as usize, 0);
+        }
+        for &(reg, bits) in &launch.params {
+            w.regs[reg as usize] = [bits; 32];
+        }
+    }
+    let memory = Memory {
+        launch: &launch.regions,
+        shared: &worker.shared,
+        shared_sizes: &prog.shared_sizes,
+        dynamic: Region {
+            words: &worker.dynamic,
+            len: launch.dynamic_shared,
+        },
+        stacks: &worker.stacks,
+        stack_bytes: launch.stack_bytes,
+    };
+    let ctx = BlockCtx {
+        launch,
+        memory,
+        block_idx,
+    };
+    loop {
+        for w in worker.warps[..n_warps].iter_mut() {
+            if w.status == Status::Ready {
+                match ctx.run_warp(w) {
+                    Ok(s) => w.status = s,
+                    Err(f) => {
+                        let func = &prog.functions[w.func as usize];
+                        let span = func
+                            .spans
+                            .get(w.pc as usize)
+                            .cloned()
+                            .unwrap_or_else(chorus_lang::Span::generated);
+                        let lane = f.lane as usize;
+                        return Err(Error::Fault {
+                            kernel: launch.kernel_name.to_string(),
+                            block: block_idx,
+                            thread: [
+                                w.tid[0][lane] as u32,
+                                w.tid[1][lane] as u32,
+                                w.tid[2][lane] as u32,
+                            ],
+                            span,
+                            message: f.message,
+                        });
+                    }
+                }
+            }
+        }
+        let mut all_done = true;
+        for w in worker.warps[..n_warps].iter_mut() {
+            if w.status == Status::Barrier {
+                w.status = Status::Ready;
+                all_done = false;
+            }
+        }
+        if all_done {
+            return Ok(());
+        }
+    }
+}
+
+struct BlockCtx<'a> {
+    launch: &'a Launch<'a>,
+    memory: Memory<'a>,
+    block_idx: [u32; 3],
+}
