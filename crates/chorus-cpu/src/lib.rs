@@ -20,7 +20,15 @@
 //! or misaligned access, a null pointer, an integer division by zero or runaway recursion
 //! returns [`Error::Fault`] naming the kernel, the block, the thread and the source position.
 //! Memory is accessed through atomic words, so atomics are atomic across blocks running on
-//! different threads.
+//! different threads. A `:shared` `defglobal` is one variable per block, as CUDA's
+//! `__shared__`; the host cannot reach it. A buffer holds at most 512 GiB: pointer arithmetic
+//! that moves a pointer further than that from its allocation's start gives a pointer that
+//! faults when used, instead of wrapping around.
+//!
+//! `printf` widths and precisions are clamped to [`MAX_PRINTF_FIELD`]; a function body nested
+//! deeper than [`MAX_EXPRESSION_DEPTH`] is refused when the module is prepared. A panic while a
+//! kernel runs (a bug of the executor, or of the `printf` writer) is an [`Error::Launch`] of that
+//! launch.
 //!
 //! # Launches and streams
 //!
