@@ -40,7 +40,7 @@
 //! numbers it computes) gets the span of the macro call.
 
 use super::MacroContext;
-use super::lambda_list::{Binder, LambdaList, is_bindable};
+use super::lambda_list::{LambdaList, is_bindable};
 use crate::error::{Error, Result};
 use crate::form::{FloatPrecision, Form, FormKind, IntSuffix};
 use crate::span::Span;
@@ -48,12 +48,14 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
+mod bind;
 mod builtins;
 mod eval;
 mod loop_form;
 mod numbers;
 mod special;
 
+use bind::Binder;
 pub use builtins::BUILTINS;
 use numbers::{Num, Rounding, float_precision};
 
