@@ -84,8 +84,11 @@ fn structs_and_raw_addresses_on_the_gpu() {
         let n = 100;
         let mut p =
             MemoryBlock::from_slice(&(0..n).map(|i| Pair::new(i, i as f64)).collect::<Vec<_>>())?;
-        let address =
-            DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"));
+        // SAFETY: the address is `p`'s device copy, of `n` pairs, on the device the launch runs
+        // on, and `p` outlives the launch (the sync below waits for it).
+        let address = unsafe {
+            DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"))
+        };
         scale_pairs(address, 0.5, n, Launch::grid(4).block(32))?;
         p.sync(Direction::DeviceToHost)?;
         for i in 0..n {
@@ -108,10 +111,10 @@ fn the_cuda_device_is_listed() {
     on_cuda("the_cuda_device_is_listed", || {
         let devices = chorus::list_devices();
         assert!(
-            devices.iter().any(|d| d.backend == Backend::Cuda),
+            devices.iter().any(|d| d.backend() == Backend::Cuda),
             "{devices:?}"
         );
-        assert_eq!(chorus::current_device()?.backend, Backend::Cuda);
+        assert_eq!(chorus::current_device()?.backend(), Backend::Cuda);
         Ok(())
     });
 }
@@ -119,7 +122,7 @@ fn the_cuda_device_is_listed() {
 #[test]
 fn native_cuda_memory_blocks_pass_as_device_pointers() {
     on_cuda("native_cuda_memory_blocks_pass_as_device_pointers", || {
-        let device = chorus::current_device()?.index;
+        let device = chorus::current_device()?.index();
         chorus::cuda::with_primary_cuda(device, |_| -> chorus::Result<()> {
             let mut a = chorus::cuda::MemoryBlock::<f32>::alloc(3)?;
             a.as_mut_slice().copy_from_slice(&[1.0, 2.0, 3.0]);
