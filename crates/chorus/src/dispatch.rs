@@ -15,8 +15,11 @@ const BUILT: [&dyn BackendImpl; 2] = [&cuda::Cuda, &cpu::Cpu];
 struct BackendState {
     backend: &'static dyn BackendImpl,
     default_index: std::result::Result<usize, BadVariable>,
-    devices: Box<[OnceLock<std::result::Result<Box<dyn DeviceImpl>, Unavailable>>]>,
+    devices: Box<[OnceLock<Started>]>,
 }
+
+/// A device once it was started, or why it could not be.
+type Started = std::result::Result<Box<dyn DeviceImpl>, Unavailable>;
 
 /// The state of `backend`, probed on first use; why it cannot run kernels, where it cannot.
 fn state(backend: Backend) -> Result<&'static BackendState> {

@@ -66,13 +66,20 @@ impl fmt::Display for Backend {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Device {
     backend: Backend,
-    index: usize,
+    // 32 bits keep the handle (and the errors that carry it) small.
+    index: u32,
 }
 
 impl Device {
     /// The handle of device `index` of `backend`, unchecked: what uses it reports a device that
     /// does not exist.
     pub(crate) const fn handle(backend: Backend, index: usize) -> Device {
+        // No backend has 2³² devices: an ordinal past that is one that does not exist.
+        let index = if index > u32::MAX as usize {
+            u32::MAX
+        } else {
+            index as u32
+        };
         Device { backend, index }
     }
 
@@ -83,6 +90,6 @@ impl Device {
 
     /// Its ordinal within the backend (the CUDA device ordinal; 0 for the CPU).
     pub fn index(self) -> usize {
-        self.index
+        self.index as usize
     }
 }

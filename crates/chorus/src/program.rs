@@ -29,11 +29,14 @@ pub struct Program {
     module: OnceLock<std::result::Result<Arc<Module>, chorus_lang::Error>>,
     /// Per backend (by [`Backend::slot`]), per device (by its ordinal), the compiled program
     /// once it exists: a launch reads it without a lock.
-    compiled: [OnceLock<Box<[OnceLock<Box<dyn CompiledImpl>>]>>; Backend::ALL.len()],
+    compiled: [OnceLock<PerDevice>; Backend::ALL.len()],
     /// Held while a program is compiled, so that two threads do not compile the same one; a
     /// failed compilation is not remembered, and the next launch tries again.
     compiling: Mutex<()>,
 }
+
+/// One backend's compiled programs, one slot per device.
+type PerDevice = Box<[OnceLock<Box<dyn CompiledImpl>>]>;
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
