@@ -279,6 +279,14 @@ pub enum Unavailable {
         /// How many devices the backend has.
         count: usize,
     },
+    /// An environment variable that configures the backend holds a value it cannot use.
+    #[error("{variable}={value} is not a number of devices (at least 1)")]
+    BadVariable {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// A driver call failed while the backend or device started.
     #[error("{0}")]
     Driver(Arc<chorus_cuda::Error>),

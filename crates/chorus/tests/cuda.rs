@@ -135,3 +135,39 @@ fn native_cuda_memory_blocks_pass_as_device_pointers() {
         })
     });
 }
+
+#[test]
+fn each_cuda_device_runs_its_own_launches() {
+    on_cuda("each_cuda_device_runs_its_own_launches", || {
+        let devices = Backend::Cuda.devices();
+        assert!(!devices.is_empty());
+        assert_eq!(chorus::Device::default()?.backend(), Backend::Cuda);
+        let mut blocks = Vec::new();
+        for &device in &devices {
+            let a = MemoryBlock::from_slice_on(device, &[1.0f32, 2.0])?;
+            let mut c = MemoryBlock::<f32>::alloc_on(device, 2)?;
+            let stream = chorus::Stream::new_on(device)?;
+            vec_add_kernel(&a, &a, &mut c, 2, Launch::grid(1).block(2).stream(&stream))?;
+            stream.synchronize()?;
+            c.sync(Direction::DeviceToHost)?;
+            assert_eq!((c.as_slice(), c.device()), (&[2.0, 4.0][..], device));
+            add_globals_program().set_global_ref_on(device, "foo", device.index() as i32)?;
+            blocks.push(a);
+        }
+        for (device, a) in devices.iter().zip(&blocks) {
+            assert_eq!(
+                add_globals_program().global_ref_on::<i32>(*device, "foo")?,
+                device.index() as i32
+            );
+            // Memory of one device is refused by a launch on another.
+            if let Some(other) = devices.iter().find(|d| *d != device) {
+                let error = vec_add_kernel(a, a, a, 2, Launch::default().on(*other)).unwrap_err();
+                assert!(
+                    matches!(error, chorus::Error::ArgumentDevice { launch_device, .. } if launch_device == *other),
+                    "{error}"
+                );
+            }
+        }
+        Ok(())
+    });
+}

@@ -1,5 +1,7 @@
-//! The CPU executor as a backend: one device (the host), memory as `chorus_cpu` buffers,
-//! launches that finish before they return.
+//! The CPU executor as a backend: the host as one device (or as `CHORUS_CPU_DEVICES` separate
+//! ones, each with its own programs and globals, so that code for several devices can be run
+//! and tested without GPUs), memory as `chorus_cpu` buffers, launches that finish before they
+//! return.
 
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{
@@ -20,7 +22,16 @@ impl BackendImpl for Cpu {
     }
 
     fn probe(&self) -> std::result::Result<usize, Unavailable> {
-        Ok(1)
+        match std::env::var("CHORUS_CPU_DEVICES") {
+            Ok(text) if !text.trim().is_empty() => match text.trim().parse() {
+                Ok(count) if count > 0 => Ok(count),
+                _ => Err(Unavailable::BadVariable {
+                    variable: "CHORUS_CPU_DEVICES",
+                    value: text,
+                }),
+            },
+            _ => Ok(1),
+        }
     }
 
     fn default_index(&self) -> std::result::Result<usize, BadVariable> {
