@@ -82,7 +82,10 @@ pub fn check_backend() -> Result<Backend> {
 /// [`Device::default`].
 pub fn current_device() -> Result<Device> {
     let backend = match SCOPED.with(Cell::get) {
-        Some(Scope::Device(device)) => return Ok(device),
+        Some(Scope::Device(device)) => {
+            dispatch::device(device)?;
+            return Ok(device);
+        }
         Some(Scope::Backend(backend)) => backend,
         None => {
             let selection = selection();

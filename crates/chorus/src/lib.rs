@@ -28,7 +28,8 @@
 //!   device exists (the one `CHORUS_DEVICE` names, default 0), else the CPU executor;
 //!   `CHORUS_BACKEND=cpu|cuda` overrides, and [`with_backend`] and [`with_device`] override for
 //!   a scope. [`devices`] lists every backend's devices; [`Backend::availability`] says why a
-//!   backend cannot run kernels here.
+//!   backend cannot run kernels here. `CHORUS_CPU_DEVICES=N` makes the CPU backend N separate
+//!   devices, so that code for several GPUs runs (and is tested) anywhere.
 //! * [`MemoryBlock`] holds a host copy and a device copy of an array, on one device;
 //!   [`Launch`] says how a kernel runs, and on which device. The same code runs on every
 //!   backend, and on several devices at once:
