@@ -223,6 +223,14 @@ struct CudaCompiled {
     kernels: Vec<Option<chorus_cuda::Function>>,
 }
 
+impl Drop for CudaCompiled {
+    fn drop(&mut self) {
+        // `cuModuleUnload` (when the last of the module's handles drops) unloads from the
+        // current context, which must be the module's own.
+        let _ = enter(&self.context);
+    }
+}
+
 impl CudaCompiled {
     /// The device address and size of `global`.
     fn global(&self, global: &Global) -> Result<(u64, usize)> {
