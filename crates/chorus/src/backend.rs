@@ -1,74 +1,17 @@
-//! Which backend runs kernels: selection, the `CHORUS_BACKEND` override, scoped overrides, and
-//! the list of devices.
+//! Which device runs kernels: the process's selection (`CHORUS_BACKEND`, `CHORUS_DEVICE`),
+//! scoped overrides, and the list of devices.
 
 use crate::dispatch;
 use crate::error::{Error, Result};
+use crate::kind::{Backend, Device};
 use std::cell::Cell;
-use std::fmt;
 use std::sync::OnceLock;
 
-/// A backend: a kind of device kernels run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// NVIDIA GPUs through the CUDA driver API ([`crate::cuda`]).
-    Cuda,
-    /// The CPU executor ([`crate::cpu`]): every kernel, on any machine, with CUDA's semantics.
-    Cpu,
-    /// Apple silicon through Metal. Not implemented in this tree: always reported unavailable.
-    Metal,
-    /// AMD GPUs through HIP. Not implemented in this tree: always reported unavailable.
-    Hip,
-}
-
-impl Backend {
-    /// Every backend, in the order automatic selection prefers them.
-    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Metal, Backend::Hip, Backend::Cpu];
-
-    /// The name `CHORUS_BACKEND` takes (`cuda`, `cpu`, `metal`, `hip`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cuda => "cuda",
-            Backend::Cpu => "cpu",
-            Backend::Metal => "metal",
-            Backend::Hip => "hip",
-        }
-    }
-
-    /// The backend a name denotes (case-insensitive).
-    pub fn from_name(name: &str) -> Option<Backend> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// `Ok` when kernels can run on this backend here; otherwise why not (no driver, no device,
-    /// not implemented). Probed once per process.
-    pub fn availability(self) -> Result<()> {
-        dispatch::availability(self)
-    }
-
-    /// True when kernels can run on this backend here.
-    pub fn is_available(self) -> bool {
-        self.availability().is_ok()
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Backend::Cuda => "CUDA",
-            Backend::Cpu => "CPU",
-            Backend::Metal => "Metal",
-            Backend::Hip => "HIP",
-        })
-    }
-}
-
-/// The process-wide choice: a backend, and the error to report on its first use when the choice
-/// came from a `CHORUS_BACKEND` value that names no backend.
+/// The process-wide choice: a backend, and the value of `CHORUS_BACKEND` to report on first use
+/// when it names no backend.
 struct Selection {
     backend: Backend,
-    problem: Option<String>,
+    bad_value: Option<String>,
 }
 
 fn selection() -> &'static Selection {
@@ -84,110 +27,134 @@ fn selection() -> &'static Selection {
             Ok(name) if !name.trim().is_empty() => match Backend::from_name(&name) {
                 Some(backend) => Selection {
                     backend,
-                    problem: None,
+                    bad_value: None,
                 },
                 None => Selection {
                     backend: detected(),
-                    problem: Some(format!(
-                        "CHORUS_BACKEND={name} names no backend (use cuda, cpu, metal or hip)"
-                    )),
+                    bad_value: Some(name),
                 },
             },
             _ => Selection {
                 backend: detected(),
-                problem: None,
+                bad_value: None,
             },
         }
     })
 }
 
-thread_local! {
-    /// The innermost [`with_backend`] on this thread.
-    static SCOPED: Cell<Option<Backend>> = const { Cell::new(None) };
+/// What the innermost [`with_backend`] or [`with_device`] of a thread chose.
+#[derive(Clone, Copy)]
+enum Scope {
+    /// A backend, on its default device.
+    Backend(Backend),
+    /// One device.
+    Device(Device),
 }
 
-/// The current backend: the innermost [`with_backend`] on this thread, else the process's
-/// selection: `CHORUS_BACKEND` (`cuda`, `cpu`, `metal`, `hip`) when set, otherwise CUDA where the
-/// driver loads and a device exists, otherwise the CPU.
+thread_local! {
+    static SCOPED: Cell<Option<Scope>> = const { Cell::new(None) };
+}
+
+/// The current backend: that of the innermost [`with_backend`] or [`with_device`] on this
+/// thread, else the process's selection: `CHORUS_BACKEND` (`cuda`, `cpu`, `metal`, `hip`) when
+/// set, otherwise CUDA where the driver loads and a device exists, otherwise the CPU.
 ///
 /// A backend named by `CHORUS_BACKEND` is used even when it is not available here: the first
 /// allocation or launch then fails with [`Error::BackendUnavailable`] saying why, rather than
 /// silently running elsewhere; a value that names no backend fails them with
 /// [`Error::BadSelection`]. [`check_backend`] reports either early.
 pub fn backend() -> Backend {
-    SCOPED
-        .with(Cell::get)
-        .unwrap_or_else(|| selection().backend)
+    match SCOPED.with(Cell::get) {
+        Some(Scope::Backend(backend)) => backend,
+        Some(Scope::Device(device)) => device.backend(),
+        None => selection().backend,
+    }
 }
 
 /// The current backend ([`backend`]) if kernels can run on it, else why not.
 pub fn check_backend() -> Result<Backend> {
-    if SCOPED.with(Cell::get).is_none()
-        && let Some(problem) = &selection().problem
-    {
-        return Err(Error::BadSelection(problem.clone()));
+    Ok(current_device()?.backend())
+}
+
+/// The device kernels run on when nothing else says: the innermost [`with_device`] on this
+/// thread; else the default device of the current backend ([`backend`]): for CUDA the device
+/// `CHORUS_DEVICE` names (an ordinal, default 0), for the CPU the host. The same as
+/// [`Device::default`].
+pub fn current_device() -> Result<Device> {
+    let backend = match SCOPED.with(Cell::get) {
+        Some(Scope::Device(device)) => {
+            dispatch::device(device)?;
+            return Ok(device);
+        }
+        Some(Scope::Backend(backend)) => backend,
+        None => {
+            let selection = selection();
+            if let Some(value) = &selection.bad_value {
+                return Err(Error::BadSelection {
+                    variable: "CHORUS_BACKEND",
+                    value: value.clone(),
+                    expected: "backend (use cuda, cpu, metal or hip)",
+                });
+            }
+            selection.backend
+        }
+    };
+    let device = dispatch::default_device(backend)?;
+    // Starts the device on first use, so that an unavailable one is reported here.
+    dispatch::device(device)?;
+    Ok(device)
+}
+
+impl Device {
+    /// The device Chorus uses when nothing names one ([`current_device`]): today's selection
+    /// through `CHORUS_BACKEND` and `CHORUS_DEVICE`, or the innermost [`with_backend`] or
+    /// [`with_device`]. An error when that device cannot run kernels.
+    // Not `Default::default`: the selection can fail, and says why.
+    #[allow(clippy::should_implement_trait)]
+    pub fn default() -> Result<Device> {
+        current_device()
     }
-    let backend = backend();
-    backend.availability()?;
-    Ok(backend)
 }
 
 /// Runs `f` with `backend` as the current backend of this thread (cl-cuda's binding of
-/// `*backend*`): allocations and launches inside use it. Memory blocks remember the backend they
-/// were allocated on, and a launch refuses blocks of another backend.
+/// `*backend*`): allocations and launches inside use its default device. Memory blocks remember
+/// the device they were allocated on, and a launch refuses blocks of another device.
 pub fn with_backend<R>(backend: Backend, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Backend>);
+    scoped(Scope::Backend(backend), f)
+}
+
+/// Runs `f` with `device` as the current device of this thread: allocations, streams and
+/// launches inside use it.
+pub fn with_device<R>(device: Device, f: impl FnOnce() -> R) -> R {
+    scoped(Scope::Device(device), f)
+}
+
+fn scoped<R>(scope: Scope, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Scope>);
     impl Drop for Restore {
         fn drop(&mut self) {
             SCOPED.with(|s| s.set(self.0));
         }
     }
-    let _restore = Restore(SCOPED.with(|s| s.replace(Some(backend))));
+    let _restore = Restore(SCOPED.with(|s| s.replace(Some(scope))));
     f()
 }
 
-/// The device the current backend runs kernels on: for CUDA the device `CHORUS_DEVICE` names
-/// (an ordinal, default 0), for the CPU the host.
-pub fn current_device() -> Result<Device> {
-    dispatch::current_device(check_backend()?)
-}
-
-/// Waits until every kernel launched and every copy queued on the current backend has
-/// finished (cl-cuda's `synchronize-context`). CPU launches finish before they return.
+/// Waits until every kernel launched and every copy queued on the current device has finished
+/// (cl-cuda's `synchronize-context`). CPU launches finish before they return.
 pub fn synchronize() -> Result<()> {
-    dispatch::synchronize(check_backend()?)
-}
-
-/// One device of one backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Device {
-    /// The backend it belongs to.
-    pub backend: Backend,
-    /// Its ordinal within the backend.
-    pub index: usize,
-    /// Its name (`NVIDIA H200`, the CPU's model name).
-    pub name: String,
-    /// A one-line description (compute capability and memory, or core count).
-    pub detail: String,
-}
-
-impl fmt::Display for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} device {}: {} ({})",
-            self.backend, self.index, self.name, self.detail
-        )
-    }
+    current_device()?.synchronize()
 }
 
 /// Every device of every available backend: CUDA devices where the driver loads, and the CPU as
-/// one device with its core count. Backends that are not available contribute nothing.
+/// one device. Backends that are not available contribute nothing.
+pub fn devices() -> Vec<Device> {
+    dispatch::all_devices()
+}
+
+/// The same as [`devices`] (cl-cuda's `list-devices`).
 pub fn list_devices() -> Vec<Device> {
-    Backend::ALL
-        .into_iter()
-        .flat_map(dispatch::devices)
-        .collect()
+    devices()
 }
 
 #[cfg(test)]
@@ -222,17 +189,30 @@ mod tests {
     }
 
     #[test]
+    fn scoped_device_nests_and_restores() {
+        let cpu = Device::new(Backend::Cpu, 0).unwrap();
+        with_backend(Backend::Metal, || {
+            with_device(cpu, || {
+                assert_eq!(backend(), Backend::Cpu);
+                assert_eq!(current_device().unwrap(), cpu);
+                assert_eq!(Device::default().unwrap(), cpu);
+            });
+            assert_eq!(backend(), Backend::Metal);
+        });
+    }
+
+    #[test]
     fn the_cpu_is_always_listed() {
-        let devices = list_devices();
+        let devices = devices();
         let cpu = devices
             .iter()
-            .find(|d| d.backend == Backend::Cpu)
+            .find(|d| d.backend() == Backend::Cpu)
             .expect("the CPU is a device");
-        assert!(cpu.detail.contains("cores"), "{cpu}");
+        assert!(cpu.detail().unwrap().contains("cores"), "{cpu}");
         assert!(
             !devices
                 .iter()
-                .any(|d| matches!(d.backend, Backend::Metal | Backend::Hip))
+                .any(|d| matches!(d.backend(), Backend::Metal | Backend::Hip))
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Launch configurations: grid and block sizes, dynamic shared memory, stream.
 
-use crate::error::{Error, Result};
+use crate::error::{BadExtent, Error, Result};
+use crate::kind::Device;
 use crate::stream::Stream;
 
 /// Three extents (`x`, `y`, `z`), each at least 1: a grid in blocks or a block in threads. One
@@ -11,41 +12,37 @@ pub use chorus_cuda::Dim3;
 /// `usize` (missing extents are 1), or a [`Dim3`]. The conversion is checked when the kernel is
 /// launched: every extent must be between 1 and `u32::MAX`.
 pub trait IntoDim3 {
-    /// The extents, or why they are not valid ones.
-    fn into_dim3(self) -> std::result::Result<Dim3, String>;
+    /// The extents, or the one that does not fit in a `u32`.
+    fn into_dim3(self) -> std::result::Result<Dim3, BadExtent>;
 }
 
 impl IntoDim3 for Dim3 {
-    fn into_dim3(self) -> std::result::Result<Dim3, String> {
+    fn into_dim3(self) -> std::result::Result<Dim3, BadExtent> {
         Ok(self)
     }
-}
-
-/// One extent of a launch as a `u32`, from any integer type the user computed it in.
-fn extent<N: TryInto<u32> + Copy + std::fmt::Display>(n: N) -> std::result::Result<u32, String> {
-    n.try_into()
-        .map_err(|_| format!("{n} is not an extent (1 to {})", u32::MAX))
 }
 
 macro_rules! into_dim3 {
     ($($int:ty),*) => {$(
         impl IntoDim3 for $int {
-            fn into_dim3(self) -> std::result::Result<Dim3, String> {
-                Ok(Dim3::new(extent(self)?, 1, 1))
+            fn into_dim3(self) -> std::result::Result<Dim3, BadExtent> {
+                // Every integer type named below fits in an `i128`.
+                u32::try_from(self).map_err(|_| BadExtent(self as i128))
+                    .map(|x| Dim3::new(x, 1, 1))
             }
         }
         impl IntoDim3 for ($int, $int) {
-            fn into_dim3(self) -> std::result::Result<Dim3, String> {
-                Ok(Dim3::new(extent(self.0)?, extent(self.1)?, 1))
+            fn into_dim3(self) -> std::result::Result<Dim3, BadExtent> {
+                Ok(Dim3::new(self.0.into_dim3()?.x, self.1.into_dim3()?.x, 1))
             }
         }
         impl IntoDim3 for ($int, $int, $int) {
-            fn into_dim3(self) -> std::result::Result<Dim3, String> {
-                Ok(Dim3::new(extent(self.0)?, extent(self.1)?, extent(self.2)?))
+            fn into_dim3(self) -> std::result::Result<Dim3, BadExtent> {
+                Ok(Dim3::new(self.0.into_dim3()?.x, self.1.into_dim3()?.x, self.2.into_dim3()?.x))
             }
         }
         impl IntoDim3 for [$int; 3] {
-            fn into_dim3(self) -> std::result::Result<Dim3, String> {
+            fn into_dim3(self) -> std::result::Result<Dim3, BadExtent> {
                 (self[0], self[1], self[2]).into_dim3()
             }
         }
@@ -66,13 +63,17 @@ into_dim3!(u32, i32, u64, usize);
 /// ```
 ///
 /// The defaults are cl-cuda's: a grid of one block of one thread, no dynamic shared memory, and
-/// the backend's default stream.
+/// the device's default stream, on the current device ([`crate::current_device`]).
+///
+/// A launch runs on the device [`Launch::on`] names, else on its stream's device, else on the
+/// current device; its memory arguments must be on that device.
 #[derive(Clone, Debug)]
 pub struct Launch<'a> {
-    grid: std::result::Result<Dim3, String>,
-    block: std::result::Result<Dim3, String>,
+    grid: std::result::Result<Dim3, BadExtent>,
+    block: std::result::Result<Dim3, BadExtent>,
     shared_mem: u32,
     stream: Option<&'a Stream>,
+    device: Option<Device>,
 }
 
 impl Default for Launch<'_> {
@@ -82,6 +83,7 @@ impl Default for Launch<'_> {
             block: Ok(Dim3::new(1, 1, 1)),
             shared_mem: 0,
             stream: None,
+            device: None,
         }
     }
 }
@@ -113,18 +115,26 @@ impl<'a> Launch<'a> {
         self
     }
 
+    /// Runs the launch on `device` (its stream, if any, must be on it too).
+    pub fn on(mut self, device: Device) -> Launch<'a> {
+        self.device = Some(device);
+        self
+    }
+
     /// The grid, or the error its extents give.
     pub fn grid_dim(&self) -> Result<Dim3> {
-        self.grid
-            .clone()
-            .map_err(|e| Error::InvalidLaunch(format!("grid: {e}")))
+        self.grid.map_err(|source| Error::InvalidExtent {
+            dimension: "grid",
+            source,
+        })
     }
 
     /// The block, or the error its extents give.
     pub fn block_dim(&self) -> Result<Dim3> {
-        self.block
-            .clone()
-            .map_err(|e| Error::InvalidLaunch(format!("block: {e}")))
+        self.block.map_err(|source| Error::InvalidExtent {
+            dimension: "block",
+            source,
+        })
     }
 
     /// Bytes of dynamic shared memory.
@@ -137,15 +147,17 @@ impl<'a> Launch<'a> {
         self.stream
     }
 
+    /// The device [`Launch::on`] named, if any.
+    pub fn device(&self) -> Option<Device> {
+        self.device
+    }
+
     /// The checked configuration: every extent at least 1.
     pub(crate) fn checked(&self) -> Result<(Dim3, Dim3)> {
         let (grid, block) = (self.grid_dim()?, self.block_dim()?);
-        for (what, dim) in [("grid", grid), ("block", block)] {
-            if dim.volume() == 0 {
-                return Err(Error::InvalidLaunch(format!(
-                    "{what} ({}, {}, {}) has an extent of 0",
-                    dim.x, dim.y, dim.z
-                )));
+        for (dimension, extents) in [("grid", grid), ("block", block)] {
+            if extents.volume() == 0 {
+                return Err(Error::ZeroExtent { dimension, extents });
             }
         }
         Ok((grid, block))
@@ -195,6 +207,12 @@ mod tests {
                 .contains("block (32, 0, 1) has an extent of 0")
         );
         let huge = Launch::grid(u64::MAX);
-        assert!(huge.checked().is_err());
+        assert!(matches!(
+            huge.checked(),
+            Err(Error::InvalidExtent {
+                dimension: "grid",
+                source: BadExtent(v),
+            }) if v == i128::from(u64::MAX)
+        ));
     }
 }

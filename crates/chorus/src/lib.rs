@@ -24,11 +24,30 @@
 //!
 //! * [`defkernel!`] checks kernels at compile time and generates a typed Rust function per
 //!   kernel; [`Program`] does the same for kernel text at run time.
-//! * [`backend`] says which backend runs kernels: CUDA where the driver loads and a device
-//!   exists, else the CPU executor; `CHORUS_BACKEND=cpu|cuda` overrides, and [`with_backend`]
-//!   overrides for a scope. [`list_devices`] lists every backend's devices.
-//! * [`MemoryBlock`] holds a host copy and a device copy of an array; [`Launch`] says how a
-//!   kernel runs. The same code runs on every backend.
+//! * [`Device::default`] is the device kernels run on: a CUDA GPU where the driver loads and a
+//!   device exists (the one `CHORUS_DEVICE` names, default 0), else the CPU executor;
+//!   `CHORUS_BACKEND=cpu|cuda` overrides, and [`with_backend`] and [`with_device`] override for
+//!   a scope. [`devices`] lists every backend's devices; [`Backend::availability`] says why a
+//!   backend cannot run kernels here. `CHORUS_CPU_DEVICES=N` makes the CPU backend N separate
+//!   devices, so that code for several GPUs runs (and is tested) anywhere.
+//! * [`MemoryBlock`] holds a host copy and a device copy of an array, on one device;
+//!   [`Launch`] says how a kernel runs, and on which device. The same code runs on every
+//!   backend, and on several devices at once:
+//!
+//! ```
+//! # fn main() -> chorus::Result<()> {
+//! use chorus::{Direction, Launch, MemoryBlock};
+//! # chorus::defkernel! {
+//! #     (defkernel fill (void ((a int*) (v int))) (set (aref a thread-idx-x) v))
+//! # }
+//! for (k, device) in chorus::devices().into_iter().enumerate() {
+//!     let mut a = MemoryBlock::<i32>::alloc_on(device, 32)?;
+//!     fill(&a, k as i32, Launch::grid(1).block(32).on(device))?;
+//!     a.sync(Direction::DeviceToHost)?;
+//!     assert!(a.as_slice().iter().all(|&x| x == k as i32));
+//! }
+//! # Ok(()) }
+//! ```
 //! * The backends themselves: [`cuda`] (the native CUDA API: contexts, memory, the driver) and
 //!   [`cpu`]; the language: [`lang`].
 //!
@@ -41,28 +60,42 @@
 //! | `sync-memory-block`, `memory-block-aref` | [`MemoryBlock::sync`], indexing |
 //! | `global-ref`, `(setf global-ref)` | [`Program::global_ref`], [`Program::set_global_ref`] |
 //! | `*backend*`, `list-devices` | [`backend`], [`with_backend`], [`list_devices`], `CHORUS_BACKEND` |
-//! | `synchronize-context` | [`synchronize`] |
+//! | `with-cuda` on a chosen device | [`with_device`], [`MemoryBlock::alloc_on`], [`Launch::on`] |
+//! | `synchronize-context` | [`synchronize`], [`Device::synchronize`] |
 //! | `with-cuda`, the driver API, `*sdk-not-found*` | [`cuda`] |
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 // Lets the code `defkernel!` generates (which names `::chorus`) compile inside this crate too.
 extern crate self as chorus;
 
+mod args;
 mod backend;
+/// The backends built into this crate, one file each, behind the interface of `hal.rs`.
+mod backends {
+    pub(crate) mod cpu;
+    pub(crate) mod cuda;
+}
 mod dispatch;
 mod error;
+mod hal;
+mod kind;
 mod launch;
 mod memory;
 mod program;
 mod stream;
 
+pub use args::Arg;
 pub use backend::{
-    Backend, Device, backend, check_backend, current_device, list_devices, synchronize,
-    with_backend,
+    backend, check_backend, current_device, devices, list_devices, synchronize, with_backend,
+    with_device,
 };
-pub use error::{Error, Result};
+pub use error::{ArgumentKind, BadExtent, Error, Result, Unavailable};
+pub use kind::{Backend, Device};
 pub use launch::{Dim3, IntoDim3, Launch};
 pub use memory::{DeviceAddress, DevicePtr, Direction, MemoryBlock};
-pub use program::{Arg, Program};
+pub use program::Program;
 pub use stream::Stream;
 
 pub use chorus_lang::host::{

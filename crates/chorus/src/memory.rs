@@ -1,9 +1,11 @@
 //! Memory blocks: a host copy and a device copy of one array, synchronized on request.
 
-use crate::backend::{Backend, check_backend};
-use crate::dispatch::DeviceMemory;
+use crate::args::Arg;
+use crate::backend::current_device;
+use crate::dispatch;
 use crate::error::{Error, Result};
-use crate::program::Arg;
+use crate::hal::DeviceMemory;
+use crate::kind::{Backend, Device};
 use chorus_lang::host::KernelValue;
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
@@ -17,13 +19,14 @@ pub enum Direction {
     DeviceToHost,
 }
 
-/// `n` elements of `T` on the host and on a backend's device, allocated together (cl-cuda's
-/// memory block).
+/// `n` elements of `T` on the host and on a device, allocated together (cl-cuda's memory
+/// block).
 ///
 /// Indexing reads and writes the host copy; [`MemoryBlock::sync`] copies the whole block
 /// between the host and the device, as `sync-memory-block` does. Kernels see the device copy.
-/// The block belongs to the backend that was current when it was allocated ([`crate::backend`]),
-/// and is freed when dropped: freeing twice cannot happen.
+/// The block belongs to one device: the current one when it was allocated
+/// ([`crate::current_device`]), or the one [`MemoryBlock::alloc_on`] names. It is freed when
+/// dropped: freeing twice cannot happen.
 ///
 /// ```
 /// # fn main() -> chorus::Result<()> {
@@ -40,37 +43,48 @@ pub struct MemoryBlock<T: KernelValue> {
 }
 
 impl<T: KernelValue> MemoryBlock<T> {
-    /// A block of `len` elements on the current backend. The host copy is zeroed; the device
-    /// copy holds whatever the device gives until the first [`MemoryBlock::sync`].
+    /// A block of `len` elements on the current device ([`crate::current_device`]). The host
+    /// copy is zeroed; the device copy holds whatever the device gives until the first
+    /// [`MemoryBlock::sync`].
     ///
     /// Errors: `len` of 0, a size in bytes that overflows, host or device memory exhausted, or a
-    /// current backend that is not available.
+    /// current device that is not available.
     pub fn alloc(len: usize) -> Result<MemoryBlock<T>> {
-        let backend = check_backend()?;
-        if len == 0 {
-            return Err(Error::Memory(format!(
-                "a memory block of {} needs at least one element",
-                T::kernel_type()
-            )));
-        }
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::Memory(format!(
-                "{len} elements of {} overflow the address space",
-                T::kernel_type()
-            ))
-        })?;
-        let device = DeviceMemory::alloc(backend, bytes)?;
-        let mut host = Vec::new();
-        host.try_reserve_exact(len).map_err(|e| {
-            Error::Memory(format!("cannot allocate {bytes} bytes of host memory: {e}"))
-        })?;
-        host.resize(len, T::zeroed());
-        Ok(MemoryBlock { host, device })
+        MemoryBlock::alloc_on(current_device()?, len)
     }
 
-    /// A block holding a copy of `data` on the host and on the device.
+    /// A block of `len` elements on `device`, as [`MemoryBlock::alloc`].
+    pub fn alloc_on(device: Device, len: usize) -> Result<MemoryBlock<T>> {
+        if len == 0 {
+            return Err(Error::EmptyMemoryBlock {
+                element: T::kernel_type(),
+            });
+        }
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::MemoryBlockTooLarge {
+                element: T::kernel_type(),
+                len,
+            }
+        })?;
+        let memory = dispatch::device(device)?.alloc(bytes)?;
+        let mut host = Vec::new();
+        host.try_reserve_exact(len)
+            .map_err(|source| Error::HostMemory { bytes, source })?;
+        host.resize(len, T::zeroed());
+        Ok(MemoryBlock {
+            host,
+            device: DeviceMemory { device, memory },
+        })
+    }
+
+    /// A block holding a copy of `data` on the host and on the current device.
     pub fn from_slice(data: &[T]) -> Result<MemoryBlock<T>> {
-        let mut block = MemoryBlock::alloc(data.len())?;
+        MemoryBlock::from_slice_on(current_device()?, data)
+    }
+
+    /// A block holding a copy of `data` on the host and on `device`.
+    pub fn from_slice_on(device: Device, data: &[T]) -> Result<MemoryBlock<T>> {
+        let mut block = MemoryBlock::alloc_on(device, data.len())?;
         block.host.copy_from_slice(data);
         block.sync(Direction::HostToDevice)?;
         Ok(block)
@@ -80,9 +94,10 @@ impl<T: KernelValue> MemoryBlock<T> {
     /// for the work launched before it on the default stream.
     pub fn sync(&mut self, direction: Direction) -> Result<()> {
         match direction {
-            Direction::HostToDevice => self.device.upload(bytemuck::cast_slice(&self.host)),
+            Direction::HostToDevice => self.device.memory.upload(bytemuck::cast_slice(&self.host)),
             Direction::DeviceToHost => self
                 .device
+                .memory
                 .download(bytemuck::cast_slice_mut(&mut self.host)),
         }
     }
@@ -109,7 +124,12 @@ impl<T: KernelValue> MemoryBlock<T> {
 
     /// The backend whose device holds the device copy.
     pub fn backend(&self) -> Backend {
-        self.device.backend()
+        self.device.device.backend()
+    }
+
+    /// The device that holds the device copy.
+    pub fn device(&self) -> Device {
+        self.device.device
     }
 
     /// The device copy as a kernel argument.
@@ -120,7 +140,7 @@ impl<T: KernelValue> MemoryBlock<T> {
     /// The device address of the device copy, on backends that have addresses (CUDA); `None`
     /// on the CPU executor.
     pub fn device_address(&self) -> Option<u64> {
-        self.device.address()
+        self.device.memory.address()
     }
 }
 
@@ -142,7 +162,7 @@ impl<T: KernelValue> std::fmt::Debug for MemoryBlock<T> {
         f.debug_struct("MemoryBlock")
             .field("type", &T::kernel_type().to_string())
             .field("len", &self.len())
-            .field("backend", &self.backend())
+            .field("device", &self.device())
             .finish()
     }
 }
@@ -168,7 +188,7 @@ impl<T: KernelValue> DevicePtr<T> for &mut MemoryBlock<T> {
 
 /// A memory block of the native CUDA API ([`crate::cuda::MemoryBlock`]), passed as its device
 /// address; the launch must run on the CUDA backend. The block must belong to the context the
-/// facade launches in: the primary context of device `CHORUS_DEVICE` (default 0), which
+/// facade launches in: the primary context of the launch's device, which
 /// [`crate::cuda::with_primary_cuda`] also uses.
 impl<T: KernelValue> DevicePtr<T> for &chorus_cuda::MemoryBlock<T> {
     fn kernel_arg(&self) -> Arg<'_> {
@@ -178,7 +198,8 @@ impl<T: KernelValue> DevicePtr<T> for &chorus_cuda::MemoryBlock<T> {
 
 /// A raw device address of elements of `T`, for memory Chorus did not allocate (cuBLAS
 /// workspaces, memory from another library). Only the CUDA backend has device addresses; the CPU
-/// executor refuses them. The address is not checked: the kernel reads whatever it points at.
+/// executor refuses them. The address is not checked: the kernel reads whatever it points at,
+/// which is why making one is `unsafe`.
 #[derive(Debug)]
 pub struct DeviceAddress<T> {
     address: u64,
@@ -195,7 +216,14 @@ impl<T> Copy for DeviceAddress<T> {}
 
 impl<T: KernelValue> DeviceAddress<T> {
     /// The address `address` (a `CUdeviceptr`).
-    pub fn new(address: u64) -> DeviceAddress<T> {
+    ///
+    /// # Safety
+    ///
+    /// Kernels launched with it read and write through it unchecked: `address` must point to
+    /// device memory, in the context of the device the kernel runs on, holding elements of `T`
+    /// as many as the kernel accesses, and that memory must stay allocated (and not be
+    /// accessed in conflicting ways) until those kernels have finished.
+    pub unsafe fn new(address: u64) -> DeviceAddress<T> {
         DeviceAddress {
             address,
             element: PhantomData,

@@ -1,34 +1,50 @@
-//! Streams: ordered queues of launches and copies on one backend's device.
+//! Streams: ordered queues of launches and copies on one device.
 
-use crate::backend::{Backend, check_backend};
-use crate::dispatch::StreamInner;
+use crate::backend::current_device;
+use crate::dispatch;
 use crate::error::Result;
+use crate::hal::DeviceStream;
+use crate::kind::{Backend, Device};
 
-/// A queue of work on the current backend's device (`*cuda-stream*`, `:stream`).
+/// A queue of work on one device (`*cuda-stream*`, `:stream`).
 ///
 /// On CUDA it is a driver stream: launches on it run in order with each other and may overlap
 /// work on other streams. The CPU executor runs every launch to completion before returning, so
-/// a CPU stream is already in order and [`Stream::synchronize`] has nothing to wait for.
+/// a CPU stream is already in order and [`Stream::synchronize`] has nothing to wait for. A
+/// launch on a stream runs on the stream's device.
 #[derive(Debug)]
 pub struct Stream {
-    pub(crate) inner: StreamInner,
+    pub(crate) inner: DeviceStream,
 }
 
 impl Stream {
-    /// A new stream on the current backend ([`crate::backend`]).
+    /// A new stream on the current device ([`crate::current_device`]).
     pub fn new() -> Result<Stream> {
+        Stream::new_on(current_device()?)
+    }
+
+    /// A new stream on `device`.
+    pub fn new_on(device: Device) -> Result<Stream> {
         Ok(Stream {
-            inner: StreamInner::new(check_backend()?)?,
+            inner: DeviceStream {
+                device,
+                stream: dispatch::device(device)?.stream()?,
+            },
         })
     }
 
     /// Waits until everything queued on the stream has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()
+        self.inner.stream.synchronize()
     }
 
     /// The backend it belongs to.
     pub fn backend(&self) -> Backend {
-        self.inner.backend()
+        self.inner.device.backend()
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> Device {
+        self.inner.device
     }
 }

@@ -84,8 +84,11 @@ fn structs_and_raw_addresses_on_the_gpu() {
         let n = 100;
         let mut p =
             MemoryBlock::from_slice(&(0..n).map(|i| Pair::new(i, i as f64)).collect::<Vec<_>>())?;
-        let address =
-            DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"));
+        // SAFETY: the address is `p`'s device copy, of `n` pairs, on the device the launch runs
+        // on, and `p` outlives the launch (the sync below waits for it).
+        let address = unsafe {
+            DeviceAddress::<Pair>::new(p.device_address().expect("CUDA blocks have addresses"))
+        };
         scale_pairs(address, 0.5, n, Launch::grid(4).block(32))?;
         p.sync(Direction::DeviceToHost)?;
         for i in 0..n {
@@ -108,10 +111,10 @@ fn the_cuda_device_is_listed() {
     on_cuda("the_cuda_device_is_listed", || {
         let devices = chorus::list_devices();
         assert!(
-            devices.iter().any(|d| d.backend == Backend::Cuda),
+            devices.iter().any(|d| d.backend() == Backend::Cuda),
             "{devices:?}"
         );
-        assert_eq!(chorus::current_device()?.backend, Backend::Cuda);
+        assert_eq!(chorus::current_device()?.backend(), Backend::Cuda);
         Ok(())
     });
 }
@@ -119,7 +122,7 @@ fn the_cuda_device_is_listed() {
 #[test]
 fn native_cuda_memory_blocks_pass_as_device_pointers() {
     on_cuda("native_cuda_memory_blocks_pass_as_device_pointers", || {
-        let device = chorus::current_device()?.index;
+        let device = chorus::current_device()?.index();
         chorus::cuda::with_primary_cuda(device, |_| -> chorus::Result<()> {
             let mut a = chorus::cuda::MemoryBlock::<f32>::alloc(3)?;
             a.as_mut_slice().copy_from_slice(&[1.0, 2.0, 3.0]);
@@ -130,5 +133,41 @@ fn native_cuda_memory_blocks_pass_as_device_pointers() {
             assert_eq!(c.as_slice(), &[2.0, 4.0, 6.0]);
             Ok(())
         })
+    });
+}
+
+#[test]
+fn each_cuda_device_runs_its_own_launches() {
+    on_cuda("each_cuda_device_runs_its_own_launches", || {
+        let devices = Backend::Cuda.devices();
+        assert!(!devices.is_empty());
+        assert_eq!(chorus::Device::default()?.backend(), Backend::Cuda);
+        let mut blocks = Vec::new();
+        for &device in &devices {
+            let a = MemoryBlock::from_slice_on(device, &[1.0f32, 2.0])?;
+            let mut c = MemoryBlock::<f32>::alloc_on(device, 2)?;
+            let stream = chorus::Stream::new_on(device)?;
+            vec_add_kernel(&a, &a, &mut c, 2, Launch::grid(1).block(2).stream(&stream))?;
+            stream.synchronize()?;
+            c.sync(Direction::DeviceToHost)?;
+            assert_eq!((c.as_slice(), c.device()), (&[2.0, 4.0][..], device));
+            add_globals_program().set_global_ref_on(device, "foo", device.index() as i32)?;
+            blocks.push(a);
+        }
+        for (device, a) in devices.iter().zip(&blocks) {
+            assert_eq!(
+                add_globals_program().global_ref_on::<i32>(*device, "foo")?,
+                device.index() as i32
+            );
+            // Memory of one device is refused by a launch on another.
+            if let Some(other) = devices.iter().find(|d| *d != device) {
+                let error = vec_add_kernel(a, a, a, 2, Launch::default().on(*other)).unwrap_err();
+                assert!(
+                    matches!(error, chorus::Error::ArgumentDevice { launch_device, .. } if launch_device == *other),
+                    "{error}"
+                );
+            }
+        }
+        Ok(())
     });
 }

@@ -1,0 +1,178 @@
+//! The CPU executor as a backend: the host as one device (or as `CHORUS_CPU_DEVICES` separate
+//! ones, each with its own programs and globals, so that code for several devices can be run
+//! and tested without GPUs), memory as `chorus_cpu` buffers, launches that finish before they
+//! return.
+
+use crate::error::{Error, Result, Unavailable};
+use crate::hal::{
+    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
+    MemoryImpl, StreamImpl,
+};
+use crate::kind::Backend;
+use chorus_lang::ir::{Global, Module};
+use std::any::Any;
+use std::sync::Arc;
+
+/// The CPU backend.
+pub(crate) struct Cpu;
+
+impl BackendImpl for Cpu {
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn probe(&self) -> std::result::Result<usize, Unavailable> {
+        match std::env::var("CHORUS_CPU_DEVICES") {
+            Ok(text) if !text.trim().is_empty() => match text.trim().parse() {
+                Ok(count) if count > 0 => Ok(count),
+                _ => Err(Unavailable::BadVariable {
+                    variable: "CHORUS_CPU_DEVICES",
+                    value: text,
+                }),
+            },
+            _ => Ok(1),
+        }
+    }
+
+    fn default_index(&self) -> std::result::Result<usize, BadVariable> {
+        Ok(0)
+    }
+
+    fn describe(&self, _index: usize) -> Result<(String, String)> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // The model name where the OS tells it (Linux); otherwise the architecture.
+        let name = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|info| {
+                info.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, name)| name.trim().to_string())
+            })
+            .unwrap_or_else(|| format!("{} host CPU", std::env::consts::ARCH));
+        Ok((name, format!("{cores} cores")))
+    }
+
+    fn open(&self, _index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
+        Ok(Box::new(CpuDevice))
+    }
+}
+
+/// The host as a device.
+struct CpuDevice;
+
+impl DeviceImpl for CpuDevice {
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
+        Ok(Box::new(CpuMemory(chorus_cpu::DeviceBuffer::alloc(bytes)?)))
+    }
+
+    fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
+        Ok(Box::new(CpuCompiled(chorus_cpu::CpuModule::new(
+            module.clone(),
+        )?)))
+    }
+
+    fn stream(&self) -> Result<Box<dyn StreamImpl>> {
+        Ok(Box::new(CpuStream))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        // Launches finish before they return.
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct CpuMemory(chorus_cpu::DeviceBuffer);
+
+impl MemoryImpl for CpuMemory {
+    fn upload(&mut self, src: &[u8]) -> Result<()> {
+        Ok(self.0.write(0, src)?)
+    }
+
+    fn download(&self, dst: &mut [u8]) -> Result<()> {
+        Ok(self.0.read(0, dst)?)
+    }
+
+    fn address(&self) -> Option<u64> {
+        None
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// CPU launches complete before they return: a stream is only a token of order.
+#[derive(Debug)]
+struct CpuStream;
+
+impl StreamImpl for CpuStream {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct CpuCompiled(chorus_cpu::CpuModule);
+
+impl CompiledImpl for CpuCompiled {
+    fn launch(
+        &self,
+        kernel: usize,
+        args: CheckedArgs<'_, '_>,
+        launch: &LaunchShape<'_>,
+    ) -> Result<()> {
+        let args = args
+            .get()
+            .iter()
+            .map(|arg| match arg {
+                ArgRef::Value { ty, bytes } => Ok(chorus_cpu::KernelArg::Value {
+                    ty: ty.clone(),
+                    bytes: bytes.to_vec(),
+                }),
+                ArgRef::Memory { memory, .. } => memory
+                    .memory
+                    .as_any()
+                    .downcast_ref::<CpuMemory>()
+                    .map(|buffer| chorus_cpu::KernelArg::Buffer(&buffer.0))
+                    .ok_or(Error::ForeignObject {
+                        backend: Backend::Cpu,
+                        what: "memory argument",
+                    }),
+                // The check refuses addresses off CUDA.
+                ArgRef::Address { .. } => Err(Error::ForeignObject {
+                    backend: Backend::Cpu,
+                    what: "device address argument",
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let config = chorus_cpu::LaunchConfig {
+            grid: launch.grid.to_array(),
+            block: launch.block.to_array(),
+            shared_mem: launch.shared_mem as usize,
+        };
+        let name = &self.0.module().functions[kernel].name;
+        Ok(self.0.launch(name, &config, &args)?)
+    }
+
+    fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
+        let bytes = self.0.global_bytes(&global.name)?;
+        if bytes.len() != dst.len() {
+            return Err(chorus_cpu::Error::GlobalAccess {
+                name: global.name.to_string(),
+                message: format!("it has {} bytes, {} were asked for", bytes.len(), dst.len()),
+            }
+            .into());
+        }
+        dst.copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn write_global(&self, global: &Global, src: &[u8]) -> Result<()> {
+        Ok(self.0.set_global_bytes(&global.name, src)?)
+    }
+}

@@ -1,0 +1,351 @@
+//! CUDA as a backend: each device through its primary context (one per device, retained for the
+//! process), memory, programs and streams made in it, launches through `cuLaunchKernel`.
+
+use crate::error::{Error, Result, Unavailable};
+use crate::hal::{
+    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
+    MemoryImpl, StreamImpl,
+};
+use crate::kind::{Backend, Device};
+use chorus_lang::ir::{FunctionKind, Global, Module};
+use std::any::Any;
+use std::sync::Arc;
+
+/// The CUDA backend.
+pub(crate) struct Cuda;
+
+impl BackendImpl for Cuda {
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn probe(&self) -> std::result::Result<usize, Unavailable> {
+        chorus_cuda::ensure_driver().map_err(|e| match e {
+            chorus_cuda::Error::SdkNotFound { reason } => Unavailable::NoDriver { reason },
+            e => Unavailable::Driver(Arc::new(e)),
+        })?;
+        match chorus_cuda::device_count() {
+            Ok(0) => Err(Unavailable::NoDevices),
+            Ok(count) => Ok(count),
+            Err(e) => Err(Unavailable::Driver(Arc::new(e))),
+        }
+    }
+
+    fn default_index(&self) -> std::result::Result<usize, BadVariable> {
+        match std::env::var("CHORUS_DEVICE") {
+            Ok(text) if !text.trim().is_empty() => text.trim().parse().map_err(|_| BadVariable {
+                variable: "CHORUS_DEVICE",
+                value: text,
+                expected: "device ordinal",
+            }),
+            _ => Ok(0),
+        }
+    }
+
+    fn describe(&self, index: usize) -> Result<(String, String)> {
+        let on = device_error(index);
+        let (major, minor) = chorus_cuda::compute_capability(index).map_err(&on)?;
+        let memory = chorus_cuda::device_total_memory(index).map_err(&on)?;
+        Ok((
+            chorus_cuda::device_name(index).map_err(&on)?,
+            format!(
+                "compute capability {major}.{minor}, {:.1} GiB",
+                memory as f64 / f64::from(1u32 << 30)
+            ),
+        ))
+    }
+
+    fn open(&self, index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
+        let context = chorus_cuda::retain_primary_context(index)
+            .map_err(|e| Unavailable::Driver(Arc::new(e)))?;
+        Ok(Box::new(CudaDevice {
+            context: Arc::new(context),
+        }))
+    }
+}
+
+/// A CUDA error of the operation on device `index`.
+fn device_error(index: usize) -> impl Fn(chorus_cuda::Error) -> Error {
+    move |source| Error::Cuda {
+        device: Some(Device::handle(Backend::Cuda, index)),
+        source,
+    }
+}
+
+/// Makes `context` current on this thread (every CUDA call needs one).
+///
+/// Asking which context is current reads the driver's thread state; setting it takes the
+/// driver's locks, so it is done only when another context (or none) is current: launches in
+/// a loop on one device set it once.
+fn enter(context: &chorus_cuda::Context) -> Result<()> {
+    let mut current = std::ptr::null_mut();
+    // SAFETY: the driver is loaded and initialised (the context exists), and `current` is a
+    // valid place for the handle.
+    let result = unsafe { chorus_cuda::sys::cuCtxGetCurrent(&mut current) };
+    if result == chorus_cuda::sys::CUresult::CUDA_SUCCESS && current == context.raw() {
+        return Ok(());
+    }
+    context
+        .make_current()
+        .map_err(device_error(context.device()))
+}
+
+/// One CUDA device: its primary context, shared with everything made on it.
+struct CudaDevice {
+    context: Arc<chorus_cuda::Context>,
+}
+
+impl CudaDevice {
+    fn enter(&self) -> Result<()> {
+        enter(&self.context)
+    }
+
+    fn error(&self) -> impl Fn(chorus_cuda::Error) -> Error {
+        device_error(self.context.device())
+    }
+}
+
+impl DeviceImpl for CudaDevice {
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
+        self.enter()?;
+        let memory = chorus_cuda::DeviceMemory::alloc(bytes).map_err(self.error())?;
+        Ok(Box::new(CudaMemory {
+            context: self.context.clone(),
+            memory,
+        }))
+    }
+
+    fn compile(&self, module: &Arc<Module>, name: &str) -> Result<Box<dyn CompiledImpl>> {
+        self.enter()?;
+        let program = chorus_cuda::Program::from_ir(module.clone(), name).map_err(self.error())?;
+        // The kernels' `CUfunction`s are looked up once here rather than at every launch.
+        let kernels = module
+            .functions
+            .iter()
+            .map(|f| {
+                (f.kind == FunctionKind::Kernel)
+                    .then(|| program.function(&f.name))
+                    .transpose()
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map_err(self.error())?;
+        Ok(Box::new(CudaCompiled {
+            context: self.context.clone(),
+            program,
+            kernels,
+        }))
+    }
+
+    fn stream(&self) -> Result<Box<dyn StreamImpl>> {
+        self.enter()?;
+        Ok(Box::new(CudaStream {
+            context: self.context.clone(),
+            stream: chorus_cuda::Stream::new().map_err(self.error())?,
+        }))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.context.synchronize().map_err(self.error())
+    }
+}
+
+/// Device memory, freed with its context current.
+#[derive(Debug)]
+struct CudaMemory {
+    context: Arc<chorus_cuda::Context>,
+    memory: chorus_cuda::DeviceMemory,
+}
+
+impl Drop for CudaMemory {
+    fn drop(&mut self) {
+        // `cuMemFree` (run when the field drops, after this) needs a current context, and the
+        // thread dropping the block may never have used CUDA; a drop has nowhere to report.
+        let _ = enter(&self.context);
+    }
+}
+
+impl MemoryImpl for CudaMemory {
+    fn upload(&mut self, src: &[u8]) -> Result<()> {
+        enter(&self.context)?;
+        self.memory
+            .copy_from_host(src)
+            .map_err(device_error(self.context.device()))
+    }
+
+    fn download(&self, dst: &mut [u8]) -> Result<()> {
+        enter(&self.context)?;
+        self.memory
+            .copy_to_host(dst)
+            .map_err(device_error(self.context.device()))
+    }
+
+    fn address(&self) -> Option<u64> {
+        Some(self.memory.ptr())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A driver stream, destroyed with its context current.
+#[derive(Debug)]
+struct CudaStream {
+    context: Arc<chorus_cuda::Context>,
+    stream: chorus_cuda::Stream,
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        // As for memory: `cuStreamDestroy` needs the context current.
+        let _ = enter(&self.context);
+    }
+}
+
+impl StreamImpl for CudaStream {
+    fn synchronize(&self) -> Result<()> {
+        enter(&self.context)?;
+        self.stream
+            .synchronize()
+            .map_err(device_error(self.context.device()))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A loaded program and its kernels' `CUfunction`s.
+struct CudaCompiled {
+    context: Arc<chorus_cuda::Context>,
+    program: chorus_cuda::Program,
+    /// Per function of the module, by its index: the loaded function where it is a kernel.
+    kernels: Vec<Option<chorus_cuda::Function>>,
+}
+
+impl Drop for CudaCompiled {
+    fn drop(&mut self) {
+        // `cuModuleUnload` (when the last of the module's handles drops) unloads from the
+        // current context, which must be the module's own.
+        let _ = enter(&self.context);
+    }
+}
+
+impl CudaCompiled {
+    /// The device address and size of `global`.
+    fn global(&self, global: &Global) -> Result<(u64, usize)> {
+        self.program
+            .module()
+            .global(global_symbol(global))
+            .map_err(device_error(self.context.device()))
+    }
+}
+
+/// The name `global` has in the CUDA C the program was compiled from.
+fn global_symbol(global: &Global) -> &str {
+    &global.c_name
+}
+
+impl CompiledImpl for CudaCompiled {
+    fn launch(
+        &self,
+        kernel: usize,
+        args: CheckedArgs<'_, '_>,
+        launch: &LaunchShape<'_>,
+    ) -> Result<()> {
+        enter(&self.context)?;
+        let on = device_error(self.context.device());
+        let function = self.kernels[kernel].as_ref().ok_or_else(|| {
+            on(chorus_cuda::Error::NotFound {
+                what: "kernel",
+                name: self
+                    .program
+                    .ir()
+                    .map_or_else(String::new, |ir| ir.functions[kernel].name.to_string()),
+            })
+        })?;
+        let mut config = chorus_cuda::LaunchConfig::grid(launch.grid)
+            .block(launch.block)
+            .shared_mem(launch.shared_mem);
+        if let Some(stream) = launch.stream {
+            let stream =
+                stream
+                    .as_any()
+                    .downcast_ref::<CudaStream>()
+                    .ok_or(Error::ForeignObject {
+                        backend: Backend::Cuda,
+                        what: "stream",
+                    })?;
+            config = config.stream(&stream.stream);
+        }
+        with_cuda_args(args.get(), |cuda_args| {
+            // SAFETY: `CheckedArgs` are checked against this kernel's parameters: their count,
+            // each value's type and size in the module, each pointer's element type, and that
+            // memory is on this device; that is what `chorus_cuda::check_arguments` verifies.
+            unsafe { chorus_cuda::launch_unchecked(function, &config, cuda_args) }.map_err(&on)
+        })
+    }
+
+    fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
+        enter(&self.context)?;
+        let on = device_error(self.context.device());
+        let (address, bytes) = self.global(global)?;
+        // Through device memory of the global's size: the driver copies between device
+        // addresses and between device memory and the host.
+        let staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
+        chorus_cuda::memcpy_device_to_device(staging.ptr(), address, bytes).map_err(&on)?;
+        staging.copy_to_host(dst).map_err(&on)
+    }
+
+    fn write_global(&self, global: &Global, src: &[u8]) -> Result<()> {
+        enter(&self.context)?;
+        let on = device_error(self.context.device());
+        let (address, bytes) = self.global(global)?;
+        let mut staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
+        staging.copy_from_host(src).map_err(&on)?;
+        chorus_cuda::memcpy_device_to_device(address, staging.ptr(), bytes.min(src.len()))
+            .map_err(&on)
+    }
+}
+
+/// Runs `f` with `args` as the CUDA driver takes them: on the stack up to 16 arguments, in an
+/// array of about the arity, so that a launch allocates nothing and fills few placeholders.
+fn with_cuda_args<R>(
+    args: &[ArgRef<'_>],
+    f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
+) -> Result<R> {
+    match args.len() {
+        0..=4 => on_stack::<4, R>(args, f),
+        5..=8 => on_stack::<8, R>(args, f),
+        9..=16 => on_stack::<16, R>(args, f),
+        _ => f(&args.iter().map(cuda_arg).collect::<Result<Vec<_>>>()?),
+    }
+}
+
+/// [`with_cuda_args`] for at most `N` arguments, in an array of `N` whose slots past the
+/// arguments hold placeholders that are never passed.
+fn on_stack<const N: usize, R>(
+    args: &[ArgRef<'_>],
+    f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
+) -> Result<R> {
+    let mut inline: [chorus_cuda::KernelArg<'_>; N] =
+        std::array::from_fn(|_| chorus_cuda::KernelArg::device_ptr(0));
+    for (slot, arg) in inline.iter_mut().zip(args) {
+        *slot = cuda_arg(arg)?;
+    }
+    f(&inline[..args.len()])
+}
+
+/// One argument as the CUDA driver takes it.
+fn cuda_arg<'a>(arg: &'a ArgRef<'_>) -> Result<chorus_cuda::KernelArg<'a>> {
+    Ok(match arg {
+        ArgRef::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
+        ArgRef::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
+            memory.memory.address().ok_or(Error::ForeignObject {
+                backend: Backend::Cuda,
+                what: "memory argument",
+            })?,
+        ),
+        ArgRef::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
+    })
+}

@@ -1,0 +1,193 @@
+//! The backend interface: what the facade asks of a backend (devices, memory, compiled
+//! programs, streams, launches). Each backend implements it in its own file under `backends/`;
+//! the rest of the facade sees only these traits, so adding a backend touches no other file
+//! but the list in `dispatch.rs`.
+
+use crate::error::{Error, Result, Unavailable};
+use crate::kind::{Backend, Device};
+use chorus_cuda::Dim3;
+use chorus_lang::ir::{Global, Module};
+use chorus_lang::types::Type;
+use std::any::Any;
+use std::sync::Arc;
+
+/// A backend built into this crate.
+pub(crate) trait BackendImpl: Sync {
+    /// Which backend it is.
+    fn backend(&self) -> Backend;
+    /// How many devices it has, or why it cannot run kernels here. Called once per process.
+    fn probe(&self) -> std::result::Result<usize, Unavailable>;
+    /// The ordinal of the device used when nothing names one (for CUDA, `CHORUS_DEVICE`), or
+    /// the variable that names none.
+    fn default_index(&self) -> std::result::Result<usize, BadVariable>;
+    /// A name and a one-line description of device `index` (which exists).
+    fn describe(&self, index: usize) -> Result<(String, String)>;
+    /// Starts device `index` (which exists). Called once per device and process.
+    fn open(&self, index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable>;
+}
+
+/// An environment variable whose value names nothing (reported as `Error::BadSelection`).
+#[derive(Clone, Debug)]
+pub(crate) struct BadVariable {
+    pub(crate) variable: &'static str,
+    pub(crate) value: String,
+    pub(crate) expected: &'static str,
+}
+
+impl From<BadVariable> for Error {
+    fn from(bad: BadVariable) -> Error {
+        Error::BadSelection {
+            variable: bad.variable,
+            value: bad.value,
+            expected: bad.expected,
+        }
+    }
+}
+
+/// One started device.
+pub(crate) trait DeviceImpl: Send + Sync {
+    /// `bytes` bytes of device memory, contents unspecified.
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>>;
+    /// `module` compiled and loaded on this device (`name` names it in compiler messages).
+    fn compile(&self, module: &Arc<Module>, name: &str) -> Result<Box<dyn CompiledImpl>>;
+    /// A new stream on this device.
+    fn stream(&self) -> Result<Box<dyn StreamImpl>>;
+    /// Waits for everything queued on the device.
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// Device memory of one device.
+pub(crate) trait MemoryImpl: Send + Sync + std::fmt::Debug {
+    /// Copies `src` to the start of the memory.
+    fn upload(&mut self, src: &[u8]) -> Result<()>;
+    /// Copies the start of the memory into `dst`.
+    fn download(&self, dst: &mut [u8]) -> Result<()>;
+    /// The device address, on backends that have them.
+    fn address(&self) -> Option<u64>;
+    /// The memory as the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A stream of one device.
+pub(crate) trait StreamImpl: Send + Sync + std::fmt::Debug {
+    /// Waits until everything queued on it has finished.
+    fn synchronize(&self) -> Result<()>;
+    /// The stream as the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A program compiled and loaded on one device.
+pub(crate) trait CompiledImpl: Send + Sync {
+    /// Launches the kernel at `kernel` of the module's functions.
+    fn launch(
+        &self,
+        kernel: usize,
+        args: CheckedArgs<'_, '_>,
+        launch: &LaunchShape<'_>,
+    ) -> Result<()>;
+    /// Reads `global`'s bytes into `dst` (its size).
+    fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()>;
+    /// Writes `src` (its size) to `global`.
+    fn write_global(&self, global: &Global, src: &[u8]) -> Result<()>;
+}
+
+/// Memory on a device: the handle the facade keeps, with the device it is on.
+#[derive(Debug)]
+pub(crate) struct DeviceMemory {
+    pub(crate) device: Device,
+    pub(crate) memory: Box<dyn MemoryImpl>,
+}
+
+/// A stream on a device, with the device it is on.
+#[derive(Debug)]
+pub(crate) struct DeviceStream {
+    pub(crate) device: Device,
+    pub(crate) stream: Box<dyn StreamImpl>,
+}
+
+/// A checked launch's grid, block, dynamic shared memory and stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchShape<'a> {
+    pub(crate) grid: Dim3,
+    pub(crate) block: Dim3,
+    pub(crate) shared_mem: u32,
+    pub(crate) stream: Option<&'a dyn StreamImpl>,
+}
+
+/// One kernel argument as a backend receives it.
+#[derive(Debug)]
+pub(crate) enum ArgRef<'a> {
+    /// A value passed by copy: its kernel type and its bytes.
+    Value { ty: Type, bytes: ValueBytes },
+    /// Device memory, of elements of `element`.
+    Memory {
+        memory: &'a DeviceMemory,
+        element: Type,
+    },
+    /// A raw device address of elements of `element`.
+    Address { address: u64, element: Type },
+}
+
+/// Arguments checked against one kernel's parameters and one device (count, types, value
+/// sizes, devices): what a backend may pass to the kernel as they are. Only the facade's check
+/// (`args.rs`) makes them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CheckedArgs<'s, 'a>(&'s [ArgRef<'a>]);
+
+impl<'s, 'a> CheckedArgs<'s, 'a> {
+    /// Marks `args` as checked.
+    ///
+    /// # Safety
+    ///
+    /// `args` must match the parameters of the kernel they will be launched with, in number,
+    /// type and (for values) size in the kernel's module, and every memory argument must be
+    /// on the device the launch runs on: backends pass them to the kernel as they are.
+    pub(crate) unsafe fn new_unchecked(args: &'s [ArgRef<'a>]) -> CheckedArgs<'s, 'a> {
+        CheckedArgs(args)
+    }
+
+    /// The arguments.
+    pub(crate) fn get(self) -> &'s [ArgRef<'a>] {
+        self.0
+    }
+}
+
+/// The bytes of a value argument: inline for the values kernels take nearly always (scalars,
+/// vectors, small structures), so that making an argument allocates nothing; on the heap past
+/// that.
+#[derive(Debug)]
+pub(crate) enum ValueBytes {
+    Inline {
+        len: u8,
+        bytes: [u8; ValueBytes::INLINE],
+    },
+    Heap(Box<[u8]>),
+}
+
+impl ValueBytes {
+    /// The most bytes kept inline (a `double4` is 32).
+    pub(crate) const INLINE: usize = 32;
+
+    pub(crate) fn new(value: &[u8]) -> ValueBytes {
+        if value.len() <= ValueBytes::INLINE {
+            let mut bytes = [0; ValueBytes::INLINE];
+            bytes[..value.len()].copy_from_slice(value);
+            ValueBytes::Inline {
+                len: value.len() as u8,
+                bytes,
+            }
+        } else {
+            ValueBytes::Heap(value.into())
+        }
+    }
+}
+
+impl std::ops::Deref for ValueBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ValueBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            ValueBytes::Heap(bytes) => bytes,
+        }
+    }
+}
