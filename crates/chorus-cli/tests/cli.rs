@@ -267,26 +267,47 @@ fn expand_prints_each_top_level_form_expanded() {
     );
 }
 
+/// Runs `chorus ARGS` with `CHORUS_CACHE_DIR` set to `dir`.
+fn chorus_with_cache(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(args)
+        .env("CHORUS_CACHE_DIR", dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
-fn cache_path_and_clear_use_the_cache_directory() {
-    let dir = std::env::temp_dir().join(format!("chorus-cli-cache-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["a.ptx", "b.cubin", "keep.txt"] {
+fn cache_path_and_clear_use_the_cache_directory_and_delete_only_chorus_entries() {
+    let dir = scratch("cache");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let key = "ab".repeat(32);
+    // The layout of the cache's entries: `KEY.EXT`, starting with the entry magic.
+    let entries = [format!("{key}.ptx"), format!("{key}.cubin")];
+    for entry in &entries {
+        std::fs::write(dir.join(entry), b"CHORUSK\x01 rest of the entry").unwrap();
+    }
+    // A project's own files, some with the extensions the cache uses.
+    let foreign = [
+        "a.ptx",
+        "b.cubin",
+        "build.tmp",
+        "keep.txt",
+        &format!("{key}.ptx.notes.tmp"),
+    ];
+    for name in foreign {
         std::fs::write(dir.join(name), b"x").unwrap();
     }
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_chorus"))
-            .args(args)
-            .env("CHORUS_CACHE_DIR", &dir)
-            .output()
-            .unwrap()
-    };
-    let path = run(&["cache", "path"]);
-    let clear = run(&["cache", "clear"]);
-    let left: Vec<String> = std::fs::read_dir(&dir)
+    let path = chorus_with_cache(&dir, &["cache", "path"]);
+    let clear = chorus_with_cache(&dir, &["cache", "clear"]);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    left.sort();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(stdout(&path), format!("{}\n", dir.display()));
     assert!(clear.status.success(), "{}", stderr(&clear));
@@ -294,8 +315,33 @@ fn cache_path_and_clear_use_the_cache_directory() {
         stdout(&clear),
         format!("removed 2 cached image(s) from {}\n", dir.display())
     );
-    assert_eq!(left, ["keep.txt"]);
-    assert_eq!(run(&["cache", "purge"]).status.code(), Some(2));
+    let mut expected: Vec<String> = foreign.iter().map(|n| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(left, expected);
+    assert_eq!(
+        chorus_with_cache(&dir, &["cache", "purge"]).status.code(),
+        Some(2)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn cache_clear_refuses_a_directory_others_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("shared-cache");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let entry = dir.join(format!("{}.ptx", "cd".repeat(32)));
+    std::fs::write(&entry, b"CHORUSK\x01 planted").unwrap();
+    let clear = chorus_with_cache(&dir, &["cache", "clear"]);
+    let kept = entry.exists();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(clear.status.code(), Some(1));
+    assert!(
+        stderr(&clear).contains("may be written by other users"),
+        "{}",
+        stderr(&clear)
+    );
+    assert!(kept);
 }
 
 /// Lists devices where a driver loads; elsewhere says why not and exits with 1.
