@@ -28,6 +28,10 @@ fn run() -> chorus::Result<i32> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "defglobal",
+        "cl-cuda's defglobal: globals in device and constant memory set from the host",
+    );
     match run() {
         Ok(sum) => {
             println!("Got {sum} from adding two globals.");

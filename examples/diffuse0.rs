@@ -62,6 +62,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "diffuse0",
+        "cl-cuda's diffuse0: the 2-D heat equation, reading global memory",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

@@ -100,6 +100,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "diffuse1",
+        "cl-cuda's diffuse1: the 2-D heat equation through shared-memory tiles",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

@@ -7,6 +7,7 @@
 
 use chorus::{Backend, Launch, MemoryBlock};
 use chorus_examples::banner;
+use clap::Parser;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -50,15 +51,17 @@ fn native_cuda(a: &MemoryBlock<i32>, launches: u32) -> chorus::Result<f64> {
     })
 }
 
+/// What a launch through the facade costs, against the native CUDA launch.
+#[derive(Debug, clap::Parser)]
+#[command(name = "launch-overhead")]
+struct Arguments {
+    /// How many launches to time (a positive number).
+    #[arg(default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
+    launches: u32,
+}
+
 fn main() -> ExitCode {
-    let launches = match std::env::args().nth(1).map(|text| text.parse::<u32>()) {
-        None => 20_000,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: launch-overhead [LAUNCHES], LAUNCHES a positive number");
-            return ExitCode::from(2);
-        }
-    };
+    let launches = Arguments::parse().launches;
     let outcome = (|| -> chorus::Result<()> {
         let backend = banner("launch-overhead")?;
         let a = MemoryBlock::<i32>::alloc(32)?;

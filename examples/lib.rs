@@ -12,6 +12,31 @@ pub fn banner(example: &str) -> chorus::Result<chorus::Backend> {
     Ok(backend)
 }
 
+/// Reads the command line of an example that takes no arguments: `--help` prints its usage and
+/// `about`; anything else is refused with the usage, and the process exits with status 2.
+pub fn no_arguments(name: &'static str, about: &'static str) {
+    if let Err(error) = no_arguments_from(name, about, std::env::args_os()) {
+        error.exit();
+    }
+}
+
+/// [`no_arguments`] over the command line `args` (its first item is the program), returning
+/// clap's error (`--help` included) instead of exiting.
+pub fn no_arguments_from<I, T>(
+    name: &'static str,
+    about: &'static str,
+    args: I,
+) -> Result<(), clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    clap::Command::new(name)
+        .about(about)
+        .try_get_matches_from(args)
+        .map(drop)
+}
+
 /// A small deterministic generator (xorshift64*), so that runs are reproducible.
 pub struct Random(u64);
 
@@ -38,7 +63,22 @@ impl Random {
 
 #[cfg(test)]
 mod tests {
-    use super::Random;
+    use super::{Random, no_arguments_from};
+
+    #[test]
+    fn examples_refuse_arguments_with_their_usage() {
+        let about = "An example";
+        assert!(no_arguments_from("vector-add", about, ["vector-add"]).is_ok());
+        for wrong in ["--fast", "1024", "-n"] {
+            let error = no_arguments_from("vector-add", about, ["vector-add", wrong]).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{wrong}");
+            let text = error.render().to_string();
+            assert!(text.contains("Usage: vector-add"), "{wrong}: {text}");
+        }
+        let help = no_arguments_from("vector-add", about, ["vector-add", "--help"]).unwrap_err();
+        assert_eq!(help.exit_code(), 0);
+        assert!(help.render().to_string().contains(about));
+    }
 
     #[test]
     fn random_floats_are_in_the_unit_interval_and_vary() {

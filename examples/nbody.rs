@@ -95,6 +95,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "nbody",
+        "cl-cuda's nbody: all-pairs gravity with a shared tile",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

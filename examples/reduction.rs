@@ -63,6 +63,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "reduction",
+        "Sum reduction with float4 loads and warp shuffles",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

@@ -84,6 +84,7 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments("scan", "Inclusive prefix sum of ints, reduce-then-scan");
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

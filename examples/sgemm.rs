@@ -87,6 +87,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "sgemm",
+        "FP32 matrix product on the CUDA cores, register-tiled",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

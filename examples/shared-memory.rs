@@ -85,6 +85,10 @@ fn run(
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "shared-memory",
+        "cl-cuda's shared-memory benchmark: global against __shared__ memory",
+    );
     let outcome = (|| -> chorus::Result<bool> {
         let backend = banner("shared-memory")?;
         let (len, launches) = if backend == Backend::Cpu {

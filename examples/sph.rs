@@ -216,6 +216,10 @@ fn run() -> chorus::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "sph",
+        "cl-cuda's sph: smoothed-particle hydrodynamics of a collapsing dam",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

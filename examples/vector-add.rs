@@ -68,6 +68,10 @@ fn run(n: usize, threads_per_block: usize, random: &mut Random) -> chorus::Resul
 }
 
 fn main() -> ExitCode {
+    chorus_examples::no_arguments(
+        "vector-add",
+        "The seed's vector-add: c = a + b, checked exactly",
+    );
     let outcome = (|| -> chorus::Result<bool> {
         banner("vector-add")?;
         let mut random = Random::new(2026);

@@ -6,121 +6,117 @@
 //! chorus devices                    list the CUDA devices
 //! chorus cache path                 print the kernel cache directory
 //! chorus cache clear                delete the cached kernel images
+//! chorus --version | --help         (and `chorus COMMAND --help`)
 //! ```
 //!
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
 //! command line that cannot be understood prints the usage and exits with status 2.
 
+use clap::{Parser, Subcommand};
 use std::io::Write;
+use std::path::Path;
+
+mod files;
+mod gensyms;
+
+use files::{read, refuse_output_that_is_input, write_file_atomically};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: chorus compile FILE [-o OUT.cu]   print (or write) the CUDA C of a kernel file
-       chorus expand FILE                print the kernel file after macro expansion
-       chorus devices                    list the CUDA devices
-       chorus cache path                 print the kernel cache directory
-       chorus cache clear                delete the cached kernel images
-       chorus help                       print this text";
-
-/// Why the command failed.
-#[derive(Debug)]
-enum Failure {
-    /// The command line is wrong (exit status 2).
-    Usage(String),
-    /// The command ran and failed: bad kernel text, a file that cannot be read (exit status 1).
-    Failed(String),
+/// Compiles Chorus kernel files (S-expressions) to CUDA C, and manages the kernel cache.
+#[derive(Debug, Parser)]
+#[command(name = "chorus", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print (or write) the CUDA C of a kernel file.
+    Compile {
+        /// The kernel file (`-` reads standard input).
+        file: String,
+        /// Write the CUDA C to this file (replaced whole; never the kernel file itself) instead of
+        /// standard output.
+        #[arg(short, long, value_name = "OUT.cu")]
+        output: Option<String>,
+    },
+    /// Print the kernel file after macro expansion (it reads back and compiles).
+    Expand {
+        /// The kernel file (`-` reads standard input).
+        file: String,
+    },
+    /// List the CUDA devices.
+    Devices,
+    /// The kernel cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheAction {
+    /// Print the kernel cache directory.
+    Path,
+    /// Delete the cached kernel images (only the entries Chorus wrote).
+    Clear,
+}
+
+/// Why the command failed (after the command line was understood): bad kernel text, a file
+/// that cannot be read or written. Printed as is; exit status 1.
+#[derive(Debug)]
+struct Failure(String);
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    // `--help`, `--version` and usage errors print and exit here (usage errors with status 2).
+    let cli = Cli::parse();
+    match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(message)) => {
-            eprintln!("chorus: {message}\n{USAGE}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Failed(message)) => {
+        Err(Failure(message)) => {
             eprintln!("{message}");
             ExitCode::from(1)
         }
     }
 }
 
-fn run(args: &[String]) -> Result<(), Failure> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err(Failure::Usage("no command given".into()));
-    };
-    match command.as_str() {
-        "compile" => compile(rest),
-        "expand" => expand(rest),
-        "devices" => devices(rest),
-        "cache" => cache(rest),
-        "help" | "-h" | "--help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        other => Err(Failure::Usage(format!("unknown command `{other}`"))),
+fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Compile { file, output } => compile(&file, output.as_deref()),
+        Command::Expand { file } => expand(&file),
+        Command::Devices => devices(),
+        Command::Cache { action } => cache(action),
     }
 }
 
 /// `compile FILE [-o OUT]`.
-fn compile(args: &[String]) -> Result<(), Failure> {
-    let mut file = None;
-    let mut output = None;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "-o" | "--output" => {
-                let Some(path) = args.get(i + 1) else {
-                    return Err(Failure::Usage("`-o` needs a file name".into()));
-                };
-                if output.replace(path.clone()).is_some() {
-                    return Err(Failure::Usage("`-o` given twice".into()));
-                }
-                i += 2;
-            }
-            option if option.starts_with('-') && option != "-" => {
-                return Err(Failure::Usage(format!("unknown option `{option}`")));
-            }
-            path => {
-                if file.replace(path.to_string()).is_some() {
-                    return Err(Failure::Usage("`compile` takes one FILE".into()));
-                }
-                i += 1;
-            }
-        }
+fn compile(file: &str, output: Option<&str>) -> Result<(), Failure> {
+    // Refused before anything is read, so the kernel file is never at risk.
+    if let Some(path) = output {
+        refuse_output_that_is_input(file, path).map_err(Failure)?;
     }
-    let Some(file) = file else {
-        return Err(Failure::Usage("`compile` needs a FILE".into()));
-    };
-    let text = read(&file)?;
-    let module =
-        chorus_lang::compile_str(&text, &file).map_err(|e| Failure::Failed(e.to_string()))?;
+    let text = read(file).map_err(Failure)?;
+    let module = chorus_lang::compile_str(&text, file).map_err(|e| Failure(e.to_string()))?;
     let code = chorus_lang::cuda::print_module(&module);
     match output {
-        Some(path) => std::fs::write(&path, code)
-            .map_err(|e| Failure::Failed(format!("chorus: cannot write {path}: {e}"))),
+        Some(path) => write_file_atomically(Path::new(path), code.as_bytes())
+            .map_err(|e| Failure(format!("chorus: cannot write {path}: {e}"))),
         None => write_stdout(&code),
     }
 }
 
 /// `expand FILE`.
-fn expand(args: &[String]) -> Result<(), Failure> {
-    let [file] = args else {
-        return Err(Failure::Usage("`expand` takes exactly one FILE".into()));
-    };
-    let text = read(file)?;
-    let forms = chorus_lang::expand_str(&text, file).map_err(|e| Failure::Failed(e.to_string()))?;
+fn expand(file: &str) -> Result<(), Failure> {
+    let text = read(file).map_err(Failure)?;
+    let forms = chorus_lang::expand_str(&text, file).map_err(|e| Failure(e.to_string()))?;
+    let forms = gensyms::readable(forms);
     let printed: Vec<String> = forms.iter().map(|f| f.pretty(100) + "\n").collect();
     write_stdout(&printed.join("\n"))
 }
 
 /// `devices`: one line per CUDA device, after the driver's CUDA version.
-fn devices(args: &[String]) -> Result<(), Failure> {
-    if !args.is_empty() {
-        return Err(Failure::Usage("`devices` takes no arguments".into()));
-    }
-    let failed = |e: chorus_cuda::Error| Failure::Failed(format!("chorus: {e}"));
+fn devices() -> Result<(), Failure> {
+    let failed = |e: chorus_cuda::Error| Failure(format!("chorus: {e}"));
     let (major, minor) = chorus_cuda::driver_version().map_err(failed)?;
     let devices = chorus_cuda::devices().map_err(failed)?;
     let mut text = format!("CUDA driver {major}.{minor}, {} device(s)\n", devices.len());
@@ -136,32 +132,19 @@ fn devices(args: &[String]) -> Result<(), Failure> {
 }
 
 /// `cache path` and `cache clear`.
-fn cache(args: &[String]) -> Result<(), Failure> {
+fn cache(action: CacheAction) -> Result<(), Failure> {
     let dir = chorus_cuda::cache::dir();
-    match args {
-        [what] if what == "path" => write_stdout(&format!("{}\n", dir.display())),
-        [what] if what == "clear" => {
+    match action {
+        CacheAction::Path => write_stdout(&format!("{}\n", dir.display())),
+        CacheAction::Clear => {
             let removed =
-                chorus_cuda::cache::clear().map_err(|e| Failure::Failed(format!("chorus: {e}")))?;
+                chorus_cuda::cache::clear().map_err(|e| Failure(format!("chorus: {e}")))?;
             write_stdout(&format!(
                 "removed {removed} cached image(s) from {}\n",
                 dir.display()
             ))
         }
-        _ => Err(Failure::Usage(
-            "expected `cache path` or `cache clear`".into(),
-        )),
     }
-}
-
-/// The text of `path` (`-` is standard input).
-fn read(path: &str) -> Result<String, Failure> {
-    let result = if path == "-" {
-        std::io::read_to_string(std::io::stdin())
-    } else {
-        std::fs::read_to_string(path)
-    };
-    result.map_err(|e| Failure::Failed(format!("chorus: cannot read {path}: {e}")))
 }
 
 fn write_stdout(text: &str) -> Result<(), Failure> {
@@ -173,8 +156,6 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
         Ok(()) => Ok(()),
         // A closed pipe (`chorus compile f | head`) is not an error of ours.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::Failed(format!(
-            "chorus: cannot write the output: {e}"
-        ))),
+        Err(e) => Err(Failure(format!("chorus: cannot write the output: {e}"))),
     }
 }

@@ -84,18 +84,176 @@ fn usage_errors_exit_with_2() {
         &["compile", "vec-add.lisp", "-o"][..],
         &["compile", "vec-add.lisp", "--fast"][..],
         &["expand"][..],
+        &["cache"][..],
     ] {
         let out = chorus(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let message = stderr(&out);
         assert!(
-            stderr(&out).contains("usage: chorus compile FILE"),
-            "{args:?}: {}",
-            stderr(&out)
+            message.contains("Usage: chorus") || message.contains("try '--help'"),
+            "{args:?}: {message}"
         );
+        assert_eq!(stdout(&out), "", "{args:?}");
     }
     let help = chorus(&["help"]);
     assert!(help.status.success());
-    assert!(stdout(&help).starts_with("usage: chorus compile FILE"));
+    assert!(stdout(&help).contains("Usage: chorus <COMMAND>"));
+}
+
+#[test]
+fn version_and_each_commands_help_print_and_exit_with_0() {
+    let version = chorus(&["--version"]);
+    assert!(version.status.success(), "{}", stderr(&version));
+    assert_eq!(
+        stdout(&version),
+        format!("chorus {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    for (command, usage) in [
+        ("compile", "Usage: chorus compile [OPTIONS] <FILE>"),
+        ("expand", "Usage: chorus expand <FILE>"),
+        ("devices", "Usage: chorus devices"),
+        ("cache", "Usage: chorus cache <COMMAND>"),
+    ] {
+        for help in [vec![command, "--help"], vec!["help", command]] {
+            let out = chorus(&help);
+            assert!(out.status.success(), "{help:?}: {}", stderr(&out));
+            assert!(stdout(&out).contains(usage), "{help:?}: {}", stdout(&out));
+            assert_eq!(stderr(&out), "", "{help:?}");
+        }
+    }
+}
+
+/// A fresh directory under the temp dir for one test (removed by the test).
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chorus-cli-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn compile_refuses_an_output_that_is_the_input() {
+    let dir = scratch("same-file");
+    let kernel = dir.join("k.lisp");
+    let text = std::fs::read_to_string(data("vec-add.lisp")).unwrap();
+    std::fs::write(&kernel, &text).unwrap();
+    let hard_link = dir.join("hard.lisp");
+    std::fs::hard_link(&kernel, &hard_link).unwrap();
+    let mut outputs = vec![
+        kernel.clone(),
+        dir.join(".").join("k.lisp"),
+        dir.join("..").join(dir.file_name().unwrap()).join("k.lisp"),
+        hard_link,
+    ];
+    #[cfg(unix)]
+    {
+        let link = dir.join("link.cu");
+        std::os::unix::fs::symlink(&kernel, &link).unwrap();
+        outputs.push(link);
+    }
+    let mut results = Vec::new();
+    for output in &outputs {
+        let out = chorus(&[
+            "compile",
+            kernel.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ]);
+        results.push((output.clone(), out));
+    }
+    // The kernel file as standard input, written to itself.
+    let stdin = std::fs::File::open(&kernel).unwrap();
+    let from_stdin = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["compile", "-", "-o", kernel.to_str().unwrap()])
+        .stdin(stdin)
+        .output()
+        .unwrap();
+    results.push((kernel.clone(), from_stdin));
+    let after = std::fs::read_to_string(&kernel).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(after, text, "the kernel file is untouched");
+    for (output, out) in results {
+        assert_eq!(out.status.code(), Some(1), "{}", output.display());
+        assert!(
+            stderr(&out).contains("is the input file"),
+            "{}: {}",
+            output.display(),
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn compile_replaces_the_output_whole_and_keeps_it_on_failure() {
+    let dir = scratch("replace");
+    let output = dir.join("out.cu");
+    std::fs::write(&output, "old").unwrap();
+    // A second name of the old output: an output rewritten in place would change it too; one
+    // replaced by a rename leaves it alone.
+    let other_name = dir.join("other-name.cu");
+    std::fs::hard_link(&output, &other_name).unwrap();
+    let out_path = output.to_str().unwrap();
+    let failed = chorus(&["compile", "type-error.lisp", "-o", out_path]);
+    let after_failure = std::fs::read_to_string(&output).unwrap();
+    let written = chorus(&["compile", "vec-add.lisp", "-o", out_path]);
+    let after_success = std::fs::read_to_string(&output).unwrap();
+    let other = std::fs::read_to_string(&other_name).unwrap();
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(after_failure, "old");
+    assert!(written.status.success(), "{}", stderr(&written));
+    assert_eq!(after_success, stdout(&chorus(&["compile", "vec-add.lisp"])));
+    assert_eq!(
+        other, "old",
+        "the output was replaced, not rewritten in place"
+    );
+    assert_eq!(left.len(), 2, "no temporary file is left: {left:?}");
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let dir = scratch("bom");
+    let kernel = dir.join("bom.lisp");
+    let text = std::fs::read_to_string(data("vec-add.lisp")).unwrap();
+    std::fs::write(&kernel, format!("\u{feff}{text}")).unwrap();
+    let broken = dir.join("bom-error.lisp");
+    std::fs::write(&broken, "\u{feff}(defkernel f (void ()) (return 1))\n").unwrap();
+    let out = chorus(&["compile", kernel.to_str().unwrap()]);
+    let error = chorus(&["compile", broken.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), stdout(&chorus(&["compile", "vec-add.lisp"])));
+    // Columns count from the first character after the mark.
+    assert!(
+        stderr(&error).starts_with(&format!("{}:1:", broken.display())),
+        "{}",
+        stderr(&error)
+    );
+    assert!(!stderr(&error).contains("1:1:"), "{}", stderr(&error));
+}
+
+#[test]
+fn expanded_gensyms_read_back_and_compile() {
+    let out = chorus(&["expand", "gensyms.lisp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expanded = stdout(&out);
+    assert!(!expanded.contains("#:"), "{expanded}");
+    // The program's own `g1` keeps its name; the gensyms get names of their own.
+    assert!(expanded.contains("((x int*) (g1 int))"), "{expanded}");
+    let dir = scratch("gensyms");
+    let file = dir.join("expanded.lisp");
+    std::fs::write(&file, &expanded).unwrap();
+    let compiled = chorus(&["compile", file.to_str().unwrap()]);
+    let expanded_again = chorus(&["expand", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(compiled.status.success(), "{}", stderr(&compiled));
+    assert!(stdout(&compiled).contains("void swap_pairs(int* x, int g1)"));
+    // Nothing is left to expand: the printed expansion is the program itself.
+    assert_eq!(stdout(&expanded_again), expanded);
 }
 
 #[test]
@@ -109,26 +267,47 @@ fn expand_prints_each_top_level_form_expanded() {
     );
 }
 
+/// Runs `chorus ARGS` with `CHORUS_CACHE_DIR` set to `dir`.
+fn chorus_with_cache(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(args)
+        .env("CHORUS_CACHE_DIR", dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
-fn cache_path_and_clear_use_the_cache_directory() {
-    let dir = std::env::temp_dir().join(format!("chorus-cli-cache-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["a.ptx", "b.cubin", "keep.txt"] {
+fn cache_path_and_clear_use_the_cache_directory_and_delete_only_chorus_entries() {
+    let dir = scratch("cache");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let key = "ab".repeat(32);
+    // The layout of the cache's entries: `KEY.EXT`, starting with the entry magic.
+    let entries = [format!("{key}.ptx"), format!("{key}.cubin")];
+    for entry in &entries {
+        std::fs::write(dir.join(entry), b"CHORUSK\x01 rest of the entry").unwrap();
+    }
+    // A project's own files, some with the extensions the cache uses.
+    let foreign = [
+        "a.ptx",
+        "b.cubin",
+        "build.tmp",
+        "keep.txt",
+        &format!("{key}.ptx.notes.tmp"),
+    ];
+    for name in foreign {
         std::fs::write(dir.join(name), b"x").unwrap();
     }
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_chorus"))
-            .args(args)
-            .env("CHORUS_CACHE_DIR", &dir)
-            .output()
-            .unwrap()
-    };
-    let path = run(&["cache", "path"]);
-    let clear = run(&["cache", "clear"]);
-    let left: Vec<String> = std::fs::read_dir(&dir)
+    let path = chorus_with_cache(&dir, &["cache", "path"]);
+    let clear = chorus_with_cache(&dir, &["cache", "clear"]);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    left.sort();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(stdout(&path), format!("{}\n", dir.display()));
     assert!(clear.status.success(), "{}", stderr(&clear));
@@ -136,8 +315,33 @@ fn cache_path_and_clear_use_the_cache_directory() {
         stdout(&clear),
         format!("removed 2 cached image(s) from {}\n", dir.display())
     );
-    assert_eq!(left, ["keep.txt"]);
-    assert_eq!(run(&["cache", "purge"]).status.code(), Some(2));
+    let mut expected: Vec<String> = foreign.iter().map(|n| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(left, expected);
+    assert_eq!(
+        chorus_with_cache(&dir, &["cache", "purge"]).status.code(),
+        Some(2)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn cache_clear_refuses_a_directory_others_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("shared-cache");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let entry = dir.join(format!("{}.ptx", "cd".repeat(32)));
+    std::fs::write(&entry, b"CHORUSK\x01 planted").unwrap();
+    let clear = chorus_with_cache(&dir, &["cache", "clear"]);
+    let kept = entry.exists();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(clear.status.code(), Some(1));
+    assert!(
+        stderr(&clear).contains("may be written by other users"),
+        "{}",
+        stderr(&clear)
+    );
+    assert!(kept);
 }
 
 /// Lists devices where a driver loads; elsewhere says why not and exits with 1.

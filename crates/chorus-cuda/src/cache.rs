@@ -17,11 +17,25 @@
 //! non-cryptographic hash is not enough, and the microseconds it costs are paid only when the
 //! memory level misses (before a file read or a compile).
 //!
-//! On disk (`CHORUS_CACHE_DIR`, else `$XDG_CACHE_HOME/chorus`, else `~/.cache/chorus`, made with
-//! mode 0700) each entry is `KEY.ptx` or `KEY.cubin`: a header (magic, kind, payload length,
-//! SHA-256 of the payload) and the image. Entries are written to a temporary file and renamed
-//! into place, so readers see a whole entry or none; an entry whose header or checksum does not
-//! match (truncated, corrupted, foreign) is deleted and rebuilt.
+//! On disk (`CHORUS_CACHE_DIR`, else `$XDG_CACHE_HOME/chorus`, else `~/.cache/chorus`, else
+//! `chorus-cache-UID` in the temp dir; made with mode 0700) each entry is `KEY.ptx` or
+//! `KEY.cubin` (`KEY` 64 hex digits): a header (magic, kind, payload length, SHA-256 of the
+//! payload) and the image. Entries are written to a temporary file `KEY.EXT.RANDOM.tmp` and
+//! renamed into place, so readers see a whole entry or none; an entry whose header or checksum
+//! does not match (truncated, corrupted, foreign) is deleted and rebuilt.
+//!
+//! The disk level trusts what it reads (the key is the only check), so it is careful where it
+//! reads from:
+//! - **The directory must be the user's own**: on Unix, owned by this process's effective user
+//!   and writable by no one else (no group or other write bit). One that is not is not used: the
+//!   disk level is off for that lookup, with a `tracing` warning (once per process), and compiles
+//!   go on without it; [`clear`] refuses it with an error.
+//! - **Entries are opened without following links and without blocking** (`O_NOFOLLOW |
+//!   O_NONBLOCK` on Unix), must be regular files, and are read up to [`MAX_ENTRY_BYTES`]; anything
+//!   else at an entry's path is ignored (and replaced by the next write), never deleted.
+//! - **[`clear`] deletes only Chorus's files**: names of the entry or temporary shape whose
+//!   content starts with the entry magic (an empty temporary file too), so pointing
+//!   `CHORUS_CACHE_DIR` at a folder of other files is safe.
 
 use crate::compile::{CompiledImage, Compiler, ImageKind};
 use crate::error::{Error, Result};
@@ -175,6 +189,10 @@ pub(crate) fn memory_put(lookup: &Lookup<'_>, image: CompiledImage) {
 }
 static DIR_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
 
+/// The largest disk entry read (a cubin of a very large module is a few tens of MB); a bigger
+/// file at an entry's path is not an entry.
+pub const MAX_ENTRY_BYTES: u64 = 512 << 20;
+
 /// How often each level answered (since the process started).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -204,8 +222,9 @@ pub fn stats() -> Stats {
 }
 
 /// The disk cache directory: the override ([`set_dir`]), `CHORUS_CACHE_DIR`,
-/// `$XDG_CACHE_HOME/chorus`, `~/.cache/chorus`, or the temp dir's `chorus-cache` when there is
-/// no home.
+/// `$XDG_CACHE_HOME/chorus`, `~/.cache/chorus`, or, when there is no home, the temp dir's
+/// `chorus-cache-UID` (one per user; like every cache directory, used only when it is the
+/// user's own: see the module documentation).
 pub fn dir() -> PathBuf {
     if let Some(d) = DIR_OVERRIDE
         .read()
@@ -214,15 +233,72 @@ pub fn dir() -> PathBuf {
     {
         return d;
     }
-    let var = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    dir_from_env(|name| std::env::var_os(name))
+}
+
+/// [`dir`] from the variables `get` gives.
+fn dir_from_env(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    let var = |name| get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("CHORUS_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("chorus")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("chorus")))
-        .unwrap_or_else(|| std::env::temp_dir().join("chorus-cache"))
+        .unwrap_or_else(|| {
+            let user = effective_uid().map_or_else(|| "user".to_owned(), |uid| uid.to_string());
+            std::env::temp_dir().join(format!("chorus-cache-{user}"))
+        })
+}
+
+/// This process's effective user id (`None` where there are no user ids).
+fn effective_uid() -> Option<u32> {
+    #[cfg(unix)]
+    return Some(rustix::process::geteuid().as_raw());
+    #[cfg(not(unix))]
+    return None;
+}
+
+/// Whether the existing directory `dir` may hold this user's cache: on Unix, a directory (after
+/// links) owned by the effective user that no one else may write to. `Ok(false)` when it does
+/// not exist.
+fn check_own_dir(dir: &Path) -> Result<bool> {
+    let metadata = match std::fs::metadata(dir) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io_path("inspecting", dir, e)),
+    };
+    if !metadata.is_dir() {
+        return Err(Error::Cache(format!(
+            "{} is not a directory; not using it",
+            dir.display()
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        if metadata.uid() != me {
+            return Err(Error::Cache(format!(
+                "the cache directory {} belongs to user id {}, not to this user ({me}); not \
+                 using it (set CHORUS_CACHE_DIR to a directory of your own)",
+                dir.display(),
+                metadata.uid()
+            )));
+        }
+        if metadata.mode() & 0o022 != 0 {
+            return Err(Error::Cache(format!(
+                "the cache directory {} may be written by other users (mode {:o}); not using it \
+                 (chmod go-w it, or set CHORUS_CACHE_DIR to a private directory)",
+                dir.display(),
+                metadata.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(true)
+}
+
+/// Warns, once per process, that the disk cache is off because of `error`.
+fn warn_disk_cache_off(error: &Error) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| tracing::warn!(target: "chorus_cuda", "{error}; the disk cache is off"));
 }
 
 /// Uses `dir` instead of the environment's cache directory (`None` restores it).
@@ -230,28 +306,123 @@ pub fn set_dir(dir: Option<PathBuf>) {
     *DIR_OVERRIDE.write().unwrap_or_else(PoisonError::into_inner) = dir;
 }
 
-/// Empties the memory cache and deletes every entry of the disk cache; returns how many disk
-/// entries were deleted (`chorus cache clear`).
+/// Empties the memory cache and deletes the entries of the disk cache (and temporary files of
+/// interrupted writes) that Chorus wrote, leaving every other file alone; returns how many files
+/// were deleted (`chorus cache clear`). A directory that is not the user's own is an error.
 pub fn clear() -> Result<usize> {
     clear_memory();
     let dir = dir();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(Error::io_path("reading", &dir, e)),
-    };
+    if !check_own_dir(&dir)? {
+        return Ok(0);
+    }
+    let entries = std::fs::read_dir(&dir).map_err(|e| Error::io_path("reading", &dir, e))?;
     let mut removed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
-        if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("ptx" | "cubin" | "tmp")
-        ) {
+        if is_chorus_file(&path) {
             std::fs::remove_file(&path).map_err(|e| Error::io_path("removing", &path, e))?;
             removed += 1;
         }
     }
     Ok(removed)
+}
+
+/// Whether `path` is a file the disk cache wrote: an entry (`KEY.ptx`, `KEY.cubin`) or a
+/// temporary file (`KEY.EXT.SUFFIX.tmp`) by name, and by content (the entry magic; a temporary
+/// file may also be empty, as it is just after its creation).
+fn is_chorus_file(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let Some((key, rest)) = name.split_once('.') else {
+        return false;
+    };
+    if key.len() != 64 || !key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return false;
+    }
+    let (extension, temporary) = match rest.split_once('.') {
+        None => (rest, false),
+        Some((extension, suffix)) => {
+            let Some(middle) = suffix.strip_suffix("tmp") else {
+                return false;
+            };
+            if !middle
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.')
+            {
+                return false;
+            }
+            (extension, true)
+        }
+    };
+    if !matches!(extension, "ptx" | "cubin") {
+        return false;
+    }
+    let mut head = Vec::new();
+    match open_regular_file(path) {
+        Ok(Some((file, _))) => {
+            use std::io::Read;
+            file.take(MAGIC.len() as u64).read_to_end(&mut head).is_ok()
+                && (head.as_slice() == MAGIC || (temporary && head.is_empty()))
+        }
+        _ => false,
+    }
+}
+
+/// The regular file at `path` and its length (`None` when there is nothing there), opened for
+/// reading without following a link or blocking (a FIFO or a device is an error, not a wait).
+fn open_regular_file(path: &Path) -> std::io::Result<Option<(std::fs::File, u64)>> {
+    #[cfg(unix)]
+    let opened = {
+        use rustix::fs::{Mode, OFlags};
+        rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map(std::fs::File::from)
+        .map_err(std::io::Error::from)
+    };
+    #[cfg(not(unix))]
+    let opened = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::other("a link")),
+        _ => std::fs::File::open(path),
+    };
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(std::io::Error::other("a symbolic link"));
+        }
+        Err(e) => return Err(e),
+    };
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(Some((file, metadata.len())))
+}
+
+/// The bytes of the regular file at `path` (see [`open_regular_file`]), `None` when there is
+/// nothing there; a file longer than [`MAX_ENTRY_BYTES`] (even one that grows while read) is an
+/// error, and is not read.
+fn read_entry_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let too_large = || std::io::Error::other("larger than a cache entry may be");
+    let Some((file, len)) = open_regular_file(path)? else {
+        return Ok(None);
+    };
+    if len > MAX_ENTRY_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    // One byte past the limit tells a file that grew past it from one exactly at it.
+    file.take(MAX_ENTRY_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
 }
 
 /// Empties the memory cache only (the next lookups read the disk).
@@ -267,7 +438,7 @@ pub fn entry_path(key: &str, kind: ImageKind) -> PathBuf {
 /// The image stored on disk under `key` (when `disk` is set). Counts a disk hit, or a miss
 /// when there is no usable entry (the caller then compiles).
 pub(crate) fn disk_get(key: &str, kind: ImageKind, disk: bool) -> Option<Arc<[u8]>> {
-    if disk && let Some(image) = read_entry(&entry_path(key, kind), kind) {
+    if disk && let Some(image) = read_entry_in(&dir(), key, kind) {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
         return Some(image.into());
     }
@@ -278,8 +449,32 @@ pub(crate) fn disk_get(key: &str, kind: ImageKind, disk: bool) -> Option<Arc<[u8
 /// Stores an image on disk (when `disk` is set). A failure is reported as a message, not an
 /// error: the cache is an optimisation.
 pub(crate) fn disk_put(key: &str, kind: ImageKind, image: &[u8], disk: bool) {
-    if disk && let Err(e) = write_entry(&entry_path(key, kind), kind, image) {
+    if !disk {
+        return;
+    }
+    let dir = dir();
+    if let Err(e) = ensure_dir(&dir) {
+        match e {
+            Error::Cache(_) => warn_disk_cache_off(&e),
+            _ => message(format!("not caching {key} on disk: {e}")),
+        }
+        return;
+    }
+    if let Err(e) = write_entry(&entry_path(key, kind), kind, image) {
         message(format!("not caching {key} on disk: {e}"));
+    }
+}
+
+/// The image of the entry `key` in the cache directory `dir`, when `dir` is the user's own
+/// (else a warning, and `None`).
+fn read_entry_in(dir: &Path, key: &str, kind: ImageKind) -> Option<Vec<u8>> {
+    match check_own_dir(dir) {
+        Ok(true) => read_entry(&dir.join(format!("{key}.{}", kind.extension())), kind),
+        Ok(false) => None,
+        Err(e) => {
+            warn_disk_cache_off(&e);
+            None
+        }
     }
 }
 
@@ -321,7 +516,15 @@ fn decode(kind: ImageKind, bytes: &[u8]) -> std::result::Result<&[u8], &'static 
 }
 
 fn read_entry(path: &Path, kind: ImageKind) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = match read_entry_file(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return None,
+        // Not Chorus's (a link, a FIFO, a device...): left alone, replaced by the next write.
+        Err(e) => {
+            message(format!("ignoring {}: {e}", path.display()));
+            return None;
+        }
+    };
     match decode(kind, &bytes) {
         Ok(image) => Some(image.to_vec()),
         Err(why) => {
@@ -336,26 +539,29 @@ fn read_entry(path: &Path, kind: ImageKind) -> Option<Vec<u8>> {
     }
 }
 
+/// Writes the entry at `path` (in a directory [`ensure_dir`] accepted): a temporary file
+/// `NAME.RANDOM.tmp` beside it (created new, never an existing file or link), then a rename.
 fn write_entry(path: &Path, kind: ImageKind, image: &[u8]) -> Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    use std::io::Write;
     let dir = path.parent().expect("entries live in the cache directory");
-    ensure_dir(dir)?;
-    let tmp = dir.join(format!(
-        "{}.{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::write(&tmp, encode(kind, image)).map_err(|e| Error::io_path("writing", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io_path("renaming into", path, e)
-    })
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!("{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io_path("creating a temporary file in", dir, e))?;
+    temp.write_all(&encode(kind, image))
+        .map_err(|e| Error::io_path("writing", temp.path(), e))?;
+    // On failure the temporary file is deleted when `e.file` drops.
+    temp.persist(path)
+        .map_err(|e| Error::io_path("renaming into", path, e.error))?;
+    Ok(())
 }
 
-/// Creates the cache directory (its parents as usual, itself with mode 0700).
+/// Creates the cache directory (its parents as usual, itself with mode 0700), or checks that
+/// the existing one is the user's own.
 fn ensure_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
+    if check_own_dir(dir)? {
         return Ok(());
     }
     if let Some(parent) = dir.parent() {
@@ -363,7 +569,8 @@ fn ensure_dir(dir: &Path) -> Result<()> {
     }
     match crate::tempdir::create_private_dir(dir) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // Made meanwhile by another process: it must pass the same check.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_own_dir(dir).map(drop),
         Err(e) => Err(Error::io_path("creating", dir, e)),
     }
 }
@@ -398,6 +605,178 @@ mod tests {
             decode(ImageKind::Ptx, b"garbage"),
             Err("not a Chorus cache entry")
         );
+    }
+
+    /// A fresh private directory for one test (removed by the test).
+    fn scratch(test: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("chorus-cache-unit-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::tempdir::create_private_dir(&dir).unwrap();
+        dir
+    }
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_fifo_at_an_entry_path_is_ignored_without_blocking() {
+        let dir = scratch("fifo");
+        let fifo = dir.join(format!("{KEY}.ptx"));
+        match std::process::Command::new("mkfifo").arg(&fifo).status() {
+            Ok(status) if status.success() => {}
+            other => {
+                eprintln!("skipped: `mkfifo` is not available here ({other:?})");
+                let _ = std::fs::remove_dir_all(&dir);
+                return;
+            }
+        }
+        // On another thread, so that a read that blocks fails the test instead of hanging it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let reader_dir = dir.clone();
+        std::thread::spawn(move || {
+            let read = read_entry_in(&reader_dir, KEY, ImageKind::Ptx);
+            let chorus_file = is_chorus_file(&reader_dir.join(format!("{KEY}.ptx")));
+            let _ = sender.send((read, chorus_file));
+        });
+        let outcome = receiver.recv_timeout(std::time::Duration::from_secs(10));
+        // Unblock a reader stuck in open (a writer's open completes it), then clean up.
+        if outcome.is_err() {
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        }
+        let still_there = std::fs::symlink_metadata(&fifo).is_ok();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let (read, chorus_file) = outcome.expect("reading a FIFO entry returned");
+        assert_eq!(read, None);
+        assert!(!chorus_file, "a FIFO is not an entry to clear");
+        assert!(still_there, "a file Chorus did not write is not deleted");
+    }
+
+    #[test]
+    fn entries_are_read_only_from_regular_files_without_following_links() {
+        let dir = scratch("links");
+        let image = b"//\n.version 9.0\n".to_vec();
+        let valid = dir.join("elsewhere.bin");
+        std::fs::write(&valid, encode(ImageKind::Ptx, &image)).unwrap();
+        let entry = dir.join(format!("{KEY}.ptx"));
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&valid, &entry).unwrap();
+        #[cfg(unix)]
+        let through_link = read_entry_in(&dir, KEY, ImageKind::Ptx);
+        #[cfg(unix)]
+        std::fs::remove_file(&entry).unwrap();
+        std::fs::rename(&valid, &entry).unwrap();
+        let regular = read_entry_in(&dir, KEY, ImageKind::Ptx);
+        // A file over the size limit is not read (a sparse file: no disk space used).
+        let huge = dir.join(format!("{KEY}.cubin"));
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_ENTRY_BYTES + 1)
+            .unwrap();
+        let oversized = read_entry_in(&dir, KEY, ImageKind::Cubin);
+        let huge_kept = huge.exists();
+        std::fs::remove_dir_all(&dir).unwrap();
+        #[cfg(unix)]
+        assert_eq!(through_link, None, "a link is not followed");
+        assert_eq!(regular.as_deref(), Some(&image[..]));
+        assert_eq!(oversized, None);
+        assert!(huge_kept);
+    }
+
+    #[test]
+    fn only_files_of_the_cache_layout_with_the_magic_are_chorus_files() {
+        let dir = scratch("layout");
+        let entry = encode(ImageKind::Ptx, b"image");
+        let cases: &[(String, &[u8], bool)] = &[
+            (format!("{KEY}.ptx"), &entry, true),
+            (format!("{KEY}.cubin"), b"CHORUSK\x01damaged", true),
+            (format!("{KEY}.ptx.Ab12Cd.tmp"), b"", true),
+            (format!("{KEY}.ptx.4242.7.tmp"), &entry, true),
+            (format!("{KEY}.ptx"), b"a user's file", false),
+            ("notes.ptx".into(), &entry, false),
+            ("kernel.cubin".into(), b"\x7fELF", false),
+            ("build.tmp".into(), b"", false),
+            (format!("{KEY}.txt"), &entry, false),
+            (format!("{}.ptx", &KEY[1..]), &entry, false),
+            (format!("{KEY}.ptx.x.tmp"), b"a user's file", false),
+        ];
+        let mut verdicts = Vec::new();
+        for (name, content, _) in cases {
+            let path = dir.join(name);
+            std::fs::write(&path, content).unwrap();
+            verdicts.push(is_chorus_file(&path));
+            std::fs::remove_file(&path).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        for ((name, _, expected), verdict) in cases.iter().zip(verdicts) {
+            assert_eq!(verdict, *expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn without_a_home_the_cache_is_per_user() {
+        let vars = |name: &str| match name {
+            "PATH" => Some("/usr/bin".into()),
+            _ => None,
+        };
+        let dir = dir_from_env(vars);
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        #[cfg(unix)]
+        assert_eq!(
+            name,
+            format!("chorus-cache-{}", rustix::process::geteuid().as_raw())
+        );
+        assert!(name.starts_with("chorus-cache-"), "{name}");
+        let home = dir_from_env(|name| (name == "HOME").then(|| "/home/u".into()));
+        assert_eq!(home, Path::new("/home/u/.cache/chorus"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_directory_others_may_write_or_own_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("shared");
+        std::fs::write(
+            dir.join(format!("{KEY}.ptx")),
+            encode(ImageKind::Ptx, b"planted"),
+        )
+        .unwrap();
+        let private = read_entry_in(&dir, KEY, ImageKind::Ptx);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let world_writable = read_entry_in(&dir, KEY, ImageKind::Ptx);
+        let refused = ensure_dir(&dir).unwrap_err().to_string();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let group_writable = read_entry_in(&dir, KEY, ImageKind::Ptx);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Another user's directory: only root can make one here.
+        let nobody = 65534;
+        let foreign = rustix::fs::chown(&dir, Some(rustix::fs::Uid::from_raw(nobody)), None)
+            .ok()
+            .map(|()| read_entry_in(&dir, KEY, ImageKind::Ptx));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(private.as_deref(), Some(&b"planted"[..]));
+        assert_eq!(world_writable, None);
+        assert!(
+            refused.contains("may be written by other users"),
+            "{refused}"
+        );
+        assert_eq!(group_writable, None);
+        match foreign {
+            Some(read) => assert_eq!(read, None, "another user's directory is not used"),
+            None => eprintln!("skipped the other-owner case: chown needs root"),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_cache_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = scratch("create");
+        let dir = parent.join("nested").join("chorus");
+        ensure_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        ensure_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&parent).unwrap();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     fn image(compiler: &Compiler, kind: ImageKind, tag: &str) -> CompiledImage {

@@ -100,14 +100,30 @@ impl Default for Settings {
 
 impl Settings {
     /// The defaults overridden by the `CHORUS_*` environment variables. An unparsable value is
-    /// an error naming the variable.
+    /// an error naming the variable and the values it accepts (every invalid variable, when
+    /// there are several).
     pub fn from_env() -> Result<Settings> {
         Settings::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// [`Settings::from_env`] over any source of variables (for tests and embedders).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
+        let (settings, errors) = Settings::from_lookup_keeping_valid(get);
+        if errors.is_empty() {
+            return Ok(settings);
+        }
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        Err(Error::InvalidArgument(messages.join("; ")))
+    }
+
+    /// The defaults overridden by every valid variable `get` gives, and an error (naming the
+    /// variable and the values it accepts) for each invalid one, whose setting keeps its
+    /// default: one bad variable does not undo the others.
+    pub fn from_lookup_keeping_valid(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> (Settings, Vec<Error>) {
         let mut s = Settings::default();
+        let mut errors = Vec::new();
         if let Some(v) = get("CHORUS_NVCC").filter(|v| !v.is_empty()) {
             s.nvcc_binary = Some(PathBuf::from(v));
         }
@@ -118,24 +134,30 @@ impl Settings {
             s.tmp_dir = Some(PathBuf::from(v));
         }
         if let Some(v) = get("CHORUS_COMPILER") {
-            s.compiler = CompilerChoice::parse(&v).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "CHORUS_COMPILER={v:?}: expected auto, nvrtc or nvcc"
-                ))
-            })?;
+            match CompilerChoice::parse(&v) {
+                Some(choice) => s.compiler = choice,
+                None => errors.push(invalid("CHORUS_COMPILER", &v, "auto, nvrtc or nvcc")),
+            }
         }
         if let Some(v) = get("CHORUS_IMAGE") {
-            s.image = ImageChoice::parse(&v).ok_or_else(|| {
-                Error::InvalidArgument(format!("CHORUS_IMAGE={v:?}: expected auto, ptx or cubin"))
-            })?;
+            match ImageChoice::parse(&v) {
+                Some(choice) => s.image = choice,
+                None => errors.push(invalid("CHORUS_IMAGE", &v, "auto, ptx or cubin")),
+            }
         }
         if let Some(v) = get("CHORUS_SHOW_MESSAGES") {
-            s.show_messages = parse_flag("CHORUS_SHOW_MESSAGES", &v)?;
+            match parse_flag(&v) {
+                Some(flag) => s.show_messages = flag,
+                None => errors.push(invalid("CHORUS_SHOW_MESSAGES", &v, FLAG_VALUES)),
+            }
         }
         if let Some(v) = get("CHORUS_DISK_CACHE") {
-            s.disk_cache = parse_flag("CHORUS_DISK_CACHE", &v)?;
+            match parse_flag(&v) {
+                Some(flag) => s.disk_cache = flag,
+                None => errors.push(invalid("CHORUS_DISK_CACHE", &v, FLAG_VALUES)),
+            }
         }
-        Ok(s)
+        (s, errors)
     }
 
     /// The nvcc binary the user named, or `None` for auto-detection (`"nvcc"` and
@@ -147,20 +169,29 @@ impl Settings {
     }
 }
 
-fn parse_flag(name: &str, value: &str) -> Result<bool> {
+/// The error for the variable `name` set to the invalid `value`.
+fn invalid(name: &str, value: &str, accepted: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{name}={value:?} is not valid: expected {accepted}"
+    ))
+}
+
+/// The values [`parse_flag`] accepts (any case), for error messages.
+const FLAG_VALUES: &str = "1, true, yes, on, or 0, false, no, off (or empty)";
+
+fn parse_flag(value: &str) -> Option<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" | "" => Ok(false),
-        _ => Err(Error::InvalidArgument(format!(
-            "{name}={value:?}: expected 0 or 1"
-        ))),
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
     }
 }
 
 static SETTINGS: RwLock<Option<Settings>> = RwLock::new(None);
 
-/// The process-wide settings (first read from the environment; an invalid variable is
-/// reported once as a `tracing` warning and the default is used instead).
+/// The process-wide settings (first read from the environment; each invalid variable is
+/// reported once as a `tracing` warning naming it and the values it accepts, and only its own
+/// setting keeps the default: the valid variables still count).
 pub fn settings() -> Settings {
     if let Some(s) = SETTINGS
         .read()
@@ -171,10 +202,12 @@ pub fn settings() -> Settings {
     }
     let mut slot = SETTINGS.write().unwrap_or_else(PoisonError::into_inner);
     slot.get_or_insert_with(|| {
-        Settings::from_env().unwrap_or_else(|e| {
-            tracing::warn!("{e}; using the default settings");
-            Settings::default()
-        })
+        let (settings, errors) =
+            Settings::from_lookup_keeping_valid(|name| std::env::var(name).ok());
+        for e in errors {
+            tracing::warn!("{e}; using the default for it");
+        }
+        settings
     })
     .clone()
 }
@@ -243,6 +276,49 @@ mod tests {
         assert!(e.contains("CHORUS_COMPILER") && e.contains("nvrtc"), "{e}");
         assert!(from(&[("CHORUS_SHOW_MESSAGES", "maybe")]).is_err());
         assert!(from(&[("CHORUS_IMAGE", "fatbin")]).is_err());
+    }
+
+    #[test]
+    fn an_invalid_variable_names_its_accepted_values_and_keeps_the_others() {
+        let vars: HashMap<&str, &str> = [
+            ("CHORUS_IMAGE", "cubn"),
+            ("CHORUS_NVCC", "/opt/cuda/bin/nvcc"),
+            ("CHORUS_COMPILER", "nvcc"),
+            ("CHORUS_DISK_CACHE", "nope"),
+            ("CHORUS_SHOW_MESSAGES", "on"),
+        ]
+        .into_iter()
+        .collect();
+        let (s, errors) =
+            Settings::from_lookup_keeping_valid(|k| vars.get(k).map(|v| v.to_string()));
+        assert_eq!(s.nvcc_binary, Some(PathBuf::from("/opt/cuda/bin/nvcc")));
+        assert_eq!(s.compiler, CompilerChoice::Nvcc);
+        assert!(s.show_messages);
+        assert_eq!(
+            s.image,
+            ImageChoice::Auto,
+            "the invalid one keeps its default"
+        );
+        assert!(s.disk_cache, "the invalid one keeps its default");
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(
+            messages[0].contains("CHORUS_IMAGE=\"cubn\"")
+                && messages[0].contains("auto, ptx or cubin"),
+            "{messages:?}"
+        );
+        assert!(
+            messages[1].contains("CHORUS_DISK_CACHE") && messages[1].contains("true, yes, on"),
+            "{messages:?}"
+        );
+        // The strict form reports both.
+        let e = Settings::from_lookup(|k| vars.get(k).map(|v| v.to_string()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CHORUS_IMAGE") && e.contains("CHORUS_DISK_CACHE"),
+            "{e}"
+        );
     }
 
     #[test]

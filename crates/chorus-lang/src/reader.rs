@@ -100,6 +100,8 @@ fn is_terminating(c: char) -> bool {
 
 impl Reader {
     fn new(text: &str, file: &str) -> Reader {
+        // A UTF-8 byte-order mark (some Windows editors write one) is no part of the text.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         Reader {
             chars: text.chars().collect(),
             pos: 0,
