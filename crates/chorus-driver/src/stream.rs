@@ -1,7 +1,7 @@
 //! Streams, the per-thread current stream (the seed's `*cuda-stream*`), events, timers and
 //! CUDA graphs.
 
-use crate::driver::{cu, cu_drop};
+use crate::call::{cu, cu_drop};
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult, CUstream};
 use std::cell::Cell;
@@ -47,12 +47,12 @@ impl Stream {
 
     /// True when every task of the stream has finished (`cuStreamQuery`).
     pub fn is_idle(&self) -> Result<bool> {
-        crate::driver::ensure_driver()?;
+        crate::call::ensure_driver()?;
         // SAFETY: the driver is loaded; the handle is valid while self lives.
         match unsafe { sys::cuStreamQuery(self.raw) } {
             CUresult::CUDA_SUCCESS => Ok(true),
             CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            other => crate::driver::check("cuStreamQuery", other).map(|()| false),
+            other => crate::call::check("cuStreamQuery", other).map(|()| false),
         }
     }
 
