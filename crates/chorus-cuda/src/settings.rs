@@ -170,17 +170,21 @@ pub fn settings() -> Settings {
         return s.clone();
     }
     let mut slot = SETTINGS.write().unwrap_or_else(PoisonError::into_inner);
-    slot.get_or_insert_with(|| {
-        Settings::from_env().unwrap_or_else(|e| {
-            tracing::warn!("{e}; using the default settings");
-            Settings::default()
+    let settings = slot
+        .get_or_insert_with(|| {
+            Settings::from_env().unwrap_or_else(|e| {
+                tracing::warn!("{e}; using the default settings");
+                Settings::default()
+            })
         })
-    })
-    .clone()
+        .clone();
+    chorus_driver::set_show_messages(settings.show_messages);
+    settings
 }
 
 /// Replaces the process-wide settings.
 pub fn set_settings(settings: Settings) {
+    chorus_driver::set_show_messages(settings.show_messages);
     *SETTINGS.write().unwrap_or_else(PoisonError::into_inner) = Some(settings);
 }
 

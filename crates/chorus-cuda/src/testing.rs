@@ -2,8 +2,7 @@
 //! fail under `CHORUS_REQUIRE_GPU=1` (set on machines that have one, so that a broken driver
 //! set-up cannot pass as a skip).
 
-use crate::context::{Context, device_count, with_cuda};
-use crate::driver::ensure_driver;
+use chorus_driver::{Context, device_count, ensure_driver, with_cuda};
 use crate::error::Result;
 
 /// True when the CUDA driver loads and reports a device. Otherwise prints why `test` is
