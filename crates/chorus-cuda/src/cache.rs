@@ -23,8 +23,8 @@
 //! into place, so readers see a whole entry or none; an entry whose header or checksum does not
 //! match (truncated, corrupted, foreign) is deleted and rebuilt.
 
-use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::error::{Error, Result};
+use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::settings::message;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

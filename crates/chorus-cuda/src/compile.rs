@@ -33,13 +33,13 @@
 //! seed's PTX-or-cubin rule needs the toolkit's version (no device known).
 
 use crate::cache;
-use crate::error::{Error, Result};
 pub use crate::diagnostics::source_excerpt;
+use crate::error::{Error, Result};
 pub use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::module::Module;
-use crate::nvrtc_loader;
 use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option};
 use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
+use crate::nvrtc_loader;
 use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -116,7 +116,6 @@ impl Compiler {
             Compiler::Nvcc { path, .. } => nvcc_version(path),
         }
     }
-
 }
 
 /// The architecture to compile for: the current context's device, else device 0 when a driver

@@ -224,11 +224,22 @@ mod tests {
             assert_eq!(cuda.to_string(), text);
             let same_variant = matches!(
                 (&driver, &cuda),
-                (chorus_driver::Error::SdkNotFound { .. }, Error::SdkNotFound { .. })
-                    | (chorus_driver::Error::Driver { .. }, Error::Driver { .. })
-                    | (chorus_driver::Error::OutOfMemory { .. }, Error::OutOfMemory { .. })
-                    | (chorus_driver::Error::InvalidArgument(_), Error::InvalidArgument(_))
-                    | (chorus_driver::Error::IndexOutOfRange { .. }, Error::IndexOutOfRange { .. })
+                (
+                    chorus_driver::Error::SdkNotFound { .. },
+                    Error::SdkNotFound { .. }
+                ) | (chorus_driver::Error::Driver { .. }, Error::Driver { .. })
+                    | (
+                        chorus_driver::Error::OutOfMemory { .. },
+                        Error::OutOfMemory { .. }
+                    )
+                    | (
+                        chorus_driver::Error::InvalidArgument(_),
+                        Error::InvalidArgument(_)
+                    )
+                    | (
+                        chorus_driver::Error::IndexOutOfRange { .. },
+                        Error::IndexOutOfRange { .. }
+                    )
                     | (chorus_driver::Error::NoContext, Error::NoContext)
             );
             assert!(same_variant, "{driver:?} became {cuda:?}");

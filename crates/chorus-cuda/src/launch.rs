@@ -3,12 +3,12 @@
 
 use crate::call::cu;
 use crate::error::{Error, Result};
-use chorus_driver::MemoryBlock;
 use crate::module::{Function, Signature};
+use chorus_driver::MemoryBlock;
+use chorus_driver::sys::{self, CUdeviceptr};
 use chorus_driver::{Stream, current_stream};
 use chorus_lang::host::KernelValue;
 use chorus_lang::types::Type;
-use chorus_driver::sys::{self, CUdeviceptr};
 use std::ffi::c_void;
 
 /// Three extents (grid, block or cluster sizes).

@@ -1,10 +1,10 @@
 //! Loaded modules (`cuModuleLoadData`) and their functions and globals.
 
-use crate::image::ImageKind;
 use crate::call::{cu, cu_drop};
 use crate::error::{Error, Result};
-use chorus_lang::ir;
+use crate::image::ImageKind;
 use chorus_driver::sys::{self, CUdeviceptr, CUfunction_attribute};
+use chorus_lang::ir;
 use std::ffi::CString;
 use std::sync::Arc;
 

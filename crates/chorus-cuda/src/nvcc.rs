@@ -1,8 +1,8 @@
 //! Finding and running nvcc (the seed's `find-nvcc`, `nvcc-available-p`, `nvcc-arch-option`).
 
 use crate::diagnostics::{compile_error, source_file_name};
-use crate::image::ImageKind;
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
 use crate::settings::{Settings, message, settings};
 use crate::tempdir::PrivateTempDir;
 use std::collections::HashMap;

@@ -1,8 +1,8 @@
 //! NVRTC: compiling CUDA C in process.
 
 use crate::diagnostics::{compile_error, source_file_name};
-use crate::image::ImageKind;
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
 use crate::nvrtc_loader;
 use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
 use std::ffi::{CStr, CString};

@@ -84,7 +84,10 @@ mod tests {
         let missing = Error::SdkNotFound {
             reason: "none of libcuda.so".into(),
         };
-        assert_eq!(missing.to_string(), "CUDA driver not found: none of libcuda.so");
+        assert_eq!(
+            missing.to_string(),
+            "CUDA driver not found: none of libcuda.so"
+        );
         assert!(!missing.is_driver_error("CUDA_ERROR_OUT_OF_MEMORY"));
         let oom = Error::OutOfMemory {
             requested: 10,

@@ -172,7 +172,9 @@ pub fn preload(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
             }
             // SAFETY: loading a CUDA library runs its initialisers, which is what cudarc would do.
             if let Ok(lib) = unsafe { Library::new(&candidate) } {
-                KEPT.lock().unwrap_or_else(PoisonError::into_inner).push(lib);
+                KEPT.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(lib);
                 return Some(candidate);
             }
         }
@@ -340,7 +342,13 @@ mod tests {
     #[test]
     fn the_driver_is_searched_in_system_then_toolkit_directories() {
         let dirs = driver_dirs();
-        assert_eq!(dirs[..SYSTEM_LIB_DIRS.len()], SYSTEM_LIB_DIRS.iter().map(PathBuf::from).collect::<Vec<_>>()[..]);
+        assert_eq!(
+            dirs[..SYSTEM_LIB_DIRS.len()],
+            SYSTEM_LIB_DIRS
+                .iter()
+                .map(PathBuf::from)
+                .collect::<Vec<_>>()[..]
+        );
         assert!(dirs[SYSTEM_LIB_DIRS.len()..].iter().all(|d| d.is_dir()));
     }
 

@@ -469,7 +469,11 @@ pub unsafe fn memset_device(ptr: CUdeviceptr, value: MemsetValue, count: usize) 
 /// `src` and `dst` are integers taken for device addresses: `bytes` bytes from `src` must be
 /// readable device memory, and `bytes` bytes from `dst` device memory the caller may write,
 /// both of the current context (or peer-accessible), not in use by work still running.
-pub unsafe fn memcpy_device_to_device(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
+pub unsafe fn memcpy_device_to_device(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
     cu!(cuMemcpyDtoD_v2(dst, src, bytes))
 }
 

@@ -193,7 +193,9 @@ mod tests {
         let roots = [root.clone(), root.join("absent"), root.clone()];
         let libs = lib_dirs(&roots);
         assert_eq!(
-            libs.iter().filter(|d| d.starts_with(&root)).collect::<Vec<_>>(),
+            libs.iter()
+                .filter(|d| d.starts_with(&root))
+                .collect::<Vec<_>>(),
             [&root.join("lib64"), &root.join("targets/x86_64-linux/lib")]
         );
         let includes = include_dirs(&roots);
