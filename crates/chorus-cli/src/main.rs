@@ -120,7 +120,7 @@ fn devices(args: &[String]) -> Result<(), Failure> {
     if !args.is_empty() {
         return Err(Failure::Usage("`devices` takes no arguments".into()));
     }
-    let failed = |e: chorus_cuda::Error| Failure::Failed(format!("chorus: {e}"));
+    let failed = |e: chorus_cuda::DriverError| Failure::Failed(format!("chorus: {e}"));
     let (major, minor) = chorus_cuda::driver_version().map_err(failed)?;
     let devices = chorus_cuda::devices().map_err(failed)?;
     let mut text = format!("CUDA driver {major}.{minor}, {} device(s)\n", devices.len());

@@ -66,12 +66,14 @@ enum CudaUnavailable {
 /// The CUDA runtime, started on first use; why not, where the driver or device is missing.
 fn cuda() -> Result<&'static CudaRuntime> {
     static RUNTIME: OnceLock<std::result::Result<CudaRuntime, CudaUnavailable>> = OnceLock::new();
-    let other = |e: chorus_cuda::Error| CudaUnavailable::Other(e.to_string());
+    let other = |e: chorus_cuda::DriverError| CudaUnavailable::Other(e.to_string());
     RUNTIME
         .get_or_init(|| {
             let device = cuda_device_ordinal().map_err(CudaUnavailable::Other)?;
             chorus_cuda::ensure_driver().map_err(|e| match e {
-                chorus_cuda::Error::SdkNotFound { reason } => CudaUnavailable::NoDriver(reason),
+                chorus_cuda::DriverError::SdkNotFound { reason } => {
+                    CudaUnavailable::NoDriver(reason)
+                }
                 e => other(e),
             })?;
             let count = chorus_cuda::device_count().map_err(other)?;
@@ -443,8 +445,9 @@ fn on_stack<const N: usize, R>(
     f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
 ) -> Result<R> {
     let inline: [chorus_cuda::KernelArg<'_>; N] = std::array::from_fn(|i| {
-        args.get(i)
-            .map_or(chorus_cuda::KernelArg::device_ptr(0), cuda_arg)
+        // SAFETY: a placeholder past the arguments, never passed to a kernel.
+        let placeholder = unsafe { chorus_cuda::KernelArg::device_ptr(0) };
+        args.get(i).map_or(placeholder, cuda_arg)
     });
     f(&inline[..args.len()])
 }
@@ -454,13 +457,19 @@ fn on_stack<const N: usize, R>(
 /// the backend.
 fn cuda_arg<'a>(arg: &'a Arg<'_>) -> chorus_cuda::KernelArg<'a> {
     match &arg.0 {
-        ArgKind::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
-        ArgKind::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
-            memory
-                .address()
-                .expect("checked: the memory is CUDA memory"),
-        ),
-        ArgKind::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
+        // SAFETY: the bytes of a value checked against the parameter's type and size.
+        ArgKind::Value { ty, bytes } => unsafe { chorus_cuda::KernelArg::raw(ty.clone(), bytes) },
+        // SAFETY: the address of live CUDA memory, checked against the parameter.
+        ArgKind::Memory { memory, .. } => unsafe {
+            chorus_cuda::KernelArg::device_ptr(
+                memory
+                    .address()
+                    .expect("checked: the memory is CUDA memory"),
+            )
+        },
+        // SAFETY: an address its maker vouched for (the facade's `Arg::device_address`),
+        // checked against the parameter's pointer type.
+        ArgKind::Address { address, .. } => unsafe { chorus_cuda::KernelArg::device_ptr(*address) },
     }
 }
 
