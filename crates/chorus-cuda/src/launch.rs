@@ -184,8 +184,9 @@ impl<'a> KernelArg<'a> {
         }
     }
 
-    /// A memory block, passed as its device pointer (`T*`).
-    pub fn block<T: KernelValue>(block: &MemoryBlock<T>) -> KernelArg<'a> {
+    /// A memory block, passed as its device pointer (`T*`). The argument borrows the block, so
+    /// the block cannot be dropped while the argument exists.
+    pub fn block<T: KernelValue>(block: &'a MemoryBlock<T>) -> KernelArg<'a> {
         KernelArg {
             ty: ArgType::PointerTo(T::kernel_type()),
             data: ArgData::Pointer(block.device_ptr()),
