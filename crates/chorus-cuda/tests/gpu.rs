@@ -293,7 +293,8 @@ fn streams_events_timers_and_graphs() {
         let mut a = MemoryBlock::<i32>::alloc_pinned(n as usize)?;
         assert_eq!(a.kind(), BlockKind::Pinned);
         let stream = Stream::new()?;
-        a.sync_async(Direction::HostToDevice, &stream)?;
+        // SAFETY: the host copy is next touched after `stream.synchronize()` below.
+        unsafe { a.sync_async(Direction::HostToDevice, &stream) }?;
         let timer = Timer::new()?;
         with_stream(&stream, || -> Result<()> {
             timer.start()?;
@@ -308,7 +309,8 @@ fn streams_events_timers_and_graphs() {
             }?;
             Ok(timer.stop()?)
         })?;
-        a.sync_async(Direction::DeviceToHost, &stream)?;
+        // SAFETY: as above: the host copy is read after `stream.synchronize()`.
+        unsafe { a.sync_async(Direction::DeviceToHost, &stream) }?;
         stream.synchronize()?;
         assert!(stream.is_idle()?);
         assert!(a.as_slice().iter().all(|&x| x == 1));

@@ -378,11 +378,15 @@ impl<T: Pod> MemoryBlock<T> {
         }
     }
 
-    /// Starts the copy on `stream` and returns. The host copy must not be touched until the
-    /// stream is synchronised (the borrow checker cannot see the device's progress). Pageable
-    /// blocks copy through the driver's staging buffers, so only pinned blocks overlap with
-    /// other work.
-    pub fn sync_async(&mut self, direction: Direction, stream: &Stream) -> Result<()> {
+    /// Starts the copy on `stream` and returns. Pageable blocks copy through the driver's
+    /// staging buffers, so only pinned blocks overlap with other work.
+    ///
+    /// # Safety
+    ///
+    /// The device reads or writes the host copy until `stream` has finished the copy, and the
+    /// borrow checker cannot see that: until then the host copy must not be written (nor, for
+    /// [`Direction::DeviceToHost`], read), and the block must not be dropped.
+    pub unsafe fn sync_async(&mut self, direction: Direction, stream: &Stream) -> Result<()> {
         let bytes = self.byte_len();
         match (self.kind(), direction) {
             (BlockKind::Managed, _) => Ok(()),
