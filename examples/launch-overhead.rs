@@ -44,7 +44,8 @@ fn native_cuda(a: &MemoryBlock<i32>, launches: u32) -> chorus::Result<f64> {
     let config = chorus::cuda::LaunchConfig::grid(1).block(32);
     per_launch(launches, || {
         let args = [
-            chorus::cuda::KernelArg::device_ptr(address),
+            // SAFETY: the address of `a`, alive for every launch, an int* as `touch` takes.
+            unsafe { chorus::cuda::KernelArg::device_ptr(address) },
             chorus::cuda::KernelArg::value(&n),
         ];
         Ok(chorus::cuda::launch(&function, &config, &args)?)

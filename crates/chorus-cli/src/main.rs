@@ -116,7 +116,7 @@ fn expand(file: &str) -> Result<(), Failure> {
 
 /// `devices`: one line per CUDA device, after the driver's CUDA version.
 fn devices() -> Result<(), Failure> {
-    let failed = |e: chorus_cuda::Error| Failure(format!("chorus: {e}"));
+    let failed = |e: chorus_cuda::DriverError| Failure(format!("chorus: {e}"));
     let (major, minor) = chorus_cuda::driver_version().map_err(failed)?;
     let devices = chorus_cuda::devices().map_err(failed)?;
     let mut text = format!("CUDA driver {major}.{minor}, {} device(s)\n", devices.len());

@@ -37,8 +37,8 @@
 //!   content starts with the entry magic (an empty temporary file too), so pointing
 //!   `CHORUS_CACHE_DIR` at a folder of other files is safe.
 
-use crate::compile::{CompiledImage, Compiler, ImageKind};
 use crate::error::{Error, Result};
+use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::settings::message;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -33,54 +33,16 @@
 //! seed's PTX-or-cubin rule needs the toolkit's version (no device known).
 
 use crate::cache;
+pub use crate::diagnostics::source_excerpt;
 use crate::error::{Error, Result};
-use crate::loader;
+pub use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::module::Module;
 use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option};
 use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
+use crate::nvrtc_loader;
 use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// The kind of module image a compiler produces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ImageKind {
-    /// PTX text, JIT-compiled by the driver at load time (needs a driver at least as new as the
-    /// toolkit's PTX ISA).
-    Ptx,
-    /// A cubin for one architecture, loaded as it is.
-    Cubin,
-}
-
-impl ImageKind {
-    /// The file extension (`ptx`, `cubin`).
-    pub fn extension(self) -> &'static str {
-        match self {
-            ImageKind::Ptx => "ptx",
-            ImageKind::Cubin => "cubin",
-        }
-    }
-}
-
-/// Which compiler made an image.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Compiler {
-    /// NVRTC in process.
-    Nvrtc {
-        /// The library files it would be loaded from, identified without loading them (a hex
-        /// SHA-256 of their paths, sizes and modification times), so that a cache hit does not
-        /// load NVRTC; or, when no file was found by searching, its version as `nvrtc X.Y`.
-        library: Arc<str>,
-    },
-    /// nvcc as a subprocess.
-    Nvcc {
-        /// The binary.
-        path: PathBuf,
-        /// The binary identified without running it (a hex SHA-256 of its path, size and
-        /// modification time): `nvcc --version` costs a process start per program start.
-        binary: Arc<str>,
-    },
-}
 
 impl Compiler {
     /// The compiler the settings choose: NVRTC when it loads (unless nvcc is asked for), else
@@ -99,18 +61,18 @@ impl Compiler {
         let found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
         // An NVRTC chosen by its files that then failed to load is chosen again no more.
         if let Some((_, compiler)) = found.iter().find(|(w, _)| *w == wanted)
-            && !(matches!(compiler, Compiler::Nvrtc { .. }) && loader::nvrtc_known_missing())
+            && !(matches!(compiler, Compiler::Nvrtc { .. }) && nvrtc_loader::nvrtc_known_missing())
         {
             return Ok(compiler.clone());
         }
         drop(found);
         let nvrtc = || -> Result<Compiler> {
-            if loader::nvrtc_known_missing() {
+            if nvrtc_loader::nvrtc_known_missing() {
                 // Probed and unusable: the probe's error.
                 nvrtc_version()?;
             }
             // Loading NVRTC only to name it would cost every process ~30 ms on a cache hit.
-            let library = match loader::nvrtc_fingerprint() {
+            let library = match nvrtc_loader::nvrtc_fingerprint() {
                 Some(files) => files,
                 None => {
                     let (major, minor) = nvrtc_version()?;
@@ -123,7 +85,7 @@ impl Compiler {
         };
         let nvcc = || {
             let path = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
-            let binary = match loader::files_identity(std::slice::from_ref(&path)) {
+            let binary = match nvrtc_loader::files_identity(std::slice::from_ref(&path)) {
                 Some(identity) => identity,
                 None => {
                     let (major, minor) = nvcc_version(&path)?;
@@ -154,37 +116,14 @@ impl Compiler {
             Compiler::Nvcc { path, .. } => nvcc_version(path),
         }
     }
-
-    /// A stable description (part of cache keys).
-    pub fn identity(&self) -> String {
-        match self {
-            Compiler::Nvrtc { library } => format!("nvrtc {library}"),
-            Compiler::Nvcc { path, binary } => format!("nvcc {binary} {}", path.display()),
-        }
-    }
-}
-
-/// A compiled module image.
-#[derive(Clone, Debug)]
-pub struct CompiledImage {
-    /// PTX text or cubin bytes.
-    pub bytes: Arc<[u8]>,
-    /// Which of the two.
-    pub kind: ImageKind,
-    /// The compiler that made it.
-    pub compiler: Compiler,
-    /// The options it was given.
-    pub options: Arc<[String]>,
-    /// Its disk-cache key (hex SHA-256, see [`cache`]).
-    pub key: Arc<str>,
 }
 
 /// The architecture to compile for: the current context's device, else device 0 when a driver
 /// is present, else `None`. Each device's compute capability is asked of the driver once.
 fn target_arch() -> Option<(u32, u32)> {
-    crate::context::current_compute_capability().or_else(|| {
-        crate::context::device_count().ok().filter(|n| *n > 0)?;
-        crate::context::compute_capability(0).ok()
+    chorus_driver::current_compute_capability().or_else(|| {
+        chorus_driver::device_count().ok().filter(|n| *n > 0)?;
+        chorus_driver::compute_capability(0).ok()
     })
 }
 
@@ -249,7 +188,7 @@ pub fn compile_with(
     let compiler = Compiler::from_settings(settings)?;
     match compile_by(&compiler, settings, source, name, kind) {
         Err(Error::NvrtcNotFound { .. })
-            if settings.compiler == CompilerChoice::Auto && loader::nvrtc_known_missing() =>
+            if settings.compiler == CompilerChoice::Auto && nvrtc_loader::nvrtc_known_missing() =>
         {
             let nvcc = Compiler::from_settings(settings)?;
             compile_by(&nvcc, settings, source, name, kind)
@@ -274,7 +213,7 @@ fn compile_by(
             arch,
             &settings.nvcc_options,
             || compiler.version(),
-            || crate::driver::driver_version().ok(),
+            || chorus_driver::driver_version().ok(),
         )?,
     };
     let lookup = cache::Lookup {
@@ -292,7 +231,7 @@ fn compile_by(
     }
     let options = match compiler {
         Compiler::Nvrtc { .. } => nvrtc_options(arch.unwrap_or((7, 5)), &settings.nvcc_options),
-        Compiler::Nvcc { .. } if arch.is_none() && crate::sdk_not_found() => {
+        Compiler::Nvcc { .. } if arch.is_none() && chorus_driver::sdk_not_found() => {
             settings.nvcc_options.clone()
         }
         Compiler::Nvcc { .. } => with_arch_option(&settings.nvcc_options, arch),
@@ -357,128 +296,9 @@ pub fn compile_and_load(source: &str, name: &str) -> Result<(Module, CompiledIma
     }
 }
 
-/// The file name the compilers give the CUDA C of compilation unit `name` (`vec-add` →
-/// `vec_add.cu`): what their logs call it, and so what [`source_excerpt`] looks for.
-pub(crate) fn source_file_name(name: &str) -> String {
-    let stem = chorus_lang::ir::c_identifier(name);
-    // Within common file-name limits, and on a character boundary.
-    let end = stem
-        .char_indices()
-        .map(|(i, c)| i + c.len_utf8())
-        .take_while(|end| *end <= 64)
-        .last()
-        .unwrap_or(0);
-    format!("{}.cu", &stem[..end])
-}
-
-/// An [`Error::Compile`] whose excerpt shows the lines of `source` (compiled as `file`) that
-/// the log points at.
-pub(crate) fn compile_error(
-    compiler: &str,
-    name: &str,
-    file: &str,
-    log: &str,
-    source: &str,
-) -> Error {
-    Error::Compile {
-        compiler: compiler.to_owned(),
-        name: name.to_owned(),
-        log: log.trim_end().to_owned(),
-        excerpt: source_excerpt(log, file, source),
-    }
-}
-
-/// The lines of `source` a compiler log refers to (`kernel.cu(12): error: …`, the form nvcc and
-/// NVRTC both use), each once, in order of first mention, as `\n  12 | text`.
-///
-/// Only diagnostics that point at `file` (the name `source` was compiled under, bare or as the
-/// last component of a path) are quoted: a line number in a header (`curand_kernel.h(82): …`)
-/// is not a line of `source`. Empty when the log names no line of it.
-pub fn source_excerpt(log: &str, file: &str, source: &str) -> String {
-    let lines: Vec<&str> = source.lines().collect();
-    let mut seen = Vec::new();
-    for line in log.lines() {
-        let Some(close) = line.find("): ") else {
-            continue;
-        };
-        let Some(open) = line[..close].rfind('(') else {
-            continue;
-        };
-        let path = line[..open].trim();
-        let names_file = path == file
-            || path
-                .strip_suffix(file)
-                .is_some_and(|dir| dir.ends_with('/') || dir.ends_with('\\'));
-        if !names_file {
-            continue;
-        }
-        let Ok(number) = line[open + 1..close].parse::<usize>() else {
-            continue;
-        };
-        if (1..=lines.len()).contains(&number) && !seen.contains(&number) {
-            seen.push(number);
-        }
-    }
-    if seen.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\nsource lines:");
-    for n in seen {
-        out.push_str(&format!("\n{n:>5} | {}", lines[n - 1]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn excerpts_name_the_lines_the_log_points_at() {
-        let source = "extern \"C\" __global__ void k(int* a) {\n  a[0] = undefined_name;\n}\n";
-        let log = "k.cu(2): error: identifier \"undefined_name\" is undefined\n\
-                   k.cu(2): note: again\n1 error detected in the compilation of \"k.cu\".\n";
-        let excerpt = source_excerpt(log, "k.cu", source);
-        assert_eq!(excerpt, "\nsource lines:\n    2 |   a[0] = undefined_name;");
-        assert_eq!(source_excerpt("k.cu(99): error: x", "k.cu", source), "");
-        assert_eq!(source_excerpt("no line numbers", "k.cu", source), "");
-        // nvcc names the file by its path.
-        assert_eq!(
-            source_excerpt("/tmp/chorus-1/k.cu(1): error: x", "k.cu", source),
-            "\nsource lines:\n    1 | extern \"C\" __global__ void k(int* a) {"
-        );
-    }
-
-    #[test]
-    fn excerpts_ignore_lines_of_headers_and_other_files() {
-        let source = "#include <curand_kernel.h>\nint a;\nint b;\n";
-        let log = "/usr/local/cuda/include/curand_kernel.h(2): error: something\n\
-                   curand_kernel.h(3): warning: other\n\
-                   ak.cu(1): error: a file whose name ends like ours\n\
-                   k.cu(3): error: ours\n";
-        assert_eq!(
-            source_excerpt(log, "k.cu", source),
-            "\nsource lines:\n    3 | int b;"
-        );
-        let only_headers = "/usr/local/cuda/include/curand_kernel.h(82): error: x\n";
-        assert_eq!(source_excerpt(only_headers, "k.cu", source), "");
-    }
-
-    #[test]
-    fn source_file_names_are_identifiers_of_bounded_length() {
-        assert_eq!(source_file_name("vec-add"), "vec_add.cu");
-        assert_eq!(source_file_name("../../etc/passwd"), "______etc_passwd.cu");
-        assert_eq!(source_file_name(&"x".repeat(300)).len(), 64 + 3);
-    }
-
-    #[test]
-    fn compile_errors_carry_log_and_excerpt() {
-        let e = compile_error("nvrtc", "k", "k.cu", "k.cu(1): error: bad\n", "int x = ;\n");
-        let text = e.to_string();
-        assert!(text.contains("nvrtc failed to compile k"), "{text}");
-        assert!(text.contains("k.cu(1): error: bad"), "{text}");
-        assert!(text.contains("    1 | int x = ;"), "{text}");
-    }
 
     /// [`default_kind`] with known versions.
     fn kind_of(

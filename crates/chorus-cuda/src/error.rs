@@ -1,4 +1,5 @@
-//! The one error type of the CUDA backend.
+//! The one error type of the CUDA backend: the driver layer's errors (converted variant for
+//! variant) and those of the compilers, the cache, the kernel manager and the language.
 
 /// Everything that can go wrong in `chorus-cuda`.
 ///
@@ -122,7 +123,7 @@ pub enum Error {
         /// The attempted transition (`load-module`).
         action: &'static str,
         /// The state the manager was in.
-        state: crate::manager::State,
+        state: crate::state::State,
     },
     /// An error of the kernel language (reader, expander, checker).
     #[error(transparent)]
@@ -157,5 +158,91 @@ impl Error {
     }
 }
 
+impl From<chorus_driver::Error> for Error {
+    fn from(error: chorus_driver::Error) -> Error {
+        use chorus_driver::Error as Driver;
+        match error {
+            Driver::SdkNotFound { reason } => Error::SdkNotFound { reason },
+            Driver::Driver {
+                call,
+                code,
+                name,
+                message,
+            } => Error::Driver {
+                call,
+                code,
+                name,
+                message,
+            },
+            Driver::OutOfMemory {
+                requested,
+                free,
+                total,
+            } => Error::OutOfMemory {
+                requested,
+                free,
+                total,
+            },
+            Driver::InvalidArgument(what) => Error::InvalidArgument(what),
+            Driver::IndexOutOfRange { index, len } => Error::IndexOutOfRange { index, len },
+            Driver::NoContext => Error::NoContext,
+        }
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_errors_convert_variant_for_variant_and_read_the_same() {
+        let cases = [
+            chorus_driver::Error::SdkNotFound {
+                reason: "none of libcuda.so".into(),
+            },
+            chorus_driver::Error::Driver {
+                call: "cuInit",
+                code: 100,
+                name: "CUDA_ERROR_NO_DEVICE".into(),
+                message: "no CUDA-capable device is detected".into(),
+            },
+            chorus_driver::Error::OutOfMemory {
+                requested: 3,
+                free: 2,
+                total: 1,
+            },
+            chorus_driver::Error::InvalidArgument("cannot allocate 0 bytes".into()),
+            chorus_driver::Error::IndexOutOfRange { index: 4, len: 2 },
+            chorus_driver::Error::NoContext,
+        ];
+        for driver in cases {
+            let text = driver.to_string();
+            let cuda = Error::from(driver.clone());
+            assert_eq!(cuda.to_string(), text);
+            let same_variant = matches!(
+                (&driver, &cuda),
+                (
+                    chorus_driver::Error::SdkNotFound { .. },
+                    Error::SdkNotFound { .. }
+                ) | (chorus_driver::Error::Driver { .. }, Error::Driver { .. })
+                    | (
+                        chorus_driver::Error::OutOfMemory { .. },
+                        Error::OutOfMemory { .. }
+                    )
+                    | (
+                        chorus_driver::Error::InvalidArgument(_),
+                        Error::InvalidArgument(_)
+                    )
+                    | (
+                        chorus_driver::Error::IndexOutOfRange { .. },
+                        Error::IndexOutOfRange { .. }
+                    )
+                    | (chorus_driver::Error::NoContext, Error::NoContext)
+            );
+            assert!(same_variant, "{driver:?} became {cuda:?}");
+        }
+    }
+}

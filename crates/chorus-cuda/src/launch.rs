@@ -1,14 +1,14 @@
 //! Launching kernels: grid and block sizes, arguments checked against the kernel's signature,
 //! and cluster launches (`cuLaunchKernelEx`, sm_90).
 
-use crate::driver::cu;
+use crate::call::cu;
 use crate::error::{Error, Result};
-use crate::memory::MemoryBlock;
 use crate::module::{Function, Signature};
-use crate::stream::{Stream, current_stream};
+use chorus_driver::MemoryBlock;
+use chorus_driver::sys::{self, CUdeviceptr};
+use chorus_driver::{Stream, current_stream};
 use chorus_lang::host::KernelValue;
 use chorus_lang::types::Type;
-use cudarc::driver::sys::{self, CUdeviceptr};
 use std::ffi::c_void;
 
 /// Three extents (grid, block or cluster sizes).
@@ -184,8 +184,9 @@ impl<'a> KernelArg<'a> {
         }
     }
 
-    /// A memory block, passed as its device pointer (`T*`).
-    pub fn block<T: KernelValue>(block: &MemoryBlock<T>) -> KernelArg<'a> {
+    /// A memory block, passed as its device pointer (`T*`). The argument borrows the block, so
+    /// the block cannot be dropped while the argument exists.
+    pub fn block<T: KernelValue>(block: &'a MemoryBlock<T>) -> KernelArg<'a> {
         KernelArg {
             ty: ArgType::PointerTo(T::kernel_type()),
             data: ArgData::Pointer(block.device_ptr()),
@@ -193,7 +194,14 @@ impl<'a> KernelArg<'a> {
     }
 
     /// A device pointer of a known element type.
-    pub fn typed_pointer(ptr: CUdeviceptr, pointee: Type) -> KernelArg<'a> {
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is an integer taken for a device address: the kernel will read and write
+    /// `pointee` values through it, so it must point to device memory of the launch's context
+    /// holding as many of them as the kernel touches, alive until the kernel has finished (a
+    /// [`MemoryBlock`] is the safe way: [`KernelArg::block`]).
+    pub unsafe fn typed_pointer(ptr: CUdeviceptr, pointee: Type) -> KernelArg<'a> {
         KernelArg {
             ty: ArgType::Typed(pointee.pointer_to()),
             data: ArgData::Pointer(ptr),
@@ -202,15 +210,27 @@ impl<'a> KernelArg<'a> {
 
     /// A raw device address, accepted for any pointer parameter (the seed's raw device-ptr
     /// argument).
-    pub fn device_ptr(ptr: CUdeviceptr) -> KernelArg<'a> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`KernelArg::typed_pointer`], for whatever type the kernel's parameter points to.
+    pub unsafe fn device_ptr(ptr: CUdeviceptr) -> KernelArg<'a> {
         KernelArg {
             ty: ArgType::AnyPointer,
             data: ArgData::Pointer(ptr),
         }
     }
 
-    /// Bytes claimed to be a value of `ty` (their length is checked against its layout).
-    pub fn raw(ty: Type, bytes: &'a [u8]) -> KernelArg<'a> {
+    /// Bytes claimed to be a value of `ty` (their length is checked against its layout at a
+    /// checked launch).
+    ///
+    /// # Safety
+    ///
+    /// The bytes must be a valid value of `ty` as the kernel reads it: where `ty` is or holds a
+    /// pointer, the bytes are an address made from an integer, with the contract of
+    /// [`KernelArg::typed_pointer`]. Scalars and structures of scalars have no invalid bytes:
+    /// for them [`KernelArg::value`] is the safe way.
+    pub unsafe fn raw(ty: Type, bytes: &'a [u8]) -> KernelArg<'a> {
         KernelArg {
             ty: ArgType::Typed(ty),
             data: ArgData::Bytes(bytes),
@@ -279,23 +299,31 @@ pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> 
     Ok(())
 }
 
-/// Launches `function` with `args` (asynchronously, as CUDA does). Arguments are checked
-/// against the kernel's signature when the function carries one (functions of a [`Program`]
-/// built from kernel text or IR); raw CUDA C kernels are passed the bytes as they are.
+/// Launches `function` with `args` (asynchronously, as CUDA does), after checking them against
+/// the kernel's signature. Only functions of a [`Program`] built from kernel text or IR carry
+/// one; a kernel of raw CUDA C has none, and launching it here is an
+/// [`Error::InvalidArgument`]: its arguments cannot be checked, so it is launched with the
+/// `unsafe` [`launch_unchecked`].
 ///
 /// [`Program`]: crate::Program
 pub fn launch(function: &Function, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-    if let Some(signature) = function.signature() {
-        check_arguments(signature, args)?;
-    }
-    // SAFETY: the arguments were checked against the signature where there is one; without
-    // one (raw CUDA C), passing the bytes as they are is this function's documented contract.
+    let Some(signature) = function.signature() else {
+        return Err(Error::InvalidArgument(
+            "the kernel has no signature to check its arguments against (raw CUDA C): \
+             launch it with the unsafe launch_unchecked"
+                .into(),
+        ));
+    };
+    check_arguments(signature, args)?;
+    // SAFETY: the arguments match the kernel's signature (checked above), and the signature
+    // is the kernel's: only a Program attaches one, from the IR its module was printed from.
     unsafe { launch_unchecked(function, config, args) }
 }
 
-/// [`launch`] without checking `args` against the kernel's signature, for callers that have
-/// checked them already (the `chorus` facade checks every launch against the same kernel
-/// parameters). The launch configuration is still validated.
+/// [`launch`] without checking `args` against the kernel's signature: for kernels of raw CUDA C,
+/// which have none, and for callers that have checked them already (the `chorus` facade checks
+/// every launch against the same kernel parameters). The launch configuration is still
+/// validated.
 ///
 /// # Safety
 ///
@@ -400,11 +428,15 @@ mod tests {
     fn arguments_report_their_types() {
         let n = 3i32;
         assert_eq!(KernelArg::value(&n).type_name(), "int");
-        assert_eq!(
-            KernelArg::typed_pointer(0, Type::FLOAT).type_name(),
-            "float*"
-        );
-        assert_eq!(KernelArg::device_ptr(0).type_name(), "a device pointer");
+        // SAFETY: never launched; only the claimed types are read.
+        let (typed, any) = unsafe {
+            (
+                KernelArg::typed_pointer(0, Type::FLOAT),
+                KernelArg::device_ptr(0),
+            )
+        };
+        assert_eq!(typed.type_name(), "float*");
+        assert_eq!(any.type_name(), "a device pointer");
         assert_eq!(KernelArg::value(&1.5f64).size(), 8);
     }
 }

@@ -16,35 +16,11 @@
 use crate::compile::{CompiledImage, compile_and_load};
 use crate::error::{Error, Result};
 use crate::module::{Function, Module, Signature};
+pub use crate::state::State;
 use chorus_lang::host::KernelValue;
 use chorus_lang::{Form, ir};
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-/// The state of a [`KernelManager`] (the seed's I–IV).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum State {
-    /// I: definitions only; nothing compiled.
-    Initial,
-    /// II: the definitions are compiled to a module image.
-    Compiled,
-    /// III: the image is loaded as a `CUmodule`.
-    ModuleLoaded,
-    /// IV: the kernels' `CUfunction`s are looked up.
-    FunctionLoaded,
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            State::Initial => "initial",
-            State::Compiled => "compiled",
-            State::ModuleLoaded => "module-loaded",
-            State::FunctionLoaded => "function-loaded",
-        })
-    }
-}
 
 /// What a definition defines (the head of its form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -281,7 +257,7 @@ impl KernelManager {
     fn ensure_module(&mut self) -> Result<()> {
         // A module loaded in another context (one since destroyed, or another device's) is
         // useless here: forget it and load again.
-        let current = crate::context::current_context();
+        let current = chorus_driver::current_context();
         if self
             .loaded
             .as_ref()
@@ -345,6 +321,9 @@ static DEFAULT: Mutex<Option<KernelManager>> = Mutex::new(None);
 /// A lock on the process-wide default manager (the seed's `*kernel-manager*`), safe to use
 /// from several threads one at a time.
 pub fn default_manager() -> DefaultManager {
+    // The driver knows nothing of managers: it calls back as a context is released.
+    static RELEASE_HOOK: std::sync::Once = std::sync::Once::new();
+    RELEASE_HOOK.call_once(|| chorus_driver::on_context_release(unload_default_in));
     let mut guard = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner);
     guard.get_or_insert_with(|| KernelManager::new("chorus-default"));
     DefaultManager(guard)
@@ -367,7 +346,7 @@ impl std::ops::DerefMut for DefaultManager {
 }
 
 /// Called as a context is destroyed: the default manager forgets modules loaded in it.
-pub(crate) fn unload_default_in(context: cudarc::driver::sys::CUcontext) {
+fn unload_default_in(context: chorus_driver::sys::CUcontext) {
     // `try_lock`: the thread dropping the context may hold the manager itself; then the
     // manager notices the stale module at its next use (`ensure_module`).
     let mut guard = match DEFAULT.try_lock() {

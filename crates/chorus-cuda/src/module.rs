@@ -1,10 +1,10 @@
 //! Loaded modules (`cuModuleLoadData`) and their functions and globals.
 
-use crate::compile::ImageKind;
-use crate::driver::{cu, cu_drop};
+use crate::call::{cu, cu_drop};
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
+use chorus_driver::sys::{self, CUdeviceptr, CUfunction_attribute};
 use chorus_lang::ir;
-use cudarc::driver::sys::{self, CUdeviceptr, CUfunction_attribute};
 use std::ffi::CString;
 use std::sync::Arc;
 
@@ -37,10 +37,10 @@ pub struct Module {
 impl Module {
     /// Loads a PTX or cubin image (`cuModuleLoadData`). PTX is NUL-terminated here if needed.
     pub fn load(image: &[u8], kind: ImageKind) -> Result<Module> {
-        let context = crate::context::current_context().ok_or_else(|| {
-            crate::driver::ensure_driver()
+        let context = chorus_driver::current_context().ok_or_else(|| {
+            chorus_driver::ensure_driver()
                 .err()
-                .unwrap_or(Error::NoContext)
+                .map_or(Error::NoContext, Error::from)
         })?;
         let mut raw = std::ptr::null_mut();
         match kind {
@@ -182,8 +182,10 @@ impl Function {
         self.signature.as_ref()
     }
 
-    /// Attaches the signature that [`crate::launch`] checks arguments against.
-    pub fn with_signature(mut self, signature: Signature) -> Function {
+    /// Attaches the signature that [`crate::launch`] checks arguments against. Crate-private:
+    /// only a signature from the IR the module was printed from is known to be the kernel's,
+    /// and [`crate::launch`] is safe because of it.
+    pub(crate) fn with_signature(mut self, signature: Signature) -> Function {
         self.signature = Some(signature);
         self
     }

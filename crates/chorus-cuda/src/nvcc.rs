@@ -1,7 +1,8 @@
 //! Finding and running nvcc (the seed's `find-nvcc`, `nvcc-available-p`, `nvcc-arch-option`).
 
-use crate::compile::{ImageKind, compile_error, source_file_name};
+use crate::diagnostics::{compile_error, source_file_name};
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
 use crate::settings::{Settings, message, settings};
 use crate::tempdir::PrivateTempDir;
 use std::collections::HashMap;
@@ -190,30 +191,10 @@ fn nvcc_candidates() -> Vec<PathBuf> {
             .into_iter()
             .map(|(_, v)| PathBuf::from(v).join("bin").join(NVCC)),
     );
-    for root in toolkit_roots() {
+    for root in chorus_driver::toolkit::install_roots() {
         out.push(root.join("bin").join(NVCC));
     }
     out
-}
-
-/// The conventional toolkit install directories: `/usr/local/cuda`, `/usr/local/cuda-X.Y`
-/// (newest first), `/opt/cuda`.
-pub(crate) fn toolkit_roots() -> Vec<PathBuf> {
-    let mut roots = vec![PathBuf::from("/usr/local/cuda")];
-    if let Ok(entries) = std::fs::read_dir("/usr/local") {
-        let mut versioned: Vec<((u32, u32), PathBuf)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let (major, minor) = name.strip_prefix("cuda-")?.split_once('.')?;
-                Some(((major.parse().ok()?, minor.parse().ok()?), e.path()))
-            })
-            .collect();
-        versioned.sort_by_key(|v| std::cmp::Reverse(v.0));
-        roots.extend(versioned.into_iter().map(|(_, p)| p));
-    }
-    roots.push(PathBuf::from("/opt/cuda"));
-    roots
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -1,8 +1,9 @@
 //! NVRTC: compiling CUDA C in process.
 
-use crate::compile::{ImageKind, compile_error, source_file_name};
+use crate::diagnostics::{compile_error, source_file_name};
 use crate::error::{Error, Result};
-use crate::loader;
+use crate::image::ImageKind;
+use crate::nvrtc_loader;
 use cudarc::nvrtc::sys::{self, nvrtcProgram, nvrtcResult};
 use std::ffi::{CStr, CString};
 
@@ -23,7 +24,7 @@ pub fn nvrtc_version() -> Result<(u32, u32)> {
 }
 
 fn ensure_nvrtc() -> Result<()> {
-    match &loader::nvrtc().missing {
+    match &nvrtc_loader::nvrtc().missing {
         None => Ok(()),
         Some(why) => Err(Error::NvrtcNotFound {
             reason: why.clone(),
@@ -63,7 +64,7 @@ pub(crate) fn nvrtc_options(arch: (u32, u32), user: &[String]) -> Vec<String> {
     if !user.iter().any(|o| crate::is_arch_option(o)) {
         options.push(format!("--gpu-architecture=sm_{}{}", arch.0, arch.1));
     }
-    for dir in loader::toolkit_include_dirs() {
+    for dir in nvrtc_loader::toolkit_include_dirs() {
         options.push(format!("--include-path={}", dir.display()));
     }
     // `-arch=native` is an nvcc option NVRTC does not know; the architecture is explicit here.

@@ -1,7 +1,7 @@
 //! A compiled, loaded compilation unit: its kernels and typed globals.
 
+use crate::call::cu;
 use crate::compile::{CompiledImage, compile_and_load};
-use crate::driver::cu;
 use crate::error::{Error, Result};
 use crate::module::{Function, Module, Signature};
 use chorus_lang::host::KernelValue;

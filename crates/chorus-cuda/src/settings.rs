@@ -201,19 +201,23 @@ pub fn settings() -> Settings {
         return s.clone();
     }
     let mut slot = SETTINGS.write().unwrap_or_else(PoisonError::into_inner);
-    slot.get_or_insert_with(|| {
-        let (settings, errors) =
-            Settings::from_lookup_keeping_valid(|name| std::env::var(name).ok());
-        for e in errors {
-            tracing::warn!("{e}; using the default for it");
-        }
-        settings
-    })
-    .clone()
+    let settings = slot
+        .get_or_insert_with(|| {
+            let (settings, errors) =
+                Settings::from_lookup_keeping_valid(|name| std::env::var(name).ok());
+            for e in errors {
+                tracing::warn!("{e}; using the default for it");
+            }
+            settings
+        })
+        .clone();
+    chorus_driver::set_show_messages(settings.show_messages);
+    settings
 }
 
 /// Replaces the process-wide settings.
 pub fn set_settings(settings: Settings) {
+    chorus_driver::set_show_messages(settings.show_messages);
     *SETTINGS.write().unwrap_or_else(PoisonError::into_inner) = Some(settings);
 }
 

@@ -2,9 +2,8 @@
 //! fail under `CHORUS_REQUIRE_GPU=1` (set on machines that have one, so that a broken driver
 //! set-up cannot pass as a skip).
 
-use crate::context::{Context, device_count, with_cuda};
-use crate::driver::ensure_driver;
 use crate::error::Result;
+use chorus_driver::{Context, device_count, ensure_driver, with_cuda};
 
 /// True when the CUDA driver loads and reports a device. Otherwise prints why `test` is
 /// skipped (to stderr) and returns false; under `CHORUS_REQUIRE_GPU=1` it panics instead,

@@ -23,9 +23,12 @@ fn matching_arguments_pass() {
     let s = signature(VEC_ADD, "vec-add-kernel");
     let n = 4i32;
     let args = [
-        KernelArg::typed_pointer(0x1000, Type::FLOAT),
-        KernelArg::device_ptr(0x2000),
-        KernelArg::typed_pointer(0x3000, Type::FLOAT),
+        // SAFETY: only checked against signatures, never launched: the addresses are never used.
+        unsafe { KernelArg::typed_pointer(0x1000, Type::FLOAT) },
+        // SAFETY: only checked against signatures, never launched: the addresses are never used.
+        unsafe { KernelArg::device_ptr(0x2000) },
+        // SAFETY: only checked against signatures, never launched: the addresses are never used.
+        unsafe { KernelArg::typed_pointer(0x3000, Type::FLOAT) },
         KernelArg::value(&n),
     ];
     check_arguments(&s, &args).unwrap();
@@ -35,7 +38,8 @@ fn matching_arguments_pass() {
 fn mismatches_name_the_argument_and_both_types() {
     let s = signature(VEC_ADD, "vec-add-kernel");
     let n = 4i32;
-    let p = KernelArg::typed_pointer(0x1000, Type::FLOAT);
+    // SAFETY: only checked against signatures, never launched: the addresses are never used.
+    let p = unsafe { KernelArg::typed_pointer(0x1000, Type::FLOAT) };
     let e = check_arguments(
         &s,
         &[
@@ -61,7 +65,10 @@ fn mismatches_name_the_argument_and_both_types() {
     );
     let e = check_arguments(
         &s,
-        &[p.clone(), p.clone(), p.clone(), KernelArg::device_ptr(0)],
+        // SAFETY: only checked against signatures, never launched: the addresses are never used.
+        &[p.clone(), p.clone(), p.clone(), unsafe {
+            KernelArg::device_ptr(0)
+        }],
     )
     .unwrap_err();
     assert_eq!(
@@ -92,14 +99,16 @@ fn vectors_and_structs_are_checked_by_type_and_size() {
     );
     let (v, w) = (Float3::new(1.0, 2.0, 3.0), Int2::new(1, 2));
     let pair = [1i32, 2];
-    let good = KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&pair));
+    // SAFETY: only checked against signatures, never launched: the addresses are never used.
+    let good = unsafe { KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&pair)) };
     check_arguments(
         &s,
         &[KernelArg::value(&v), KernelArg::value(&w), good.clone()],
     )
     .unwrap();
     let short = [1i32];
-    let bad = KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&short));
+    // SAFETY: only checked against signatures, never launched: the addresses are never used.
+    let bad = unsafe { KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&short)) };
     let e = check_arguments(&s, &[KernelArg::value(&v), KernelArg::value(&w), bad]).unwrap_err();
     assert_eq!(
         e.to_string(),

@@ -31,16 +31,19 @@ fn vec_add(n: usize) -> Result<()> {
     let threads = 256;
     let blocks = n.div_ceil(threads) as u32;
     let count = n as i32;
-    launch(
-        &f,
-        &LaunchConfig::grid(blocks).block(threads as u32),
-        &[
-            KernelArg::block(&a),
-            KernelArg::block(&b),
-            KernelArg::block(&c),
-            KernelArg::value(&count),
-        ],
-    )?;
+    // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+    unsafe {
+        launch_unchecked(
+            &f,
+            &LaunchConfig::grid(blocks).block(threads as u32),
+            &[
+                KernelArg::block(&a),
+                KernelArg::block(&b),
+                KernelArg::block(&c),
+                KernelArg::value(&count),
+            ],
+        )
+    }?;
     c.sync(Direction::DeviceToHost)?;
     for i in 0..n {
         assert_eq!(c[i], a[i] + b[i], "element {i} of {n}");
@@ -104,7 +107,8 @@ fn globals_round_trip() {
         assert_eq!(program.global_ref::<i32>("x")?, 7);
         program.set_global_ref("x", 42i32)?;
         assert_eq!(program.global_ref::<i32>("x")?, 42);
-        launch(&program.function("bump")?, &LaunchConfig::grid(1), &[])?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe { launch_unchecked(&program.function("bump")?, &LaunchConfig::grid(1), &[]) }?;
         assert_eq!(program.global_ref::<i32>("x")?, 43);
         assert_eq!(program.global_ref::<f32>("k")?, 2.5);
         let e = program.global_ref::<f64>("x").unwrap_err();
@@ -126,25 +130,31 @@ fn vector_and_struct_arguments() {
         )?;
         let mut out = MemoryBlock::<f32>::alloc(1)?;
         let v = Float3::new(1.0, 2.0, 3.0);
-        launch(
-            &program.function("sum3")?,
-            &LaunchConfig::grid(1),
-            &[KernelArg::value(&v), KernelArg::block(&out)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("sum3")?,
+                &LaunchConfig::grid(1),
+                &[KernelArg::value(&v), KernelArg::block(&out)],
+            )
+        }?;
         out.sync(Direction::DeviceToHost)?;
         assert_eq!(out[0], 6.0);
         let mut out = MemoryBlock::<i32>::alloc(1)?;
         let v = Int2::new(6, 7);
         let pair = [10i32, 4];
-        launch(
-            &program.function("sum2")?,
-            &LaunchConfig::grid(1),
-            &[
-                KernelArg::value(&v),
-                KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&pair)),
-                KernelArg::block(&out),
-            ],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("sum2")?,
+                &LaunchConfig::grid(1),
+                &[
+                    KernelArg::value(&v),
+                    KernelArg::raw(Type::Struct("pair".into()), bytemuck::cast_slice(&pair)),
+                    KernelArg::block(&out),
+                ],
+            )
+        }?;
         out.sync(Direction::DeviceToHost)?;
         assert_eq!(out[0], 48);
         Ok(())
@@ -166,23 +176,29 @@ fn device_functions_atomics_and_loops() {
         )?;
         let mut counters = MemoryBlock::<i32>::alloc(2)?;
         counters.sync(Direction::HostToDevice)?;
-        launch(
-            &program.function("count")?,
-            &LaunchConfig::grid(1).block(256),
-            &[
-                KernelArg::device_ptr(counters.device_ptr()),
-                KernelArg::device_ptr(counters.device_ptr() + 4),
-            ],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("count")?,
+                &LaunchConfig::grid(1).block(256),
+                &[
+                    KernelArg::device_ptr(counters.device_ptr()),
+                    KernelArg::device_ptr(counters.device_ptr() + 4),
+                ],
+            )
+        }?;
         counters.sync(Direction::DeviceToHost)?;
         assert_eq!(counters[0], 256);
         let mut out = MemoryBlock::<i32>::from_slice(&[0, 0, 1, 0])?;
         out.sync(Direction::HostToDevice)?;
-        launch(
-            &program.function("loops")?,
-            &LaunchConfig::grid(1),
-            &[KernelArg::block(&out)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("loops")?,
+                &LaunchConfig::grid(1),
+                &[KernelArg::block(&out)],
+            )
+        }?;
         out.sync(Direction::DeviceToHost)?;
         assert_eq!(out.as_slice(), &[240, 5, 1, 10]);
         Ok(())
@@ -207,21 +223,27 @@ fn shared_memory_shuffles_and_inline_asm() {
             "shared",
         )?;
         let mut a = MemoryBlock::<i32>::alloc(64)?;
-        launch(
-            &program.function("fill")?,
-            &LaunchConfig::grid(1).block(64).shared_mem(64 * 4),
-            &[KernelArg::block(&a)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("fill")?,
+                &LaunchConfig::grid(1).block(64).shared_mem(64 * 4),
+                &[KernelArg::block(&a)],
+            )
+        }?;
         a.sync(Direction::DeviceToHost)?;
         for i in 0..64 {
             assert_eq!(a[i], (63 - i as i32) * 3);
         }
         let mut out = MemoryBlock::<i32>::alloc(1)?;
-        launch(
-            &program.function("warp_sum")?,
-            &LaunchConfig::grid(1).block(32),
-            &[KernelArg::block(&out)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("warp_sum")?,
+                &LaunchConfig::grid(1).block(32),
+                &[KernelArg::block(&out)],
+            )
+        }?;
         out.sync(Direction::DeviceToHost)?;
         assert_eq!(out[0], (0..32).sum::<i32>());
         Ok(())
@@ -243,11 +265,14 @@ fn half_and_bfloat16() {
             MemoryBlock::from_slice(&[bf16::from_f32(3.0), bf16::from_f32(4.5), bf16::ZERO])?;
         h.sync(Direction::HostToDevice)?;
         b.sync(Direction::HostToDevice)?;
-        launch(
-            &program.function("add")?,
-            &LaunchConfig::grid(1),
-            &[KernelArg::block(&h), KernelArg::block(&b)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("add")?,
+                &LaunchConfig::grid(1),
+                &[KernelArg::block(&h), KernelArg::block(&b)],
+            )
+        }?;
         h.sync(Direction::DeviceToHost)?;
         b.sync(Direction::DeviceToHost)?;
         assert_eq!(h[2].to_f32(), 3.75);
@@ -268,31 +293,39 @@ fn streams_events_timers_and_graphs() {
         let mut a = MemoryBlock::<i32>::alloc_pinned(n as usize)?;
         assert_eq!(a.kind(), BlockKind::Pinned);
         let stream = Stream::new()?;
-        a.sync_async(Direction::HostToDevice, &stream)?;
+        // SAFETY: the host copy is next touched after `stream.synchronize()` below.
+        unsafe { a.sync_async(Direction::HostToDevice, &stream) }?;
         let timer = Timer::new()?;
         with_stream(&stream, || -> Result<()> {
             timer.start()?;
             // The current stream is used when the launch names none.
-            launch(
-                &f,
-                &LaunchConfig::grid(16).block(256),
-                &[KernelArg::block(&a), KernelArg::value(&n)],
-            )?;
-            timer.stop()
+            // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+            unsafe {
+                launch_unchecked(
+                    &f,
+                    &LaunchConfig::grid(16).block(256),
+                    &[KernelArg::block(&a), KernelArg::value(&n)],
+                )
+            }?;
+            Ok(timer.stop()?)
         })?;
-        a.sync_async(Direction::DeviceToHost, &stream)?;
+        // SAFETY: as above: the host copy is read after `stream.synchronize()`.
+        unsafe { a.sync_async(Direction::DeviceToHost, &stream) }?;
         stream.synchronize()?;
         assert!(stream.is_idle()?);
         assert!(a.as_slice().iter().all(|&x| x == 1));
         assert!(timer.elapsed_ms()? >= 0.0);
 
-        let graph = Graph::capture(&stream, || {
+        let graph = Graph::capture(&stream, || -> Result<()> {
             for _ in 0..3 {
-                launch(
-                    &f,
-                    &LaunchConfig::grid(16).block(256),
-                    &[KernelArg::block(&a), KernelArg::value(&n)],
-                )?;
+                // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+                unsafe {
+                    launch_unchecked(
+                        &f,
+                        &LaunchConfig::grid(16).block(256),
+                        &[KernelArg::block(&a), KernelArg::value(&n)],
+                    )
+                }?;
             }
             Ok(())
         })?;
@@ -306,7 +339,7 @@ fn streams_events_timers_and_graphs() {
             a.as_slice().iter().all(|&x| x == 16),
             "1 + 5 replays of 3 launches"
         );
-        assert!(Graph::capture(&Stream::null(), || Ok(())).is_err());
+        assert!(Graph::capture(&Stream::null(), || Ok::<_, Error>(())).is_err());
         Ok(())
     });
 }
@@ -327,11 +360,14 @@ fn cluster_launch() {
             "clusters",
         )?;
         let mut out = MemoryBlock::<u32>::alloc(8)?;
-        launch(
-            &program.function("ranks")?,
-            &LaunchConfig::grid(8).block(32).cluster(4),
-            &[KernelArg::block(&out)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("ranks")?,
+                &LaunchConfig::grid(8).block(32).cluster(4),
+                &[KernelArg::block(&out)],
+            )
+        }?;
         out.sync(Direction::DeviceToHost)?;
         let expected: Vec<u32> = (0..8).map(|b| (b % 4) * 100 + 4).collect();
         assert_eq!(out.as_slice(), &expected[..]);
@@ -343,10 +379,12 @@ fn cluster_launch() {
 fn memset_copies_pinned_and_managed_memory() {
     on_gpu("memory", |_| {
         let mut a = MemoryBlock::<u32>::alloc(64)?;
-        memset_device(a.device_ptr(), MemsetValue::U32(0xdead_beef), 64)?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe { memset_device(a.device_ptr(), MemsetValue::U32(0xdead_beef), 64) }?;
         a.sync(Direction::DeviceToHost)?;
         assert!(a.as_slice().iter().all(|&x| x == 0xdead_beef));
-        memset_device(a.device_ptr(), MemsetValue::U16(0x1234), 128)?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe { memset_device(a.device_ptr(), MemsetValue::U16(0x1234), 128) }?;
         a.sync(Direction::DeviceToHost)?;
         assert_eq!(a[5], 0x1234_1234);
         a.memset_device_bytes(0x01)?;
@@ -360,19 +398,26 @@ fn memset_copies_pinned_and_managed_memory() {
         }
         src.sync(Direction::HostToDevice)?;
         let mut dst = MemoryBlock::<i32>::alloc(5 * 3)?;
-        memset_device(dst.device_ptr(), MemsetValue::U32(u32::MAX), 15)?;
-        memcpy_device_to_device_2d(dst.device_ptr(), 5 * 4, src.device_ptr(), 8 * 4, 4 * 4, 3)?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe { memset_device(dst.device_ptr(), MemsetValue::U32(u32::MAX), 15) }?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            memcpy_device_to_device_2d(dst.device_ptr(), 5 * 4, src.device_ptr(), 8 * 4, 4 * 4, 3)
+        }?;
         dst.sync(Direction::DeviceToHost)?;
         assert_eq!(
             dst.as_slice(),
             &[0, 1, 2, 3, -1, 8, 9, 10, 11, -1, 16, 17, 18, 19, -1]
         );
         assert!(
-            memcpy_device_to_device_2d(dst.device_ptr(), 4, src.device_ptr(), 32, 16, 3).is_err()
+            // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+            unsafe { memcpy_device_to_device_2d(dst.device_ptr(), 4, src.device_ptr(), 32, 16, 3) }
+                .is_err()
         );
 
         let mut copy = MemoryBlock::<i32>::alloc(24)?;
-        memcpy_device_to_device(copy.device_ptr(), src.device_ptr(), 24 * 4)?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe { memcpy_device_to_device(copy.device_ptr(), src.device_ptr(), 24 * 4) }?;
         copy.sync(Direction::DeviceToHost)?;
         assert_eq!(copy.as_slice(), src.as_slice());
 
@@ -383,17 +428,20 @@ fn memset_copies_pinned_and_managed_memory() {
             "dbl",
         )?;
         managed.sync(Direction::HostToDevice)?;
-        launch(
-            &program.function("dbl")?,
-            &LaunchConfig::grid(1).block(256),
-            &[KernelArg::block(&managed)],
-        )?;
+        // SAFETY: the arguments are the CUDA C kernel's parameters, in order, and the pointers are of live blocks.
+        unsafe {
+            launch_unchecked(
+                &program.function("dbl")?,
+                &LaunchConfig::grid(1).block(256),
+                &[KernelArg::block(&managed)],
+            )
+        }?;
         managed.sync(Direction::DeviceToHost)?;
         assert_eq!(managed[3], 10);
         assert_eq!(managed.get(256), None);
         assert!(matches!(
             managed.at(300),
-            Err(Error::IndexOutOfRange {
+            Err(DriverError::IndexOutOfRange {
                 index: 300,
                 len: 256
             })
@@ -414,11 +462,11 @@ fn allocation_errors() {
     on_gpu("oversize", |_| {
         let (_, total) = memory_info()?;
         let e = MemoryBlock::<u8>::alloc(total * 2).unwrap_err();
-        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        assert!(matches!(e, DriverError::OutOfMemory { .. }), "{e}");
         assert!(e.to_string().contains("out of device memory"), "{e}");
         assert!(matches!(
             MemoryBlock::<f32>::alloc(0),
-            Err(Error::InvalidArgument(_))
+            Err(DriverError::InvalidArgument(_))
         ));
         Ok(())
     });

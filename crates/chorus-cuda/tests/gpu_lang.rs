@@ -109,13 +109,14 @@ fn argument_mismatches_are_clear_errors() {
             &f,
             &cfg,
             &[
-                KernelArg::device_ptr(a.device_ptr()),
+                // SAFETY: the address is of a live block of the launch's context (the launch then fails its check).
+                unsafe { KernelArg::device_ptr(a.device_ptr()) },
                 KernelArg::block(&a),
                 KernelArg::block(&a),
                 KernelArg::value(&n),
             ],
         )?;
-        synchronize_context()
+        Ok(synchronize_context()?)
     });
 }
 

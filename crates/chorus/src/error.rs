@@ -243,6 +243,12 @@ pub enum Error {
     },
 }
 
+impl From<chorus_cuda::DriverError> for Error {
+    fn from(error: chorus_cuda::DriverError) -> Error {
+        chorus_cuda::Error::from(error).into()
+    }
+}
+
 impl From<chorus_cuda::Error> for Error {
     fn from(error: chorus_cuda::Error) -> Error {
         match error {

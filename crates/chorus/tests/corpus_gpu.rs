@@ -59,10 +59,13 @@ fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<O
         .args
         .iter()
         .map(|a| match a {
-            corpus::Arg::Buffer { .. } => {
+            // SAFETY: the address of a live allocation; the launch checks it against the
+            // kernel's signature.
+            corpus::Arg::Buffer { .. } => unsafe {
                 KernelArg::device_ptr(next.next().expect("one per buffer").ptr())
-            }
-            corpus::Arg::Value { ty, bytes } => KernelArg::raw(ty.clone(), bytes),
+            },
+            // SAFETY: a scalar value's bytes, checked against the signature at launch.
+            corpus::Arg::Value { ty, bytes } => unsafe { KernelArg::raw(ty.clone(), bytes) },
         })
         .collect();
     let config = LaunchConfig::grid(case.grid)

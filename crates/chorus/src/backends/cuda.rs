@@ -20,14 +20,14 @@ impl BackendImpl for Cuda {
     }
 
     fn probe(&self) -> std::result::Result<usize, Unavailable> {
-        chorus_cuda::ensure_driver().map_err(|e| match e {
+        chorus_cuda::ensure_driver().map_err(|e| match chorus_cuda::Error::from(e) {
             chorus_cuda::Error::SdkNotFound { reason } => Unavailable::NoDriver { reason },
             e => Unavailable::Driver(Arc::new(e)),
         })?;
         match chorus_cuda::device_count() {
             Ok(0) => Err(Unavailable::NoDevices),
             Ok(count) => Ok(count),
-            Err(e) => Err(Unavailable::Driver(Arc::new(e))),
+            Err(e) => Err(Unavailable::Driver(Arc::new(e.into()))),
         }
     }
 
@@ -57,7 +57,7 @@ impl BackendImpl for Cuda {
 
     fn open(&self, index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
         let context = chorus_cuda::retain_primary_context(index)
-            .map_err(|e| Unavailable::Driver(Arc::new(e)))?;
+            .map_err(|e| Unavailable::Driver(Arc::new(e.into())))?;
         Ok(Box::new(CudaDevice {
             context: Arc::new(context),
         }))
@@ -65,10 +65,10 @@ impl BackendImpl for Cuda {
 }
 
 /// A CUDA error of the operation on device `index`.
-fn device_error(index: usize) -> impl Fn(chorus_cuda::Error) -> Error {
+fn device_error<E: Into<chorus_cuda::Error>>(index: usize) -> impl Fn(E) -> Error {
     move |source| Error::Cuda {
         device: Some(Device::handle(Backend::Cuda, index)),
-        source,
+        source: source.into(),
     }
 }
 
@@ -100,7 +100,7 @@ impl CudaDevice {
         enter(&self.context)
     }
 
-    fn error(&self) -> impl Fn(chorus_cuda::Error) -> Error {
+    fn error<E: Into<chorus_cuda::Error>>(&self) -> impl Fn(E) -> Error {
         device_error(self.context.device())
     }
 }
@@ -293,7 +293,10 @@ impl CompiledImpl for CudaCompiled {
         // Through device memory of the global's size: the driver copies between device
         // addresses and between device memory and the host.
         let staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
-        chorus_cuda::memcpy_device_to_device(staging.ptr(), address, bytes).map_err(&on)?;
+        // SAFETY: both ranges are `bytes` long: `staging` was allocated with the global's size
+        // and `address` is the global's own address in this context's module.
+        unsafe { chorus_cuda::memcpy_device_to_device(staging.ptr(), address, bytes) }
+            .map_err(&on)?;
         staging.copy_to_host(dst).map_err(&on)
     }
 
@@ -303,8 +306,12 @@ impl CompiledImpl for CudaCompiled {
         let (address, bytes) = self.global(global)?;
         let mut staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
         staging.copy_from_host(src).map_err(&on)?;
-        chorus_cuda::memcpy_device_to_device(address, staging.ptr(), bytes.min(src.len()))
-            .map_err(&on)
+        // SAFETY: the copy is at most the global's size, which is both the global's extent at
+        // `address` and `staging`'s length.
+        unsafe {
+            chorus_cuda::memcpy_device_to_device(address, staging.ptr(), bytes.min(src.len()))
+        }
+        .map_err(&on)
     }
 }
 
@@ -328,8 +335,10 @@ fn on_stack<const N: usize, R>(
     args: &[ArgRef<'_>],
     f: impl FnOnce(&[chorus_cuda::KernelArg<'_>]) -> Result<R>,
 ) -> Result<R> {
-    let mut inline: [chorus_cuda::KernelArg<'_>; N] =
-        std::array::from_fn(|_| chorus_cuda::KernelArg::device_ptr(0));
+    let mut inline: [chorus_cuda::KernelArg<'_>; N] = std::array::from_fn(|_| {
+        // SAFETY: a placeholder past the arguments, never passed to a kernel.
+        unsafe { chorus_cuda::KernelArg::device_ptr(0) }
+    });
     for (slot, arg) in inline.iter_mut().zip(args) {
         *slot = cuda_arg(arg)?;
     }
@@ -339,13 +348,20 @@ fn on_stack<const N: usize, R>(
 /// One argument as the CUDA driver takes it.
 fn cuda_arg<'a>(arg: &'a ArgRef<'_>) -> Result<chorus_cuda::KernelArg<'a>> {
     Ok(match arg {
-        ArgRef::Value { ty, bytes } => chorus_cuda::KernelArg::raw(ty.clone(), bytes),
-        ArgRef::Memory { memory, .. } => chorus_cuda::KernelArg::device_ptr(
-            memory.memory.address().ok_or(Error::ForeignObject {
+        // SAFETY: the bytes of a value `args::check_args` checked against the parameter's type
+        // and size.
+        ArgRef::Value { ty, bytes } => unsafe { chorus_cuda::KernelArg::raw(ty.clone(), bytes) },
+        ArgRef::Memory { memory, .. } => {
+            let address = memory.memory.address().ok_or(Error::ForeignObject {
                 backend: Backend::Cuda,
                 what: "memory argument",
-            })?,
-        ),
-        ArgRef::Address { address, .. } => chorus_cuda::KernelArg::device_ptr(*address),
+            })?;
+            // SAFETY: the address of live CUDA memory on this device, checked against the
+            // parameter's element type.
+            unsafe { chorus_cuda::KernelArg::device_ptr(address) }
+        }
+        // SAFETY: an address its maker vouched for (`DeviceAddress::new` is unsafe), checked
+        // against the parameter's pointer type.
+        ArgRef::Address { address, .. } => unsafe { chorus_cuda::KernelArg::device_ptr(*address) },
     })
 }

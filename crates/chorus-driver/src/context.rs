@@ -1,9 +1,9 @@
 //! Devices and contexts (the seed's `with-cuda`, `device-attribute`, primary contexts).
 
-use crate::driver::{cu, cu_drop};
+use crate::call::{cu, cu_drop};
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 /// What `chorus devices` prints about one GPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,8 +106,9 @@ pub fn synchronize_context() -> Result<()> {
     cu!(cuCtxSynchronize())
 }
 
-/// The current context of this thread, if any (null-safe; `None` without a driver).
-pub(crate) fn current_context() -> Option<sys::CUcontext> {
+/// The current context of this thread, if any (`None` without a driver or outside every
+/// context).
+pub fn current_context() -> Option<sys::CUcontext> {
     let current = || -> Result<sys::CUcontext> {
         let mut ctx = std::ptr::null_mut();
         cu!(cuCtxGetCurrent(&mut ctx))?;
@@ -244,9 +245,32 @@ impl Context {
     }
 }
 
+/// What runs as a [`Context`] is released: see [`on_context_release`].
+pub type ReleaseHook = fn(sys::CUcontext);
+
+static RELEASE_HOOKS: RwLock<Vec<ReleaseHook>> = RwLock::new(Vec::new());
+
+/// Registers `hook` to run, with the raw handle, as each [`Context`] is dropped, before the
+/// driver destroys or releases it: a layer above that keeps per-context state (`chorus-cuda`'s
+/// kernel manager, which forgets the modules it loaded in that context) lets go of it there.
+/// Hooks run in the order registered; register each once.
+pub fn on_context_release(hook: ReleaseHook) {
+    RELEASE_HOOKS
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(hook);
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
-        crate::manager::unload_default_in(self.raw);
+        // Copied out so that a hook may register another without deadlocking.
+        let hooks = RELEASE_HOOKS
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for hook in hooks {
+            hook(self.raw);
+        }
         match self.ownership {
             Ownership::Created => cu_drop!(cuCtxDestroy_v2(self.raw)),
             Ownership::Primary => {
@@ -258,10 +282,9 @@ impl Drop for Context {
     }
 }
 
-/// Runs `body` with a new context on device `id` (the seed's `with-cuda`). Inside, compiles
-/// target the device (`-arch=sm_XY` first in the nvcc options unless the settings name an
-/// architecture). Before it returns, the default kernel manager unloads the modules it loaded
-/// in this context, and the context is destroyed.
+/// Runs `body` with a new context on device `id` (the seed's `with-cuda`). Before it returns,
+/// the context is destroyed, after the [release hooks](on_context_release) have run
+/// (`chorus-cuda`'s default kernel manager unloads the modules it loaded in it there).
 pub fn with_cuda<R, E: From<Error>>(
     id: usize,
     body: impl FnOnce(&Context) -> std::result::Result<R, E>,

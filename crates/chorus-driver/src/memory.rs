@@ -3,11 +3,11 @@
 //!
 //! Freeing twice cannot happen: every allocation is owned by one value and freed by its `Drop`.
 
-use crate::context::memory_info;
-use crate::driver::{cu, cu_drop};
+use crate::call::{cu, cu_drop};
+use crate::context::{memory_info, synchronize_context};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
-use chorus_lang::host::KernelValue;
+use bytemuck::Pod;
 use cudarc::driver::sys::{self, CUdeviceptr};
 use std::ops::{Index, IndexMut};
 
@@ -216,18 +216,18 @@ enum Host<T> {
 /// [`get_mut`]: MemoryBlock::get_mut
 /// [`sync`]: MemoryBlock::sync
 #[derive(Debug)]
-pub struct MemoryBlock<T: KernelValue> {
+pub struct MemoryBlock<T: Pod> {
     host: Host<T>,
     device: CUdeviceptr,
     len: usize,
 }
 
 // SAFETY: the block owns its host and device memory; T is Pod.
-unsafe impl<T: KernelValue> Send for MemoryBlock<T> {}
+unsafe impl<T: Pod> Send for MemoryBlock<T> {}
 // SAFETY: shared access only reads.
-unsafe impl<T: KernelValue> Sync for MemoryBlock<T> {}
+unsafe impl<T: Pod> Sync for MemoryBlock<T> {}
 
-impl<T: KernelValue> MemoryBlock<T> {
+impl<T: Pod> MemoryBlock<T> {
     /// `n` zeroed elements in pageable host memory plus `n` on the device of the current
     /// context. `n == 0` and sizes beyond the device's free memory are errors.
     pub fn alloc(n: usize) -> Result<MemoryBlock<T>> {
@@ -366,7 +366,7 @@ impl<T: KernelValue> MemoryBlock<T> {
         let bytes = self.byte_len();
         match (self.kind(), direction) {
             (BlockKind::Managed, Direction::HostToDevice) => Ok(()),
-            (BlockKind::Managed, Direction::DeviceToHost) => crate::synchronize_context(),
+            (BlockKind::Managed, Direction::DeviceToHost) => synchronize_context(),
             (_, Direction::HostToDevice) => {
                 let src = self.as_slice().as_ptr();
                 cu!(cuMemcpyHtoD_v2(self.device, src.cast(), bytes))
@@ -378,11 +378,15 @@ impl<T: KernelValue> MemoryBlock<T> {
         }
     }
 
-    /// Starts the copy on `stream` and returns. The host copy must not be touched until the
-    /// stream is synchronised (the borrow checker cannot see the device's progress). Pageable
-    /// blocks copy through the driver's staging buffers, so only pinned blocks overlap with
-    /// other work.
-    pub fn sync_async(&mut self, direction: Direction, stream: &Stream) -> Result<()> {
+    /// Starts the copy on `stream` and returns. Pageable blocks copy through the driver's
+    /// staging buffers, so only pinned blocks overlap with other work.
+    ///
+    /// # Safety
+    ///
+    /// The device reads or writes the host copy until `stream` has finished the copy, and the
+    /// borrow checker cannot see that: until then the host copy must not be written (nor, for
+    /// [`Direction::DeviceToHost`], read), and the block must not be dropped.
+    pub unsafe fn sync_async(&mut self, direction: Direction, stream: &Stream) -> Result<()> {
         let bytes = self.byte_len();
         match (self.kind(), direction) {
             (BlockKind::Managed, _) => Ok(()),
@@ -409,11 +413,12 @@ impl<T: KernelValue> MemoryBlock<T> {
 
     /// Fills the device copy with bytes of value `byte` (`cuMemsetD8`).
     pub fn memset_device_bytes(&mut self, byte: u8) -> Result<()> {
-        memset_device(self.device, MemsetValue::U8(byte), self.byte_len())
+        // SAFETY: the block owns `byte_len()` bytes of device memory at `device`.
+        unsafe { memset_device(self.device, MemsetValue::U8(byte), self.byte_len()) }
     }
 }
 
-impl<T: KernelValue> Index<usize> for MemoryBlock<T> {
+impl<T: Pod> Index<usize> for MemoryBlock<T> {
     type Output = T;
     /// The host copy's element `i`. Panics past the end, like `Vec`; see [`MemoryBlock::get`].
     fn index(&self, i: usize) -> &T {
@@ -421,14 +426,14 @@ impl<T: KernelValue> Index<usize> for MemoryBlock<T> {
     }
 }
 
-impl<T: KernelValue> IndexMut<usize> for MemoryBlock<T> {
+impl<T: Pod> IndexMut<usize> for MemoryBlock<T> {
     /// The host copy's element `i`, writable. Panics past the end, like `Vec`.
     fn index_mut(&mut self, i: usize) -> &mut T {
         &mut self.as_mut_slice()[i]
     }
 }
 
-impl<T: KernelValue> Drop for MemoryBlock<T> {
+impl<T: Pod> Drop for MemoryBlock<T> {
     fn drop(&mut self) {
         cu_drop!(cuMemFree_v2(self.device));
     }
@@ -446,7 +451,14 @@ pub enum MemsetValue {
 }
 
 /// Sets `count` elements of the value's width at `ptr` (the seed's `memset-device`).
-pub fn memset_device(ptr: CUdeviceptr, value: MemsetValue, count: usize) -> Result<()> {
+///
+/// # Safety
+///
+/// `ptr` is an integer taken for a device address: `count` elements of the value's width
+/// from it must be device memory of the current context that the caller may write (an
+/// allocation it owns, such as [`DeviceMemory::ptr`] or [`MemoryBlock::device_ptr`]), aligned
+/// to that width, and not in use by a kernel or copy still running.
+pub unsafe fn memset_device(ptr: CUdeviceptr, value: MemsetValue, count: usize) -> Result<()> {
     match value {
         MemsetValue::U8(v) => cu!(cuMemsetD8_v2(ptr, v, count)),
         MemsetValue::U16(v) => cu!(cuMemsetD16_v2(ptr, v, count)),
@@ -455,13 +467,28 @@ pub fn memset_device(ptr: CUdeviceptr, value: MemsetValue, count: usize) -> Resu
 }
 
 /// Copies `bytes` bytes between device addresses (`cuMemcpyDtoD`).
-pub fn memcpy_device_to_device(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
+///
+/// # Safety
+///
+/// `src` and `dst` are integers taken for device addresses: `bytes` bytes from `src` must be
+/// readable device memory, and `bytes` bytes from `dst` device memory the caller may write,
+/// both of the current context (or peer-accessible), not in use by work still running.
+pub unsafe fn memcpy_device_to_device(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
     cu!(cuMemcpyDtoD_v2(dst, src, bytes))
 }
 
 /// Copies a `width_bytes` × `height` rectangle between device buffers with row pitches
 /// `dst_pitch` and `src_pitch` bytes (`cuMemcpy2D`).
-pub fn memcpy_device_to_device_2d(
+///
+/// # Safety
+///
+/// As for [`memcpy_device_to_device`], for the `height` rows of `width_bytes` bytes at
+/// `src + row · src_pitch` and `dst + row · dst_pitch`.
+pub unsafe fn memcpy_device_to_device_2d(
     dst: CUdeviceptr,
     dst_pitch: usize,
     src: CUdeviceptr,

@@ -1,7 +1,7 @@
 //! Streams, the per-thread current stream (the seed's `*cuda-stream*`), events, timers and
 //! CUDA graphs.
 
-use crate::driver::{cu, cu_drop};
+use crate::call::{cu, cu_drop};
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult, CUstream};
 use std::cell::Cell;
@@ -47,12 +47,12 @@ impl Stream {
 
     /// True when every task of the stream has finished (`cuStreamQuery`).
     pub fn is_idle(&self) -> Result<bool> {
-        crate::driver::ensure_driver()?;
+        crate::call::ensure_driver()?;
         // SAFETY: the driver is loaded; the handle is valid while self lives.
         match unsafe { sys::cuStreamQuery(self.raw) } {
             CUresult::CUDA_SUCCESS => Ok(true),
             CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            other => crate::driver::check("cuStreamQuery", other).map(|()| false),
+            other => crate::call::check("cuStreamQuery", other).map(|()| false),
         }
     }
 
@@ -200,12 +200,14 @@ unsafe impl Send for Graph {}
 
 impl Graph {
     /// Records the work `body` puts on `stream` (which becomes the current stream inside)
-    /// into a graph instead of running it. `stream` must not be the null stream.
-    pub fn capture(stream: &Stream, body: impl FnOnce() -> Result<()>) -> Result<Graph> {
+    /// into a graph instead of running it. `stream` must not be the null stream. `body` may
+    /// fail with any error this crate's converts into (`chorus-cuda`'s launches, say).
+    pub fn capture<E: From<Error>>(
+        stream: &Stream,
+        body: impl FnOnce() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Graph, E> {
         if stream.raw.is_null() {
-            return Err(Error::InvalidArgument(
-                "cannot capture the null stream".into(),
-            ));
+            return Err(Error::InvalidArgument("cannot capture the null stream".into()).into());
         }
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         cu!(cuStreamBeginCapture_v2(stream.raw, mode))?;
@@ -215,7 +217,7 @@ impl Graph {
         let graph = (!raw.is_null()).then_some(Graph { raw });
         result?;
         ended?;
-        graph.ok_or_else(|| Error::InvalidArgument("the capture produced no graph".into()))
+        graph.ok_or_else(|| Error::InvalidArgument("the capture produced no graph".into()).into())
     }
 
     /// An executable instance of the graph.

@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 /// `cu!(cuMemAlloc_v2(&mut ptr, bytes))` names the entry point in the error.
 macro_rules! cu {
     ($f:ident ( $($arg:expr),* $(,)? )) => {{
-        $crate::driver::ensure_driver()?;
+        $crate::call::ensure_driver()?;
         // SAFETY: the driver is loaded and initialised (checked above); each call site passes
         // arguments that satisfy the entry point's contract.
-        $crate::driver::check(stringify!($f), unsafe { ::cudarc::driver::sys::$f($($arg),*) })
+        $crate::call::check(stringify!($f), unsafe { ::cudarc::driver::sys::$f($($arg),*) })
     }};
 }
 pub(crate) use cu;
@@ -25,23 +25,18 @@ macro_rules! cu_drop {
     ($f:ident ( $($arg:expr),* $(,)? )) => {{
         // SAFETY: as in `cu!`; the handle released here was created by this crate.
         let result = unsafe { ::cudarc::driver::sys::$f($($arg),*) };
-        if let Err(e) = $crate::driver::check(stringify!($f), result) {
-            ::tracing::debug!(target: "chorus_cuda", "{e}");
+        if let Err(e) = $crate::call::check(stringify!($f), result) {
+            ::tracing::debug!(target: "chorus_driver", "{e}");
         }
     }};
 }
 pub(crate) use cu_drop;
 
 /// True when the CUDA driver library could not be loaded (the seed's `*sdk-not-found*`). Every
-/// driver call then returns [`Error::SdkNotFound`]. This says nothing about the toolkit: see
-/// [`crate::nvcc_available`] and [`nvrtc_available`].
+/// driver call then returns [`Error::SdkNotFound`]. This says nothing about the toolkit (NVRTC,
+/// nvcc), which `chorus-cuda` probes.
 pub fn sdk_not_found() -> bool {
     !loader::driver().present()
-}
-
-/// True when NVRTC loads.
-pub fn nvrtc_available() -> bool {
-    loader::nvrtc().present()
 }
 
 /// Loads the driver (once) and calls `cuInit(0)` (once). Every entry point of this crate that
@@ -65,9 +60,10 @@ pub fn ensure_driver() -> Result<()> {
     }
 }
 
-/// `Ok(())` for `CUDA_SUCCESS`, else an [`Error::Driver`] with the result's name and message
-/// (from `cuGetErrorName` / `cuGetErrorString`).
-pub(crate) fn check(call: &'static str, result: CUresult) -> Result<()> {
+/// `Ok(())` for `CUDA_SUCCESS`, else an [`Error::Driver`] naming `call`, with the result's
+/// name and message (from `cuGetErrorName` / `cuGetErrorString`). For callers of [`crate::sys`]
+/// after [`ensure_driver`].
+pub fn check(call: &'static str, result: CUresult) -> Result<()> {
     if result == CUresult::CUDA_SUCCESS {
         return Ok(());
     }
@@ -80,15 +76,18 @@ pub(crate) fn check(call: &'static str, result: CUresult) -> Result<()> {
     })
 }
 
-/// The name and description of a `CUresult`.
+/// The name and description of a `CUresult` (`CUDA_ERROR_OUT_OF_MEMORY`, `out of memory`);
+/// without a driver, the enum's Rust name and `unknown error`.
 pub fn error_text(result: CUresult) -> (String, String) {
     let mut name = std::ptr::null();
     let mut message = std::ptr::null();
-    // SAFETY: the driver is loaded (a CUresult came from it); both functions write a pointer
-    // to a static string or leave it untouched on failure.
-    unsafe {
-        sys::cuGetErrorName(result, &mut name);
-        sys::cuGetErrorString(result, &mut message);
+    if loader::driver().present() {
+        // SAFETY: the driver is loaded with both symbols (probed); each function writes a
+        // pointer to a static string, or leaves it null on failure.
+        unsafe {
+            sys::cuGetErrorName(result, &mut name);
+            sys::cuGetErrorString(result, &mut message);
+        }
     }
     let text = |p: *const std::ffi::c_char| {
         // SAFETY: non-null pointers from the driver are NUL-terminated static strings.
@@ -127,6 +126,26 @@ mod tests {
         assert_eq!(split_version(13000), (13, 0));
         assert_eq!(split_version(12090), (12, 9));
         assert_eq!(split_version(11080), (11, 8));
+    }
+
+    #[test]
+    fn without_a_driver_results_are_named_by_their_enum() {
+        if !sdk_not_found() {
+            return;
+        }
+        let (name, message) = error_text(CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        assert_eq!(name, "CUDA_ERROR_OUT_OF_MEMORY");
+        assert_eq!(message, "unknown error");
+        let e = check("cuMemAlloc_v2", CUresult::CUDA_ERROR_OUT_OF_MEMORY).unwrap_err();
+        assert!(e.is_driver_error("CUDA_ERROR_OUT_OF_MEMORY"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY ({}): unknown error",
+                CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32
+            )
+        );
+        assert!(check("cuInit", CUresult::CUDA_SUCCESS).is_ok());
     }
 
     #[test]

@@ -1,0 +1,106 @@
+//! The driver layer's error type.
+
+/// Everything that can go wrong in `chorus-driver`.
+///
+/// Nothing in this crate panics on a missing driver: its absence is an
+/// [`Error::SdkNotFound`]. `chorus-cuda`'s error has each of these variants under the same
+/// name and converts from this one variant for variant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so.1`, `nvcuda.dll`) could not be loaded.
+    #[error("CUDA driver not found: {reason}")]
+    SdkNotFound {
+        /// What was searched, or why loading failed.
+        reason: String,
+    },
+    /// A driver call returned an error.
+    #[error("{call} failed: {name} ({code}): {message}")]
+    Driver {
+        /// The driver entry point (`cuModuleLoadData`).
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// Its name (`CUDA_ERROR_INVALID_VALUE`).
+        name: String,
+        /// The driver's description of it.
+        message: String,
+    },
+    /// An allocation asked for more device memory than is free.
+    #[error("out of device memory: asked for {requested} bytes, {free} of {total} bytes free")]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes free on the device when the allocation failed.
+        free: usize,
+        /// Total bytes of the device.
+        total: usize,
+    },
+    /// An argument outside what the call accepts (a zero-sized allocation, a null stream to
+    /// capture).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An element index past the end of a memory block.
+    #[error("index {index} out of range for a memory block of {len} elements")]
+    IndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The number of elements.
+        len: usize,
+    },
+    /// A call that needs a current CUDA context ran outside [`crate::with_cuda`] or a
+    /// [`crate::Context`].
+    #[error("no current CUDA context (call it inside with_cuda or while a Context is current)")]
+    NoContext,
+}
+
+impl Error {
+    /// True for [`Error::Driver`] with the given `CUresult` name.
+    pub fn is_driver_error(&self, cu_name: &str) -> bool {
+        matches!(self, Error::Driver { name, .. } if name == cu_name)
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_call_the_result_and_its_message() {
+        let e = Error::Driver {
+            call: "cuMemAlloc_v2",
+            code: 2,
+            name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            message: "out of memory".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"
+        );
+        assert!(e.is_driver_error("CUDA_ERROR_OUT_OF_MEMORY"));
+        assert!(!e.is_driver_error("CUDA_ERROR_INVALID_VALUE"));
+        let missing = Error::SdkNotFound {
+            reason: "none of libcuda.so".into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "CUDA driver not found: none of libcuda.so"
+        );
+        assert!(!missing.is_driver_error("CUDA_ERROR_OUT_OF_MEMORY"));
+        let oom = Error::OutOfMemory {
+            requested: 10,
+            free: 4,
+            total: 8,
+        };
+        assert_eq!(
+            oom.to_string(),
+            "out of device memory: asked for 10 bytes, 4 of 8 bytes free"
+        );
+        assert_eq!(
+            Error::IndexOutOfRange { index: 5, len: 3 }.to_string(),
+            "index 5 out of range for a memory block of 3 elements"
+        );
+    }
+}
