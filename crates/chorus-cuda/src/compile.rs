@@ -181,7 +181,7 @@ pub struct CompiledImage {
 
 /// The architecture to compile for: the current context's device, else device 0 when a driver
 /// is present, else `None`. Each device's compute capability is asked of the driver once.
-fn target_arch() -> Option<(u32, u32)> {
+pub(crate) fn target_arch() -> Option<(u32, u32)> {
     crate::context::current_compute_capability().or_else(|| {
         crate::context::device_count().ok().filter(|n| *n > 0)?;
         crate::context::compute_capability(0).ok()

@@ -207,6 +207,7 @@ impl KernelManager {
         }
         let forms: Vec<Form> = self.definitions.iter().map(|d| d.form.clone()).collect();
         let ir = crate::frontend::compile_forms(&forms)?;
+        crate::program::validate_for_device(&ir)?;
         let source = crate::frontend::print_module(&ir);
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;
