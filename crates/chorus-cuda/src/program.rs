@@ -34,12 +34,12 @@ impl Program {
         })
     }
 
-    /// Validates `module` for the device (see [`validate_for_device`]), prints it as CUDA C,
-    /// compiles and loads it. Takes the module or an `Arc` of it
+    /// Validates `module` for the device it is compiled for (the current context's, else device
+    /// 0), prints it as CUDA C, compiles and loads it. Takes the module or an `Arc` of it
     /// (shared, not copied: the program's kernels keep it for their signatures).
     pub fn from_ir(module: impl Into<Arc<ir::Module>>, name: &str) -> Result<Program> {
         let module = module.into();
-        validate_for_device(&module)?;
+        crate::frontend::validate_for_arch(&module, crate::compile::target_arch())?;
         let source = crate::frontend::print_module(&module);
         let (loaded, image) = compile_and_load(&source, name)?;
         Ok(Program {
@@ -157,15 +157,4 @@ impl Program {
         let bytes = bytemuck::bytes_of(&value);
         cu!(cuMemcpyHtoD_v2(ptr, bytes.as_ptr().cast(), bytes.len()))
     }
-}
-
-/// Validates `module` against the device it will be compiled for (the current context's, else
-/// device 0; see [`chorus_lang::target::Target::cuda`]), so that a feature the device lacks or
-/// a limit it exceeds is an error at its span rather than a compiler's. With no device known
-/// nothing is checked here: the checker has already validated for the default CUDA target.
-pub(crate) fn validate_for_device(module: &ir::Module) -> Result<()> {
-    if let Some((major, minor)) = crate::compile::target_arch() {
-        chorus_lang::check::validate(module, &chorus_lang::target::Target::cuda(major, minor))?;
-    }
-    Ok(())
 }
