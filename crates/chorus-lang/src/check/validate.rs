@@ -166,7 +166,7 @@ impl Validator<'_> {
         let Some(bounds) = f.launch_bounds else {
             return Ok(());
         };
-        let what = format!("the launch bounds of `{}`", f.name);
+        let what = format!("`launch-bounds` in `{}`", f.name);
         self.needs(Capability::LaunchBounds, &what, &f.span)?;
         if bounds.max_threads > t.max_threads_per_block {
             return err(
@@ -179,9 +179,11 @@ impl Validator<'_> {
             );
         }
         if bounds.min_blocks.is_some() {
+            let what = format!("the second value of `launch-bounds` in `{}`", f.name);
             self.needs(Capability::LaunchMinBlocks, &what, &f.span)?;
         }
         if bounds.max_cluster.is_some() {
+            let what = format!("the third value of `launch-bounds` in `{}`", f.name);
             self.needs(Capability::Clusters, &what, &f.span)?;
         }
         Ok(())
@@ -343,11 +345,9 @@ impl Validator<'_> {
                         return err(
                             span,
                             format!(
-                                "this call of `{callee_name}` makes `{}` recursive, and \
-                                 recursion needs {}, which the {} does not have",
-                                self.m.functions[caller].name,
-                                Capability::Recursion,
-                                self.target
+                                "this call of `{callee_name}` makes `{}` recursive, and the \
+                                 {} does not have recursion",
+                                self.m.functions[caller].name, self.target
                             ),
                         );
                     }
