@@ -27,7 +27,7 @@ pub(super) fn array_bytes(element: &Type, sizes: &[u64], m: &Module, target: &Ta
 
 /// `48 KiB`, or `1000 bytes` for a limit that is not a whole number of KiB.
 pub(super) fn amount(bytes: u64) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} bytes")

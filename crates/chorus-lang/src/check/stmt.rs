@@ -478,7 +478,9 @@ impl FnCx<'_> {
                 format!("with-shared-memory needs a list of arrays: {usage}"),
             );
         };
-        let mut arrays: Vec<(&str, Type, Vec<Expr>, Vec<u64>, &Form)> = Vec::new();
+        let mut arrays: Vec<(&str, Type, Vec<Expr>, Vec<u64>)> = Vec::new();
+        // Each array's spec: its statement's span, where the validator reports its size.
+        let mut array_specs: Vec<&Form> = Vec::new();
         for spec in binding_list(specs, "with-shared-memory", usage)? {
             let Some([name, ty_form, dims @ ..]) = spec.as_list() else {
                 return err(
@@ -518,11 +520,12 @@ impl FnCx<'_> {
                 }
                 exprs.push(e);
             }
-            arrays.push((name_str, element, exprs, sizes, spec));
+            arrays.push((name_str, element, exprs, sizes));
+            array_specs.push(spec);
         }
         let block = self.scoped(|cx| {
             let mut stmts = Vec::new();
-            for (name, element, dims, sizes, spec) in arrays {
+            for ((name, element, dims, sizes), spec) in arrays.into_iter().zip(array_specs) {
                 let mut ty = element.clone();
                 for _ in 0..sizes.len() {
                     ty = ty.pointer_to();
