@@ -80,6 +80,7 @@ pub use printf::MAX_PRINTF_FIELD;
 
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{self, FunctionKind};
+use chorus_lang::target::Target;
 use chorus_lang::types::Type;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -172,9 +173,13 @@ impl std::fmt::Debug for CpuModule {
 
 impl CpuModule {
     /// Prepares `module`: allocates and initialises its globals and compiles every function.
-    /// Anything the CPU cannot run (`cuda-asm`, clusters) is an [`Error::Unsupported`] naming
-    /// the statement.
+    /// Anything the CPU cannot run (what [`Target::cpu`] lacks: `cuda-asm`, clusters) is an
+    /// [`Error::Unsupported`] naming the statement, found by [`chorus_lang::check::validate`].
     pub fn new(module: Arc<ir::Module>) -> Result<CpuModule> {
+        chorus_lang::check::validate(&module, &Target::cpu()).map_err(|e| Error::Unsupported {
+            span: e.span,
+            what: e.message,
+        })?;
         let mut globals = Vec::with_capacity(module.globals.len());
         for g in &module.globals {
             let bytes = compile::constant_bytes(&module, g)?;

@@ -120,7 +120,7 @@ impl Compiler {
 
 /// The architecture to compile for: the current context's device, else device 0 when a driver
 /// is present, else `None`. Each device's compute capability is asked of the driver once.
-fn target_arch() -> Option<(u32, u32)> {
+pub(crate) fn target_arch() -> Option<(u32, u32)> {
     chorus_driver::current_compute_capability().or_else(|| {
         chorus_driver::device_count().ok().filter(|n| *n > 0)?;
         chorus_driver::compute_capability(0).ok()

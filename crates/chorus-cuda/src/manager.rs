@@ -183,6 +183,7 @@ impl KernelManager {
         }
         let forms: Vec<Form> = self.definitions.iter().map(|d| d.form.clone()).collect();
         let ir = crate::frontend::compile_forms(&forms)?;
+        crate::frontend::validate_for_arch(&ir, crate::compile::target_arch())?;
         let source = crate::frontend::print_module(&ir);
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;

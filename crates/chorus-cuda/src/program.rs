@@ -34,10 +34,12 @@ impl Program {
         })
     }
 
-    /// Prints `module` as CUDA C, compiles and loads it. Takes the module or an `Arc` of it
+    /// Validates `module` for the device it is compiled for (the current context's, else device
+    /// 0), prints it as CUDA C, compiles and loads it. Takes the module or an `Arc` of it
     /// (shared, not copied: the program's kernels keep it for their signatures).
     pub fn from_ir(module: impl Into<Arc<ir::Module>>, name: &str) -> Result<Program> {
         let module = module.into();
+        crate::frontend::validate_for_arch(&module, crate::compile::target_arch())?;
         let source = crate::frontend::print_module(&module);
         let (loaded, image) = compile_and_load(&source, name)?;
         Ok(Program {

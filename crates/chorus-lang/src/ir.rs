@@ -71,7 +71,9 @@ impl Module {
     }
 }
 
-/// A `defkernel-struct`.
+/// A `defkernel-struct`. Its field offsets, size and alignment are C-family layouts
+/// ([`crate::target::LayoutRules::C`]: CUDA, HIP, the CPU executor); another target's layout
+/// (Metal's) comes from [`crate::target::Target::struct_layout`].
 #[derive(Clone, Debug)]
 pub struct StructDef {
     /// Kernel-language name (`pair`).

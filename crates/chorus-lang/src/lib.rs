@@ -14,7 +14,10 @@
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
 //! * [`ir`]: the typed intermediate representation every back end consumes.
 //! * [`cuda`]: the CUDA C printer.
-//! * [`check`]: the type checker, from expanded forms to [`ir::Module`].
+//! * [`check`]: the type checker, from expanded forms to [`ir::Module`], and the validator
+//!   ([`check::validate`]) that checks a module against a [`target::Target`].
+//! * [`target`]: what each target (CUDA, HIP, Metal, the CPU executor) can run, its limits and
+//!   its host layouts.
 
 pub mod check;
 pub mod cuda;
@@ -26,6 +29,7 @@ pub mod ir;
 pub mod reader;
 pub mod span;
 pub mod stack;
+pub mod target;
 pub mod types;
 
 pub use error::{Error, Result};
@@ -35,16 +39,35 @@ pub use reader::{read_one, read_str};
 pub use span::Span;
 pub use types::Type;
 
-/// Compiles the top-level forms of one compilation unit to its typed IR: expands its macros
-/// with a fresh [`Expander`] ([`Expander::expand_unit`]), then checks the result
-/// ([`check::check_module`]).
-pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
+/// Compiles the top-level forms of one compilation unit to its typed IR for `target`: expands
+/// its macros with a fresh [`Expander`] ([`Expander::expand_unit`]), checks the result
+/// ([`check::check_module`]), then validates it for `target` ([`check::validate`]): a feature
+/// the target lacks or a limit it exceeds is an error at its span.
+pub fn compile_forms_for(forms: &[Form], target: &target::Target) -> Result<ir::Module> {
     let expanded = Expander::new().expand_unit(forms)?;
-    check::check_module(&expanded)
+    let module = check::check_module(&expanded)?;
+    check::validate(&module, target)?;
+    Ok(module)
+}
+
+/// Reads kernel text (`file` names it in spans and messages) and compiles it for `target` with
+/// [`compile_forms_for`].
+pub fn compile_str_for(text: &str, file: &str, target: &target::Target) -> Result<ir::Module> {
+    compile_forms_for(&read_str(text, file)?, target)
+}
+
+/// [`compile_forms_for`] the default CUDA target ([`target::Target::default_cuda`], sm_90),
+/// which has every feature of the language: so this checks the language and the limits of a
+/// CUDA device (48 KiB of static shared memory, 32 764 bytes of kernel parameters, 1024
+/// threads per block). For a module only another target can run (a HIP kernel with 64 KiB of
+/// static shared memory), use [`compile_forms_for`]; for the language alone, with no target,
+/// [`check::check_module`] after [`Expander::expand_unit`].
+pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
+    compile_forms_for(forms, &target::Target::default_cuda())
 }
 
 /// Reads kernel text (`file` names it in spans and messages) and compiles it with
-/// [`compile_forms`].
+/// [`compile_forms`] (for the default CUDA target).
 pub fn compile_str(text: &str, file: &str) -> Result<ir::Module> {
     compile_forms(&read_str(text, file)?)
 }

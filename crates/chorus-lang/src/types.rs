@@ -385,23 +385,6 @@ impl Type {
             Type::CurandStateXorwow => "curandStateXORWOW_t".into(),
         }
     }
-
-    /// Size and alignment in bytes. Structure layouts come from `structs`; `None` for `void`
-    /// and unknown structures.
-    pub fn layout(&self, structs: &[crate::ir::StructDef]) -> Option<(usize, usize)> {
-        match self {
-            Type::Void => None,
-            Type::Bool => Some((1, 1)),
-            Type::Scalar(s) => Some((s.size(), s.align())),
-            Type::Vector(v) => Some((v.size(), v.align())),
-            Type::Pointer(_) => Some((8, 8)),
-            Type::CurandStateXorwow => Some((48, 8)),
-            Type::Struct(name) => {
-                let def = structs.iter().find(|s| *s.name == **name)?;
-                Some((def.size, def.align))
-            }
-        }
-    }
 }
 
 impl fmt::Display for Type {

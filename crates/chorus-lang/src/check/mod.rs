@@ -21,6 +21,8 @@ mod printf;
 mod shared;
 mod stmt;
 mod toplevel;
+mod validate;
+mod walk;
 
 use crate::error::{Error, Result};
 use crate::form::Form;
@@ -30,6 +32,7 @@ use crate::types::Type;
 use std::collections::HashMap;
 
 pub use toplevel::{STACK_SIZE, check_module};
+pub use validate::validate;
 
 /// An error at `span`.
 fn err<T>(span: &Span, message: impl Into<String>) -> Result<T> {
@@ -66,8 +69,6 @@ struct FnCx<'m> {
     locals: Vec<Local>,
     /// The number of dimensions of each `with-shared-memory` array.
     shared_dims: HashMap<LocalId, usize>,
-    /// Bytes of `with-shared-memory` declared so far in this function.
-    static_shared_bytes: u64,
     /// Visible names, innermost scope last.
     scopes: Vec<Vec<(String, LocalId)>>,
     /// C names of the locals.
@@ -84,7 +85,6 @@ impl<'m> FnCx<'m> {
             ret,
             locals: Vec::new(),
             shared_dims: HashMap::new(),
-            static_shared_bytes: 0,
             scopes: vec![Vec::new()],
             namer: names::Namer::for_locals(&m.names),
             jumps: Vec::new(),

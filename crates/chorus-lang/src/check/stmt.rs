@@ -4,7 +4,7 @@
 use super::convert::{coerce, fix, with_article};
 use super::expr::{EXPANDER_MACROS, assignable_storage};
 use super::names::display_name;
-use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf, shared};
+use super::{FnCx, Jump, binding_name, builtins, consts, err, node, parse_type, printf};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -479,6 +479,8 @@ impl FnCx<'_> {
             );
         };
         let mut arrays: Vec<(&str, Type, Vec<Expr>, Vec<u64>)> = Vec::new();
+        // Each array's spec: its statement's span, where the validator reports its size.
+        let mut array_specs: Vec<&Form> = Vec::new();
         for spec in binding_list(specs, "with-shared-memory", usage)? {
             let Some([name, ty_form, dims @ ..]) = spec.as_list() else {
                 return err(
@@ -518,24 +520,12 @@ impl FnCx<'_> {
                 }
                 exprs.push(e);
             }
-            self.static_shared_bytes = shared::array_bytes(&element, &sizes, &self.m.structs)
-                .saturating_add(self.static_shared_bytes);
-            if self.static_shared_bytes > shared::MAX_STATIC_SHARED_BYTES {
-                return err(
-                    &spec.span,
-                    format!(
-                        "`{}` declares more than {} KiB of static shared memory, CUDA's limit; \
-                         use with-dynamic-shared-memory and :shared-mem for more",
-                        self.fn_name,
-                        shared::MAX_STATIC_SHARED_BYTES / 1024
-                    ),
-                );
-            }
             arrays.push((name_str, element, exprs, sizes));
+            array_specs.push(spec);
         }
         let block = self.scoped(|cx| {
             let mut stmts = Vec::new();
-            for (name, element, dims, sizes) in arrays {
+            for ((name, element, dims, sizes), spec) in arrays.into_iter().zip(array_specs) {
                 let mut ty = element.clone();
                 for _ in 0..sizes.len() {
                     ty = ty.pointer_to();
@@ -549,7 +539,7 @@ impl FnCx<'_> {
                         dims,
                         sizes,
                     },
-                    f,
+                    spec,
                 ));
             }
             stmts.extend(cx.stmts(body)?.stmts);

@@ -1,6 +1,6 @@
 //! Top-level forms: `defkernel-struct`, `defglobal`, `defkernel`.
 
-use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type, shared};
+use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -152,7 +152,6 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
         globals: m.globals,
         functions: out,
     };
-    shared::check_kernel_totals(&module)?;
     Ok(module)
 }
 
