@@ -1,6 +1,6 @@
 //! Top-level forms: `defkernel-struct`, `defglobal`, `defkernel`.
 
-use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type, shared};
+use super::{FnCx, binding_name, builtins, consts, err, expr, flow, parse_type, shared};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -15,7 +15,6 @@ use std::collections::HashMap;
 /// A function's signature, known before any body is checked.
 pub(super) struct FnSig {
     pub name: String,
-    pub c_name: String,
     pub kind: FunctionKind,
     pub ret: Type,
     pub params: Vec<ParamSig>,
@@ -39,7 +38,6 @@ pub(super) struct ModuleCx {
     pub constructors: HashMap<String, usize>,
     pub globals: Vec<Global>,
     pub functions: Vec<FnSig>,
-    pub names: names::Namer,
 }
 
 impl ModuleCx {
@@ -129,10 +127,7 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
             }
         }
     }
-    let mut m = ModuleCx {
-        names: names::Namer::for_module(),
-        ..ModuleCx::default()
-    };
+    let mut m = ModuleCx::default();
     for (form, args) in structs {
         define_struct(&mut m, form, args)?;
     }
@@ -222,21 +217,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
             format!("structure `{name}` is already defined at {}", prev.span),
         );
     }
-    // `Type::c_name` spells a structure type as `c_identifier(name)`, so that must be its name.
-    if let Some(prev) = m
-        .structs
-        .iter()
-        .find(|s| s.c_name == ir::c_identifier(name))
-    {
-        return err(
-            &name_form.span,
-            format!(
-                "structure `{name}` has the same C name `{}` as structure `{}` (defined at {}); \
-                 choose another name",
-                prev.c_name, prev.name, prev.span
-            ),
-        );
-    }
     if fields.is_empty() {
         return err(
             &form.span,
@@ -244,7 +224,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         );
     }
     let index = m.structs.len();
-    let mut field_names = names::Namer::default();
     let mut out: Vec<StructField> = Vec::new();
     let (mut offset, mut align) = (0usize, 1usize);
     for field in fields {
@@ -284,7 +263,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         offset = offset.next_multiple_of(field_align);
         out.push(StructField {
             name: fname_str.into(),
-            c_name: field_names.fresh(fname_str),
             ty,
             offset,
         });
@@ -308,7 +286,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     m.constructors.insert(constructor, index);
     m.structs.push(StructDef {
         name: name.into(),
-        c_name: m.names.fresh(name),
         fields: out,
         size: offset.next_multiple_of(align),
         align,
@@ -354,7 +331,6 @@ fn define_global(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     };
     m.globals.push(Global {
         name: name.into(),
-        c_name: m.names.fresh(name),
         ty: init.ty.clone(),
         qualifiers,
         init,
@@ -519,7 +495,6 @@ fn declare_function<'f>(
     }
     m.functions.push(FnSig {
         name: name.to_string(),
-        c_name: m.names.fresh(name),
         kind,
         ret,
         params,
@@ -562,7 +537,6 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
     }
     Ok(Function {
         name: sig.name.as_str().into(),
-        c_name: sig.c_name.clone(),
         kind: sig.kind,
         ret: sig.ret.clone(),
         params,
