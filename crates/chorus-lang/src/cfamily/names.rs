@@ -71,8 +71,10 @@ pub fn legal_identifier(name: &str, keywords: &HashSet<&'static str>) -> String 
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, '_');
     }
-    if out.starts_with("__") || out.starts_with(HELPER_PREFIX) {
+    if out.starts_with("__") {
         out.insert(0, 'v');
+    } else if out.starts_with(HELPER_PREFIX) {
+        out.insert_str(0, "v_");
     }
     if keywords.contains(out.as_str()) {
         out.push('_');
