@@ -96,7 +96,9 @@ fn compile(args: &[String]) -> Result<(), Failure> {
     let text = read(&file)?;
     let module =
         chorus_lang::compile_str(&text, &file).map_err(|e| Failure::Failed(e.to_string()))?;
-    let code = chorus_lang::cuda::print_module(&module);
+    let code = chorus_lang::cuda::print_module(&module)
+        .map_err(|e| Failure::Failed(e.to_string()))?
+        .code;
     match output {
         Some(path) => std::fs::write(&path, code)
             .map_err(|e| Failure::Failed(format!("chorus: cannot write {path}: {e}"))),

@@ -360,7 +360,7 @@ pub fn compile_and_load(source: &str, name: &str) -> Result<(Module, CompiledIma
 /// The file name the compilers give the CUDA C of compilation unit `name` (`vec-add` →
 /// `vec_add.cu`): what their logs call it, and so what [`source_excerpt`] looks for.
 pub(crate) fn source_file_name(name: &str) -> String {
-    let stem = chorus_lang::ir::c_identifier(name);
+    let stem = chorus_lang::cfamily::legal_identifier(name, &std::collections::HashSet::new());
     // Within common file-name limits, and on a character boundary.
     let end = stem
         .char_indices()

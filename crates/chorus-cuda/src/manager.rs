@@ -85,6 +85,8 @@ struct Definition {
 struct Compiled {
     ir: Arc<ir::Module>,
     source: String,
+    /// The C names of the module's kernels and globals.
+    names: Arc<chorus_lang::cfamily::NameTable>,
 }
 
 /// Definitions of one compilation unit, and the module they compile to.
@@ -207,12 +209,14 @@ impl KernelManager {
         }
         let forms: Vec<Form> = self.definitions.iter().map(|d| d.form.clone()).collect();
         let ir = crate::frontend::compile_forms(&forms)?;
-        let source = crate::frontend::print_module(&ir);
+        let printed = crate::frontend::print_module(&ir)?;
+        let source = printed.code;
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;
         self.compiled = Some(Compiled {
             ir: Arc::new(ir),
             source,
+            names: Arc::new(printed.names),
         });
         Ok(())
     }
@@ -241,9 +245,10 @@ impl KernelManager {
                     module: compiled.ir.clone(),
                     function: ir::FunctionId(i as u32),
                 };
+                let c_name = compiled.names.function_by_id(ir::FunctionId(i as u32));
                 functions.insert(
                     f.name.to_string(),
-                    module.function(&f.c_name)?.with_signature(signature),
+                    module.function(c_name)?.with_signature(signature),
                 );
             }
         }
@@ -319,7 +324,7 @@ impl KernelManager {
         match (&self.compiled, &self.loaded) {
             (Some(c), Some((module, image))) => Ok(crate::Program::from_parts(
                 module.clone(),
-                Some(c.ir.clone()),
+                Some((c.ir.clone(), c.names.clone())),
                 c.source.as_str().into(),
                 image.clone(),
             )),

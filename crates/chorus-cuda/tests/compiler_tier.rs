@@ -8,8 +8,7 @@
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::Type;
-use chorus_lang::cuda::{Header, generate};
-use chorus_lang::ir::{FunctionKind, GlobalQualifier};
+use chorus_lang::ir::{FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -136,11 +135,14 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
         Ok(module) => module,
         Err(e) => return Outcome::Failed(format!("the checker rejects it: {e}")),
     };
-    let source = generate(&module);
+    let source = match chorus_lang::cuda::print_module(&module) {
+        Ok(printed) => printed,
+        Err(e) => return Outcome::Failed(format!("the printer rejects it: {e}")),
+    };
     for header in &source.headers {
-        if !toolkit_has(nvcc, header.file_name()) {
-            let reason = format!("the toolkit has no {}", header.file_name());
-            return if *header == Header::CurandKernel && std::env::var_os("CI").is_none() {
+        if !toolkit_has(nvcc, header) {
+            let reason = format!("the toolkit has no {header}");
+            return if *header == "curand_kernel.h" && std::env::var_os("CI").is_none() {
                 Outcome::Skipped(reason)
             } else {
                 Outcome::Failed(reason)
@@ -154,26 +156,30 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
     };
     // Kernels and globals keep their exact C names (extern "C"), so that the driver finds them
     // by those names. (Device functions are inlined and need no symbol.)
-    for function in module
+    for (i, _) in module
         .functions
         .iter()
-        .filter(|f| f.kind == FunctionKind::Kernel)
+        .enumerate()
+        .filter(|(_, f)| f.kind == FunctionKind::Kernel)
     {
-        let entry = format!(" {}(", function.c_name);
+        let c_name = source.names.function_by_id(FunctionId(i as u32));
+        let entry = format!(" {c_name}(");
         if !ptx
             .lines()
             .any(|l| l.contains(".entry") && l.contains(&entry))
         {
-            return Outcome::Failed(format!("no PTX entry `{}`", function.c_name));
+            return Outcome::Failed(format!("no PTX entry `{c_name}`"));
         }
     }
-    for global in module
+    for (i, _) in module
         .globals
         .iter()
-        .filter(|g| !g.qualifiers.contains(&GlobalQualifier::Shared))
+        .enumerate()
+        .filter(|(_, g)| !g.qualifiers.contains(&GlobalQualifier::Shared))
     {
-        if !ptx.lines().any(|l| declares_variable(l, &global.c_name)) {
-            return Outcome::Failed(format!("no PTX variable `{}`", global.c_name));
+        let c_name = source.names.global_by_id(GlobalId(i as u32));
+        if !ptx.lines().any(|l| declares_variable(l, c_name)) {
+            return Outcome::Failed(format!("no PTX variable `{c_name}`"));
         }
     }
     match nvcc_compile(&source.code, name, ImageKind::Cubin, &options) {

@@ -30,8 +30,16 @@ fn c_names(m: &Module) -> CNames {
     for s in &m.structs {
         namer.module_name(&s.name);
     }
-    let globals = m.globals.iter().map(|g| namer.module_name(&g.name)).collect();
-    let functions = m.functions.iter().map(|f| namer.module_name(&f.name)).collect();
+    let globals = m
+        .globals
+        .iter()
+        .map(|g| namer.module_name(&g.name))
+        .collect();
+    let functions = m
+        .functions
+        .iter()
+        .map(|f| namer.module_name(&f.name))
+        .collect();
     let fields = m
         .structs
         .iter()

@@ -423,7 +423,11 @@ impl Emitter<'_> {
         match self.dialect.index_variable(var) {
             Some(IndexSpelling::Expr { text, unsigned }) => {
                 let c = CExpr::atom(text);
-                if unsigned { c.with_repr(Repr::Widened) } else { c }
+                if unsigned {
+                    c.with_repr(Repr::Widened)
+                } else {
+                    c
+                }
             }
             Some(IndexSpelling::Helper(helper)) => CExpr::atom(self.use_helper(helper) + "()"),
             None => {
@@ -1015,9 +1019,7 @@ impl Emitter<'_> {
             ),
             Builtin::ClusterBarrier => CExpr::atom(self.use_helper(Helper::ClusterBarrier) + "()"),
             Builtin::ThreadFenceCluster => self.call("__threadfence_cluster", &[]),
-            Builtin::CurandInit => {
-                self.value_call("curand_init", args)
-            }
+            Builtin::CurandInit => self.value_call("curand_init", args),
             Builtin::CurandUniform | Builtin::CurandNormal => {
                 let double = result == &Type::DOUBLE;
                 let name = match (op, double) {

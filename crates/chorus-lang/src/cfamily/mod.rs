@@ -235,7 +235,10 @@ pub fn print_module(
 
 /// An error at `span` saying the dialect cannot express `what`.
 fn unsupported(span: &crate::span::Span, dialect: &dyn Dialect, what: &str) -> Error {
-    Error::new(span, format!("{what} is not available in {}", dialect.name()))
+    Error::new(
+        span,
+        format!("{what} is not available in {}", dialect.name()),
+    )
 }
 
 #[cfg(test)]
