@@ -1,7 +1,7 @@
 //! The compiler tier: every kernel module of chorus-lang's printer tests (`tests/cuda/*.lisp`)
 //! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`) is printed as CUDA C and
 //! compiled by a real nvcc to PTX and to a cubin for sm_90, and, when NVRTC loads, by NVRTC to
-//! PTX as well.
+//! PTX as well, with the identifier sweep's modules (`tests/support/identifier_sweep.rs`).
 //!
 //! With no nvcc (PATH, `CUDA_PATH`, `CUDA_HOME`, /usr/local/cuda …) the tier says so and
 //! passes, unless the environment variable `CI` is set: then it fails, since CI installs nvcc.
@@ -11,6 +11,9 @@ use chorus_lang::Type;
 use chorus_lang::ir::{FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+#[path = "../../chorus-lang/tests/support/identifier_sweep.rs"]
+mod identifier_sweep;
 
 const ARCH: &str = "-arch=sm_90";
 
@@ -55,6 +58,10 @@ fn kernel_sources() -> Vec<Source> {
             text: every_signature_module(curand),
         });
     }
+    // The identifier sweep: C++ keywords, CUDA names, device math, non-ASCII names in every
+    // position, each module compiled like the files (and never skipped when CI is set).
+    let (sweep, _rejected) = identifier_sweep::sweep_modules();
+    sources.extend(sweep.into_iter().map(|(name, text)| Source { name, text }));
     sources
 }
 
