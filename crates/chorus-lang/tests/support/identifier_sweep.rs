@@ -196,6 +196,9 @@ impl Position {
     }
 }
 
+/// An identifier in a position the front end refused, and its error.
+pub type Rejected = (String, chorus_lang::Error);
+
 /// Whether the front end accepts `text`; its error (which always has a span) when not.
 fn accepts(text: &str) -> Result<(), chorus_lang::Error> {
     chorus_lang::compile_str(text, "sweep.lisp").map(|_| ())
@@ -203,7 +206,7 @@ fn accepts(text: &str) -> Result<(), chorus_lang::Error> {
 
 /// One module per position holding every identifier the front end accepts there, named
 /// `identifier-sweep-<position>.lisp`, and the identifiers it rejected (with the error).
-pub fn sweep_modules() -> (Vec<(String, String)>, Vec<(String, chorus_lang::Error)>) {
+pub fn sweep_modules() -> (Vec<(String, String)>, Vec<Rejected>) {
     let mut modules = Vec::new();
     let mut rejected = Vec::new();
     let mut all: Vec<String> = identifier_classes()
