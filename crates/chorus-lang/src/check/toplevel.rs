@@ -38,21 +38,19 @@ pub(super) struct ModuleCx {
     pub constructors: HashMap<String, usize>,
     pub globals: Vec<Global>,
     pub functions: Vec<FnSig>,
+    /// Indices of `globals` and `functions` by name: lookups stay O(1) in modules of many
+    /// definitions.
+    global_index: HashMap<String, usize>,
+    function_index: HashMap<String, usize>,
 }
 
 impl ModuleCx {
     pub fn global(&self, name: &str) -> Option<GlobalId> {
-        self.globals
-            .iter()
-            .position(|g| &*g.name == name)
-            .map(|i| GlobalId(i as u32))
+        self.global_index.get(name).map(|&i| GlobalId(i as u32))
     }
 
     pub fn function(&self, name: &str) -> Option<FunctionId> {
-        self.functions
-            .iter()
-            .position(|f| f.name == name)
-            .map(|i| FunctionId(i as u32))
+        self.function_index.get(name).map(|&i| FunctionId(i as u32))
     }
 }
 
@@ -329,6 +327,7 @@ fn define_global(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         None => vec![GlobalQualifier::Device],
         Some(q) => parse_qualifiers(q)?,
     };
+    m.global_index.insert(name.to_string(), m.globals.len());
     m.globals.push(Global {
         name: name.into(),
         ty: init.ty.clone(),
@@ -452,6 +451,7 @@ fn declare_function<'f>(
         }
     };
     let mut params: Vec<ParamSig> = Vec::new();
+    let mut param_names: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for p in param_forms {
         let parts = p.as_list().unwrap_or(&[]);
         let (pname, pty, restrict) = match parts {
@@ -471,7 +471,7 @@ fn declare_function<'f>(
             }
         };
         let pname_str = binding_name(pname, "a parameter name")?;
-        if params.iter().any(|q| q.name == pname_str) {
+        if !param_names.insert(pname_str) {
             return err(
                 &pname.span,
                 format!("duplicate parameter `{pname_str}` in `{name}`"),
@@ -493,6 +493,7 @@ fn declare_function<'f>(
             restrict,
         });
     }
+    m.function_index.insert(name.to_string(), m.functions.len());
     m.functions.push(FnSig {
         name: name.to_string(),
         kind,
