@@ -295,3 +295,27 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Issue 9, item 15: a compiler error in generated code names the kernel text's line, through
+/// the `#line` directives of the text the runtime compiles.
+#[test]
+fn compiler_errors_in_generated_code_name_the_kernel_text_line() {
+    let Some(_nvcc) = find_nvcc() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "compiler tier: CI is set but no nvcc was found"
+        );
+        println!("compiler tier skipped: no nvcc");
+        return;
+    };
+    let module = chorus_lang::compile_str(
+        "(defkernel fill (void ((a int*)))\n  (set (aref a 0) 1)\n  (cuda-asm \"not_declared_anywhere = 3\"))",
+        "bad.lisp",
+    )
+    .unwrap();
+    let printed = chorus_lang::cuda::print_module_for_compiler(&module).unwrap();
+    let error = nvcc_compile(&printed.code, "bad", ImageKind::Ptx, &[ARCH.to_string()])
+        .expect_err("nvcc rejects the undeclared name")
+        .to_string();
+    assert!(error.contains("bad.lisp(3)"), "{error}");
+}
