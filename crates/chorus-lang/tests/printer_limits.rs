@@ -131,7 +131,8 @@ fn naming_is_linear() {
         let params: String = (0..n).map(|i| format!("(p{i} int) ")).collect();
         format!("(defkernel f (void ((a int*) {params})) (set (aref a 0) 1))")
     };
-    let cases: [(&str, usize, &dyn Fn(usize) -> String); 3] = [
+    type Make<'a> = &'a dyn Fn(usize) -> String;
+    let cases: [(&str, usize, Make); 3] = [
         ("kernels", 20_000, &kernels),
         ("sibling lets", 20_000, &lets),
         ("parameters", 200_000, &params),

@@ -18,7 +18,7 @@
 pub mod cuda;
 mod expr;
 mod helpers;
-mod names;
+pub mod names;
 mod printer;
 
 use crate::error::{Error, Result};
