@@ -445,6 +445,34 @@ mod tests {
     }
 
     #[test]
+    fn kernels_whose_rust_names_collide_are_a_compile_error() {
+        let text = "(defkernel a-b (void ((x int*))) (set (aref x 0) 1))
+                    (defkernel a_b (void ((x int*))) (set (aref x 0) 2))";
+        let module = chorus_lang::compile_str(text, "k.lisp").unwrap();
+        let source = Rebuilt {
+            text: text.into(),
+            file: "k.lisp".into(),
+            tokens: Vec::new(),
+        };
+        let out = items(&module, &source).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains("kernels `a-b` and `a_b` would both be the Rust function `a_b`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn rust_names_come_from_source_names() {
+        assert_eq!(snake_name("vec-add-kernel"), "vec_add_kernel");
+        assert_eq!(snake_name("#:g3"), "g3");
+        assert_eq!(
+            unique_snake_names(["a-b", "a_b", "x"].into_iter()),
+            ["a_b", "a_b_1", "x"]
+        );
+    }
+
+    #[test]
     fn keywords_become_raw_identifiers() {
         assert_eq!(rust_ident("type").to_string(), "r#type");
         assert_eq!(rust_ident("self").to_string(), "self_");
