@@ -97,7 +97,9 @@ fn compile(file: &str, output: Option<&str>) -> Result<(), Failure> {
     }
     let text = read(file).map_err(Failure)?;
     let module = chorus_lang::compile_str(&text, file).map_err(|e| Failure(e.to_string()))?;
-    let code = chorus_lang::cuda::print_module(&module);
+    let code = chorus_lang::cuda::print_module(&module)
+        .map_err(|e| Failure(e.to_string()))?
+        .code;
     match output {
         Some(path) => write_file_atomically(Path::new(path), code.as_bytes())
             .map_err(|e| Failure(format!("chorus: cannot write {path}: {e}"))),

@@ -6,7 +6,17 @@ use crate::error::Error;
 /// The file name the compilers give the CUDA C of compilation unit `name` (`vec-add` →
 /// `vec_add.cu`): what their logs call it, and so what [`source_excerpt`] looks for.
 pub(crate) fn source_file_name(name: &str) -> String {
-    let stem = chorus_lang::ir::c_identifier(name);
+    // A file name, not a C name: letters and digits kept (lower case), all else `_`.
+    let mut stem: String = name
+        .chars()
+        .map(|c| match c {
+            c if c.is_ascii_alphanumeric() => c.to_ascii_lowercase(),
+            _ => '_',
+        })
+        .collect();
+    if stem.is_empty() {
+        stem.push('_');
+    }
     // Within common file-name limits, and on a character boundary.
     let end = stem
         .char_indices()

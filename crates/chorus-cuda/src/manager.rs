@@ -61,6 +61,8 @@ struct Definition {
 struct Compiled {
     ir: Arc<ir::Module>,
     source: String,
+    /// The C names of the module's kernels and globals.
+    names: Arc<chorus_lang::cfamily::NameTable>,
 }
 
 /// Definitions of one compilation unit, and the module they compile to.
@@ -184,12 +186,14 @@ impl KernelManager {
         let forms: Vec<Form> = self.definitions.iter().map(|d| d.form.clone()).collect();
         let ir = crate::frontend::compile_forms(&forms)?;
         crate::frontend::validate_for_arch(&ir, crate::compile::target_arch())?;
-        let source = crate::frontend::print_module(&ir);
+        let printed = crate::frontend::print_module(&ir)?;
+        let source = printed.code;
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;
         self.compiled = Some(Compiled {
             ir: Arc::new(ir),
             source,
+            names: Arc::new(printed.names),
         });
         Ok(())
     }
@@ -218,9 +222,10 @@ impl KernelManager {
                     module: compiled.ir.clone(),
                     function: ir::FunctionId(i as u32),
                 };
+                let c_name = compiled.names.function_by_id(ir::FunctionId(i as u32));
                 functions.insert(
                     f.name.to_string(),
-                    module.function(&f.c_name)?.with_signature(signature),
+                    module.function(c_name)?.with_signature(signature),
                 );
             }
         }
@@ -296,7 +301,7 @@ impl KernelManager {
         match (&self.compiled, &self.loaded) {
             (Some(c), Some((module, image))) => Ok(crate::Program::from_parts(
                 module.clone(),
-                Some(c.ir.clone()),
+                Some((c.ir.clone(), c.names.clone())),
                 c.source.as_str().into(),
                 image.clone(),
             )),

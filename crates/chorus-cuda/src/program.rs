@@ -4,6 +4,7 @@ use crate::call::cu;
 use crate::compile::{CompiledImage, compile_and_load};
 use crate::error::{Error, Result};
 use crate::module::{Function, Module, Signature};
+use chorus_lang::cfamily::NameTable;
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir;
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Program {
     module: Module,
-    ir: Option<Arc<ir::Module>>,
+    /// The checked IR and the C names the printer gave its kernels and globals.
+    ir: Option<(Arc<ir::Module>, Arc<NameTable>)>,
     source: Arc<str>,
     image: CompiledImage,
 }
@@ -40,11 +42,12 @@ impl Program {
     pub fn from_ir(module: impl Into<Arc<ir::Module>>, name: &str) -> Result<Program> {
         let module = module.into();
         crate::frontend::validate_for_arch(&module, crate::compile::target_arch())?;
-        let source = crate::frontend::print_module(&module);
+        let printed = crate::frontend::print_module(&module)?;
+        let source = printed.code;
         let (loaded, image) = compile_and_load(&source, name)?;
         Ok(Program {
             module: loaded,
-            ir: Some(module),
+            ir: Some((module, Arc::new(printed.names))),
             source: source.into(),
             image,
         })
@@ -59,7 +62,7 @@ impl Program {
     /// A program over an already loaded module (the kernel manager's).
     pub(crate) fn from_parts(
         module: Module,
-        ir: Option<Arc<ir::Module>>,
+        ir: Option<(Arc<ir::Module>, Arc<NameTable>)>,
         source: Arc<str>,
         image: CompiledImage,
     ) -> Program {
@@ -88,16 +91,16 @@ impl Program {
 
     /// The checked IR, for programs built from kernel text or IR.
     pub fn ir(&self) -> Option<&ir::Module> {
-        self.ir.as_deref()
+        self.ir.as_ref().map(|(ir, _)| &**ir)
     }
 
     /// The kernel named `name` (kernel-language name for checked programs, C name otherwise),
     /// with its signature attached when known.
     pub fn function(&self, name: &str) -> Result<Function> {
-        let Some(ir) = &self.ir else {
+        let Some((ir, names)) = &self.ir else {
             return self.module.function(name);
         };
-        let (id, f) = ir
+        let (id, _) = ir
             .function(name)
             .filter(|(_, f)| f.kind == ir::FunctionKind::Kernel)
             .ok_or_else(|| Error::NotFound {
@@ -108,29 +111,39 @@ impl Program {
             module: ir.clone(),
             function: id,
         };
-        Ok(self.module.function(&f.c_name)?.with_signature(signature))
+        Ok(self
+            .module
+            .function(names.function_by_id(id))?
+            .with_signature(signature))
+    }
+
+    /// The device address and size in bytes of global `name` (kernel-language name for checked
+    /// programs, C name otherwise), resolved through the printer's name table.
+    pub fn global_address(&self, name: &str) -> Result<(cudarc::driver::sys::CUdeviceptr, usize)> {
+        match &self.ir {
+            Some((ir, names)) => {
+                let (id, _) = ir.global(name).ok_or_else(|| Error::NotFound {
+                    what: "global",
+                    name: name.to_owned(),
+                })?;
+                self.module.global(names.global_by_id(id))
+            }
+            None => self.module.global(name),
+        }
     }
 
     /// The device address and size of global `name`, after checking that `T` is its type.
     fn global_of<T: KernelValue>(&self, name: &str) -> Result<cudarc::driver::sys::CUdeviceptr> {
-        let c_name = match &self.ir {
-            Some(ir) => {
-                let (_, g) = ir.global(name).ok_or_else(|| Error::NotFound {
-                    what: "global",
-                    name: name.to_owned(),
-                })?;
-                if g.ty != T::kernel_type() {
-                    return Err(Error::GlobalType {
-                        name: name.to_owned(),
-                        expected: g.ty.to_string(),
-                        got: T::kernel_type().to_string(),
-                    });
-                }
-                g.c_name.clone()
-            }
-            None => name.to_owned(),
-        };
-        let (ptr, bytes) = self.module.global(&c_name)?;
+        if let Some((_, g)) = self.ir.as_ref().and_then(|(ir, _)| ir.global(name))
+            && g.ty != T::kernel_type()
+        {
+            return Err(Error::GlobalType {
+                name: name.to_owned(),
+                expected: g.ty.to_string(),
+                got: T::kernel_type().to_string(),
+            });
+        }
+        let (ptr, bytes) = self.global_address(name)?;
         if bytes != size_of::<T>() {
             return Err(Error::GlobalType {
                 name: name.to_owned(),

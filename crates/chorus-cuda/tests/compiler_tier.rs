@@ -1,17 +1,19 @@
 //! The compiler tier: every kernel module of chorus-lang's printer tests (`tests/cuda/*.lisp`)
 //! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`) is printed as CUDA C and
 //! compiled by a real nvcc to PTX and to a cubin for sm_90, and, when NVRTC loads, by NVRTC to
-//! PTX as well.
+//! PTX as well, with the identifier sweep's modules (`tests/support/identifier_sweep.rs`).
 //!
 //! With no nvcc (PATH, `CUDA_PATH`, `CUDA_HOME`, /usr/local/cuda …) the tier says so and
 //! passes, unless the environment variable `CI` is set: then it fails, since CI installs nvcc.
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::Type;
-use chorus_lang::cuda::{Header, generate};
-use chorus_lang::ir::{FunctionKind, GlobalQualifier};
+use chorus_lang::ir::{FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+#[path = "../../chorus-lang/tests/support/identifier_sweep.rs"]
+mod identifier_sweep;
 
 const ARCH: &str = "-arch=sm_90";
 
@@ -56,6 +58,10 @@ fn kernel_sources() -> Vec<Source> {
             text: every_signature_module(curand),
         });
     }
+    // The identifier sweep: C++ keywords, CUDA names, device math, non-ASCII names in every
+    // position, each module compiled like the files (and never skipped when CI is set).
+    let (sweep, _rejected) = identifier_sweep::sweep_modules();
+    sources.extend(sweep.into_iter().map(|(name, text)| Source { name, text }));
     sources
 }
 
@@ -136,11 +142,14 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
         Ok(module) => module,
         Err(e) => return Outcome::Failed(format!("the checker rejects it: {e}")),
     };
-    let source = generate(&module);
+    let source = match chorus_lang::cuda::print_module(&module) {
+        Ok(printed) => printed,
+        Err(e) => return Outcome::Failed(format!("the printer rejects it: {e}")),
+    };
     for header in &source.headers {
-        if !toolkit_has(nvcc, header.file_name()) {
-            let reason = format!("the toolkit has no {}", header.file_name());
-            return if *header == Header::CurandKernel && std::env::var_os("CI").is_none() {
+        if !toolkit_has(nvcc, header) {
+            let reason = format!("the toolkit has no {header}");
+            return if *header == "curand_kernel.h" && std::env::var_os("CI").is_none() {
                 Outcome::Skipped(reason)
             } else {
                 Outcome::Failed(reason)
@@ -154,26 +163,30 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
     };
     // Kernels and globals keep their exact C names (extern "C"), so that the driver finds them
     // by those names. (Device functions are inlined and need no symbol.)
-    for function in module
+    for (i, _) in module
         .functions
         .iter()
-        .filter(|f| f.kind == FunctionKind::Kernel)
+        .enumerate()
+        .filter(|(_, f)| f.kind == FunctionKind::Kernel)
     {
-        let entry = format!(" {}(", function.c_name);
+        let c_name = source.names.function_by_id(FunctionId(i as u32));
+        let entry = format!(" {c_name}(");
         if !ptx
             .lines()
             .any(|l| l.contains(".entry") && l.contains(&entry))
         {
-            return Outcome::Failed(format!("no PTX entry `{}`", function.c_name));
+            return Outcome::Failed(format!("no PTX entry `{c_name}`"));
         }
     }
-    for global in module
+    for (i, _) in module
         .globals
         .iter()
-        .filter(|g| !g.qualifiers.contains(&GlobalQualifier::Shared))
+        .enumerate()
+        .filter(|(_, g)| !g.qualifiers.contains(&GlobalQualifier::Shared))
     {
-        if !ptx.lines().any(|l| declares_variable(l, &global.c_name)) {
-            return Outcome::Failed(format!("no PTX variable `{}`", global.c_name));
+        let c_name = source.names.global_by_id(GlobalId(i as u32));
+        if !ptx.lines().any(|l| declares_variable(l, c_name)) {
+            return Outcome::Failed(format!("no PTX variable `{c_name}`"));
         }
     }
     match nvcc_compile(&source.code, name, ImageKind::Cubin, &options) {
@@ -281,4 +294,28 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
         nvcc.display()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Issue 9, item 15: a compiler error in generated code names the kernel text's line, through
+/// the `#line` directives of the text the runtime compiles.
+#[test]
+fn compiler_errors_in_generated_code_name_the_kernel_text_line() {
+    let Some(_nvcc) = find_nvcc() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "compiler tier: CI is set but no nvcc was found"
+        );
+        println!("compiler tier skipped: no nvcc");
+        return;
+    };
+    let module = chorus_lang::compile_str(
+        "(defkernel fill (void ((a int*)))\n  (set (aref a 0) 1)\n  (cuda-asm \"not_declared_anywhere = 3\"))",
+        "bad.lisp",
+    )
+    .unwrap();
+    let printed = chorus_lang::cuda::print_module_for_compiler(&module).unwrap();
+    let error = nvcc_compile(&printed.code, "bad", ImageKind::Ptx, &[ARCH.to_string()])
+        .expect_err("nvcc rejects the undeclared name")
+        .to_string();
+    assert!(error.contains("bad.lisp(3)"), "{error}");
 }

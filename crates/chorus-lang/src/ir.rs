@@ -6,6 +6,9 @@
 //! names the operation ([`Builtin`]), not its C spelling. Back ends (the CUDA C printer, the CPU
 //! executor, later MSL and HIP) read this and nothing else.
 //!
+//! Names are the kernel text's (and the expander's gensyms, `#:g12`): the IR knows nothing of C.
+//! Each back end gives them legal, unique spellings of its own (see `crate::cfamily::Namer`).
+//!
 //! Invariants the checker guarantees, and back ends may rely on:
 //! * operands of arithmetic and comparison built-ins have the types the overload table of the
 //!   checker lists (after implicit casts), and `Expr::ty` is the result type;
@@ -78,8 +81,6 @@ impl Module {
 pub struct StructDef {
     /// Kernel-language name (`pair`).
     pub name: Arc<str>,
-    /// C name.
-    pub c_name: String,
     /// Fields in order.
     pub fields: Vec<StructField>,
     /// Size in bytes, C layout (each field at the next multiple of its alignment, the size
@@ -96,8 +97,6 @@ pub struct StructDef {
 pub struct StructField {
     /// Kernel-language name.
     pub name: Arc<str>,
-    /// C name.
-    pub c_name: String,
     /// Field type.
     pub ty: Type,
     /// Byte offset in the structure.
@@ -124,8 +123,6 @@ pub enum GlobalQualifier {
 pub struct Global {
     /// Kernel-language name.
     pub name: Arc<str>,
-    /// C name (unmangled, so `cuModuleGetGlobal` finds it by this name).
-    pub c_name: String,
     /// Type, inferred from the initializer.
     pub ty: Type,
     /// Qualifiers; never empty (`[Device]` by default).
@@ -161,8 +158,6 @@ pub struct LaunchBounds {
 pub struct Function {
     /// Kernel-language name (`vec-add-kernel`).
     pub name: Arc<str>,
-    /// C name (`vec_add_kernel`); see [`c_identifier`].
-    pub c_name: String,
     /// Kernel or device function.
     pub kind: FunctionKind,
     /// Result type (`Void` for every kernel).
@@ -205,10 +200,9 @@ pub enum LocalStorage {
 /// A local variable or parameter.
 #[derive(Clone, Debug)]
 pub struct Local {
-    /// Kernel-language name.
+    /// Kernel-language name (a gensym keeps its `#:` prefix; each back end's namer makes it
+    /// legal and unique, since two locals of a function may share a name).
     pub name: Arc<str>,
-    /// C name, unique within the function and readable (gensyms become `g1`, `g2`, …).
-    pub c_name: String,
     /// Type.
     pub ty: Type,
     /// Storage class.
@@ -699,121 +693,4 @@ pub enum WarpReduceOp {
     Or,
     /// `__reduce_xor_sync`.
     Xor,
-}
-
-/// Maps a kernel-language name to a C identifier: lower case, every character other than a
-/// letter, digit or `_` becomes `_` (`vec-add-kernel` → `vec_add_kernel`, `%foo` → `_foo`),
-/// a trailing `*` becomes `_p`, a leading digit gets a `_` prefix and a C or CUDA keyword gets
-/// a `_` suffix. Callers make names unique within their scope.
-pub fn c_identifier(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            c if c.is_ascii_alphanumeric() => out.push(c.to_ascii_lowercase()),
-            '*' => out.push_str("_p"),
-            _ => out.push('_'),
-        }
-    }
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, '_');
-    }
-    if C_RESERVED.contains(&out.as_str()) {
-        out.push('_');
-    }
-    out
-}
-
-/// Words a generated identifier must not be.
-const C_RESERVED: &[&str] = &[
-    "auto",
-    "break",
-    "case",
-    "char",
-    "const",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "register",
-    "restrict",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "typedef",
-    "union",
-    "unsigned",
-    "void",
-    "volatile",
-    "while",
-    "bool",
-    "true",
-    "false",
-    "class",
-    "delete",
-    "new",
-    "namespace",
-    "template",
-    "this",
-    "operator",
-    "private",
-    "public",
-    "protected",
-    "virtual",
-    "friend",
-    "try",
-    "catch",
-    "throw",
-    "asm",
-    "half",
-    "half2",
-    "main",
-    "threadIdx",
-    "blockIdx",
-    "blockDim",
-    "gridDim",
-    "warpSize",
-    "min",
-    "max",
-    "abs",
-    "printf",
-    "float2",
-    "float3",
-    "float4",
-    "double2",
-    "double3",
-    "double4",
-    "int2",
-    "int4",
-    "uint2",
-    "uint4",
-    "size_t",
-];
-
-#[cfg(test)]
-mod tests {
-    use super::c_identifier;
-
-    #[test]
-    fn c_identifiers() {
-        assert_eq!(c_identifier("vec-add-kernel"), "vec_add_kernel");
-        assert_eq!(c_identifier("%foo"), "_foo");
-        assert_eq!(c_identifier("VecAdd_kernel"), "vecadd_kernel");
-        assert_eq!(c_identifier("int"), "int_");
-        assert_eq!(c_identifier("1x"), "_1x");
-        assert_eq!(c_identifier("a*"), "a_p");
-    }
 }

@@ -3,22 +3,24 @@
 //! Data flows one way (see `ARCHITECTURE.md` at the workspace root):
 //!
 //! ```text
-//! text ──reader──> Form ──expander──> Form ──checker──> ir::Module ──printer──> CUDA C
+//! text ──reader──> Form ──expander──> Form ──checker──> ir::Module ──C-family printer──> CUDA C
 //! ```
 //!
 //! * [`span`] and [`form`]: S-expressions that remember where they came from.
 //! * [`reader`]: kernel text to forms.
 //! * [`expand`]: the macro expander and the macro-time Lisp it runs macros with.
 //! * [`error`]: the one error type of the front end; every error names a [`span::Span`].
-//! * [`types`]: the kernel types, their C spellings, sizes and alignments.
+//! * [`types`]: the kernel types, their sizes and alignments.
 //! * [`host`]: Rust types whose layout matches the kernel types (`Float4` is 16-byte aligned, as in CUDA).
 //! * [`ir`]: the typed intermediate representation every back end consumes.
-//! * [`cuda`]: the CUDA C printer.
+//! * [`cfamily`]: the C-family printer, its [`cfamily::Dialect`] trait and namer.
+//! * [`cuda`]: the CUDA C dialect in one call ([`cuda::print_module`]).
 //! * [`check`]: the type checker, from expanded forms to [`ir::Module`], and the validator
 //!   ([`check::validate`]) that checks a module against a [`target::Target`].
 //! * [`target`]: what each target (CUDA, HIP, Metal, the CPU executor) can run, its limits and
 //!   its host layouts.
 
+pub mod cfamily;
 pub mod check;
 pub mod cuda;
 pub mod error;

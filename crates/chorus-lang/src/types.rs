@@ -1,4 +1,4 @@
-//! Kernel types: names as the kernel language spells them, C spellings, sizes and alignments
+//! Kernel types: names as the kernel language spells them, sizes and alignments
 //! (the CUDA ABI's, which the host types in [`crate::host`] reproduce).
 
 use std::fmt;
@@ -75,27 +75,6 @@ impl ScalarType {
             ScalarType::BFloat16 => "bfloat16",
             ScalarType::Fp8 => "fp8",
             ScalarType::Fp4 => "fp4",
-            ScalarType::Float => "float",
-            ScalarType::Double => "double",
-        }
-    }
-
-    /// The CUDA C spelling.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            ScalarType::Int8 => "signed char",
-            ScalarType::UInt8 => "unsigned char",
-            ScalarType::Int16 => "short",
-            ScalarType::UInt16 => "unsigned short",
-            ScalarType::Int => "int",
-            ScalarType::UInt => "unsigned int",
-            ScalarType::Int64 => "long long",
-            ScalarType::UInt64 => "unsigned long long",
-            ScalarType::SizeT => "size_t",
-            ScalarType::Half => "__half",
-            ScalarType::BFloat16 => "__nv_bfloat16",
-            ScalarType::Fp8 => "__nv_fp8_e4m3",
-            ScalarType::Fp4 => "__nv_fp4_e2m1",
             ScalarType::Float => "float",
             ScalarType::Double => "double",
         }
@@ -217,14 +196,6 @@ impl VectorType {
             VectorType::Double2 => "double2",
             VectorType::Double3 => "double3",
             VectorType::Double4 => "double4",
-        }
-    }
-
-    /// The CUDA C spelling.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            VectorType::Half2 => "__half2",
-            other => other.name(),
         }
     }
 
@@ -371,20 +342,6 @@ impl Type {
     pub fn is_integer(&self) -> bool {
         self.scalar().is_some_and(ScalarType::is_integer)
     }
-
-    /// The CUDA C spelling (`float*`, `struct pair` is spelled `pair`). Structure names are
-    /// mapped to C by the module; this gives the kernel-language name with `-` as `_`.
-    pub fn c_name(&self) -> String {
-        match self {
-            Type::Void => "void".into(),
-            Type::Bool => "bool".into(),
-            Type::Scalar(s) => s.c_name().into(),
-            Type::Vector(v) => v.c_name().into(),
-            Type::Pointer(t) => format!("{}*", t.c_name()),
-            Type::Struct(name) => crate::ir::c_identifier(name),
-            Type::CurandStateXorwow => "curandStateXORWOW_t".into(),
-        }
-    }
 }
 
 impl fmt::Display for Type {
@@ -411,7 +368,6 @@ mod tests {
         let t = Type::parse("float**", |_| false).unwrap();
         assert_eq!(t.pointer_depth(), 2);
         assert_eq!(t.to_string(), "float**");
-        assert_eq!(t.c_name(), "float**");
         assert_eq!(
             Type::parse("size-t", |_| false),
             Some(Type::Scalar(ScalarType::SizeT))

@@ -3,8 +3,8 @@
 
 use chorus_lang::check::builtins;
 use chorus_lang::ir::{
-    Block, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalStorage, Module,
-    StmtKind,
+    Block, Expr, ExprKind, Function, FunctionKind, GlobalQualifier, Literal, LocalId, LocalStorage,
+    Module, StmtKind,
 };
 use chorus_lang::{Type, compile_str};
 use std::fmt::Write;
@@ -14,6 +14,64 @@ fn check(text: &str) -> Module {
         Ok(m) => m,
         Err(e) => panic!("{e}"),
     }
+}
+
+/// The C names the CUDA printer gives a module's definitions: its namer, fed in its order
+/// (structures, globals, functions; then each function's locals and each structure's fields).
+struct CNames {
+    globals: Vec<String>,
+    functions: Vec<String>,
+    fields: Vec<Vec<String>>,
+    locals: Vec<Vec<String>>,
+}
+
+fn c_names(m: &Module) -> CNames {
+    let mut namer = chorus_lang::cfamily::Namer::new(chorus_lang::cuda::RESERVED);
+    for s in &m.structs {
+        namer.module_name(&s.name);
+    }
+    let globals = m
+        .globals
+        .iter()
+        .map(|g| namer.module_name(&g.name))
+        .collect();
+    let functions = m
+        .functions
+        .iter()
+        .map(|f| namer.module_name(&f.name))
+        .collect();
+    let fields = m
+        .structs
+        .iter()
+        .map(|s| {
+            namer.begin_struct();
+            s.fields.iter().map(|f| namer.field_name(&f.name)).collect()
+        })
+        .collect();
+    let locals = m
+        .functions
+        .iter()
+        .map(|f| {
+            namer.begin_function();
+            f.locals.iter().map(|l| namer.local_name(&l.name)).collect()
+        })
+        .collect();
+    CNames {
+        globals,
+        functions,
+        fields,
+        locals,
+    }
+}
+
+/// The C name of local `id` of `f`.
+fn local_c(m: &Module, f: &Function, id: LocalId) -> String {
+    let index = m
+        .functions
+        .iter()
+        .position(|g| std::ptr::eq(g, f))
+        .expect("a function of the module");
+    c_names(m).locals[index][id.0 as usize].clone()
 }
 
 /// The IR of every function, one statement per line.
@@ -44,12 +102,14 @@ fn dump_function(m: &Module, f: &Function, out: &mut String) {
             format!(
                 "{} {}{}",
                 l.ty,
-                l.c_name,
+                local_c(m, f, p.local),
                 if p.restrict { " restrict" } else { "" }
             )
         })
         .collect();
-    write!(out, "{kind} {} {}({})", f.ret, f.c_name, params.join(", ")).unwrap();
+    let index = m.functions.iter().position(|g| std::ptr::eq(g, f)).unwrap();
+    let name = &c_names(m).functions[index];
+    write!(out, "{kind} {} {name}({})", f.ret, params.join(", ")).unwrap();
     if let Some(lb) = f.launch_bounds {
         write!(
             out,
@@ -66,30 +126,32 @@ fn dump_block(m: &Module, f: &Function, b: &Block, depth: usize, out: &mut Strin
     for s in &b.stmts {
         let pad = "  ".repeat(depth);
         let e = |e: &Expr| expr(m, f, e);
-        let local = |id: &chorus_lang::ir::LocalId| &f.locals[id.0 as usize];
+        let local = |id: &LocalId| &f.locals[id.0 as usize];
+        let name = |id: &LocalId| local_c(m, f, *id);
         match &s.kind {
             StmtKind::Block(inner) => {
                 writeln!(out, "{pad}{{").unwrap();
                 dump_block(m, f, inner, depth + 1, out);
                 writeln!(out, "{pad}}}").unwrap();
             }
-            StmtKind::Declare { local: l, init } => {
-                let l = local(l);
-                writeln!(out, "{pad}{} {} = {}", l.ty, l.c_name, e(init)).unwrap();
+            StmtKind::Declare { local: id, init } => {
+                let l = local(id);
+                writeln!(out, "{pad}{} {} = {}", l.ty, name(id), e(init)).unwrap();
             }
             StmtKind::SharedArray {
-                local: l,
+                local: id,
                 element,
                 dims,
                 sizes,
             } => {
-                let l = local(l);
+                let l = local(id);
                 assert_eq!(l.storage, LocalStorage::Shared);
                 let dims: Vec<String> = dims.iter().map(e).collect();
                 writeln!(
                     out,
                     "{pad}shared {element} {}{sizes:?} dims {dims:?} : {}",
-                    l.c_name, l.ty
+                    name(id),
+                    l.ty
                 )
                 .unwrap();
             }
@@ -98,7 +160,7 @@ fn dump_block(m: &Module, f: &Function, b: &Block, depth: usize, out: &mut Strin
                     .iter()
                     .map(|l| {
                         assert_eq!(local(l).storage, LocalStorage::DynamicShared);
-                        format!("{} {}", local(l).ty, local(l).c_name)
+                        format!("{} {}", local(l).ty, name(l))
                     })
                     .collect();
                 writeln!(out, "{pad}dynamic-shared {}", names.join(", ")).unwrap();
@@ -131,11 +193,11 @@ fn dump_block(m: &Module, f: &Function, b: &Block, depth: usize, out: &mut Strin
             } => {
                 let init: Vec<String> = init
                     .iter()
-                    .map(|(l, v)| format!("{} {} = {}", local(l).ty, local(l).c_name, e(v)))
+                    .map(|(l, v)| format!("{} {} = {}", local(l).ty, name(l), e(v)))
                     .collect();
                 let step: Vec<String> = step
                     .iter()
-                    .map(|(l, v)| format!("{} = {}", local(l).c_name, e(v)))
+                    .map(|(l, v)| format!("{} = {}", name(l), e(v)))
                     .collect();
                 let cond = cond.as_ref().map(e).unwrap_or_default();
                 writeln!(
@@ -191,8 +253,8 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
             format!("{:?}:float", *v as f32)
         }
         ExprKind::Literal(Literal::Float(v)) => format!("{v:?}:{}", e.ty),
-        ExprKind::Local(l) => f.locals[l.0 as usize].c_name.clone(),
-        ExprKind::Global(g) => format!("@{}", m.globals[g.0 as usize].c_name),
+        ExprKind::Local(l) => local_c(m, f, *l),
+        ExprKind::Global(g) => format!("@{}", c_names(m).globals[g.0 as usize]),
         ExprKind::Index(v) => format!("{v:?}"),
         ExprKind::Aref { base, indices } => {
             let idx: String = indices.iter().map(|i| format!("[{}]", sub(i))).collect();
@@ -201,7 +263,10 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         ExprKind::Field { base, index } => {
             let name = match &base.ty {
                 Type::Vector(v) => v.components()[*index].to_string(),
-                Type::Struct(s) => m.struct_def(s).unwrap().fields[*index].c_name.clone(),
+                Type::Struct(s) => {
+                    let i = m.structs.iter().position(|d| d.name == *s).unwrap();
+                    c_names(m).fields[i][*index].clone()
+                }
                 other => panic!("field of {other}"),
             };
             format!("{}.{name}", sub(base))
@@ -221,7 +286,7 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         ExprKind::Call { function, args } => {
             format!(
                 "(call {} {})",
-                m.functions[function.0 as usize].c_name,
+                c_names(m).functions[function.0 as usize],
                 list(args)
             )
         }
@@ -582,10 +647,12 @@ fn defglobal_types_qualifiers_and_constant_folding() {
            (set foo (+ foo 1))
            (set (aref out 0) (+ foo bar cells)))",
     );
+    let names = c_names(&m);
     let g: Vec<String> = m
         .globals
         .iter()
-        .map(|g| {
+        .zip(&names.globals)
+        .map(|(g, c_name)| {
             let init = match &g.init.kind {
                 ExprKind::Literal(l) => format!("{l:?}"),
                 ExprKind::Construct(parts) => format!(
@@ -600,7 +667,7 @@ fn defglobal_types_qualifiers_and_constant_folding() {
                 ),
                 other => panic!("not folded: {other:?}"),
             };
-            format!("{} {} {:?} {init}", g.ty, g.c_name, g.qualifiers)
+            format!("{} {c_name} {:?} {init}", g.ty, g.qualifiers)
         })
         .collect();
     assert_eq!(
@@ -822,7 +889,7 @@ fn names_are_unique_readable_c_identifiers() {
     .unwrap();
     forms.iter_mut().for_each(gensyms);
     let m = chorus_lang::compile_forms(&forms).unwrap();
-    assert_eq!(m.globals[0].c_name, "sin_table");
+    assert_eq!(c_names(&m).globals[0], "sin_table");
     assert_ir(
         &dump(&m),
         "
@@ -1188,11 +1255,11 @@ fn a_simulation_style_unit_checks() {
                  (inc xi (/ (* vi 0.004) 0.004))))))",
     );
     validate(&m);
-    let names: Vec<&str> = m.functions.iter().map(|f| f.c_name.as_str()).collect();
+    let names = c_names(&m).functions;
     assert_eq!(
         names,
         [
-            "norm",
+            "norm_1",
             "cell_of",
             "in_grid",
             "kernel_weight",

@@ -12,7 +12,10 @@ fn cuda_dir() -> PathBuf {
 /// The CUDA C of kernel text; a compile error fails the test with its `FILE:LINE:COL` message.
 fn cuda(text: &str, file: &str) -> String {
     match chorus_lang::compile_str(text, file) {
-        Ok(module) => print_module(&module),
+        Ok(module) => match print_module(&module) {
+            Ok(printed) => printed.code,
+            Err(e) => panic!("{e}"),
+        },
         Err(e) => panic!("{e}"),
     }
 }
@@ -468,7 +471,7 @@ fn everything_uses_every_statement_form_and_95_percent_of_the_builtins() {
         all.into_iter().collect(),
         "statement kinds in the IR of everything.lisp"
     );
-    let c = print_module(&module);
+    let c = print_module(&module).unwrap_or_else(|e| panic!("{e}")).code;
     for needed in [
         "#include <cuda_fp16.h>",
         "#include <curand_kernel.h>",

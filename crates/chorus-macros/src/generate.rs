@@ -2,7 +2,7 @@
 //!
 //! * one hidden `static` [`chorus::Program`] holding the kernel text and its file name; it is
 //!   compiled for the selected backend on first use;
-//! * for each kernel, a function named by its C name whose parameters follow the kernel's, plus a
+//! * for each kernel, a function named by its snake-case name (`vec-add` → `vec_add`) whose parameters follow the kernel's, plus a
 //!   final `chorus::Launch`, and an accessor `<name>_program()` for the program (its kernel text,
 //!   CUDA C, globals);
 //! * for each `defkernel-struct`, a `#[repr(C)]` struct with the device layout, explicit padding
@@ -30,14 +30,47 @@ pub fn items(module: &Module, source: &Rebuilt) -> TokenStream {
     for def in &module.structs {
         out.extend(struct_item(module, def));
     }
+    let mut kernels: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for function in module
         .functions
         .iter()
         .filter(|f| f.kind == FunctionKind::Kernel)
     {
+        let rust_name = snake_name(&function.name);
+        if let Some(other) = kernels.insert(rust_name.clone(), &function.name) {
+            let message = format!(
+                "kernels `{other}` and `{}` would both be the Rust function `{rust_name}`; \
+                 rename one",
+                function.name
+            );
+            return quote!(::core::compile_error!(#message););
+        }
         out.extend(kernel_item(module, function, &program));
     }
     out
+}
+
+/// The snake-case Rust spelling of a kernel-language name (`vec-add` → `vec_add`, `#:g1` →
+/// `g1`, `λ` → `_u3bb`), before Rust keywords are dealt with by [`rust_ident`].
+fn snake_name(name: &str) -> String {
+    chorus_lang::cfamily::legal_identifier(name, &std::collections::HashSet::new())
+}
+
+/// [`snake_name`] of each of `names`, made unique with `_1`, `_2` … suffixes.
+fn unique_snake_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut used = std::collections::HashSet::new();
+    names
+        .map(|name| {
+            let base = snake_name(name);
+            let mut candidate = base.clone();
+            let mut n = 0;
+            while !used.insert(candidate.clone()) {
+                n += 1;
+                candidate = format!("{base}_{n}");
+            }
+            candidate
+        })
+        .collect()
 }
 
 /// The name of the hidden program static: unique per invocation, because the text holds the
@@ -49,9 +82,9 @@ fn program_ident(source: &Rebuilt) -> Ident {
     format_ident!("__CHORUS_PROGRAM_{:016X}", hasher.finish())
 }
 
-/// A Rust identifier for a C identifier: Rust keywords become raw identifiers, and the few
+/// A Rust identifier for a snake-case name: Rust keywords become raw identifiers, and the few
 /// that cannot be raw get a `_` suffix.
-fn rust_ident(c_name: &str) -> Ident {
+fn rust_ident(name: &str) -> Ident {
     const CANNOT_BE_RAW: &[&str] = &["self", "super", "crate", "_"];
     const KEYWORDS: &[&str] = &[
         "as", "async", "await", "box", "const", "dyn", "else", "enum", "extern", "fn", "gen",
@@ -59,19 +92,19 @@ fn rust_ident(c_name: &str) -> Ident {
         "static", "trait", "try", "type", "typeof", "unsafe", "unsized", "use", "where", "yield",
         "abstract", "become", "final", "override", "loop",
     ];
-    if CANNOT_BE_RAW.contains(&c_name) {
-        format_ident!("{c_name}_")
-    } else if KEYWORDS.contains(&c_name) {
-        Ident::new_raw(c_name, Span::call_site())
+    if CANNOT_BE_RAW.contains(&name) {
+        format_ident!("{name}_")
+    } else if KEYWORDS.contains(&name) {
+        Ident::new_raw(name, Span::call_site())
     } else {
-        Ident::new(c_name, Span::call_site())
+        Ident::new(name, Span::call_site())
     }
 }
 
 /// The CamelCase Rust name of a structure (`my_pair` → `MyPair`).
-pub fn struct_ident(c_name: &str) -> Ident {
+pub fn struct_ident(snake: &str) -> Ident {
     let mut name = String::new();
-    for word in c_name.split('_').filter(|w| !w.is_empty()) {
+    for word in snake.split('_').filter(|w| !w.is_empty()) {
         let mut chars = word.chars();
         if let Some(first) = chars.next() {
             name.extend(first.to_uppercase());
@@ -99,7 +132,7 @@ fn value_type(module: &Module, ty: &Type) -> Option<TokenStream> {
         Type::Pointer(_) => quote!(u64),
         Type::Struct(name) => {
             let def = module.struct_def(name)?;
-            let ident = struct_ident(&def.c_name);
+            let ident = struct_ident(&snake_name(&def.name));
             quote!(#ident)
         }
         Type::CurandStateXorwow => quote!(::chorus::CurandStateXorwow),
@@ -206,15 +239,17 @@ fn kernel_signature(function: &Function) -> String {
 }
 
 fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenStream {
-    let name = rust_ident(&function.c_name);
-    let accessor = format_ident!("{}_program", function.c_name);
+    let snake = snake_name(&function.name);
+    let name = rust_ident(&snake);
+    let accessor = format_ident!("{snake}_program");
     let kernel_name = &*function.name;
     let locals: Vec<_> = function
         .params
         .iter()
         .map(|p| &function.locals[p.local.0 as usize])
         .collect();
-    let launch = if locals.iter().any(|l| l.c_name == "launch") {
+    let param_names = unique_snake_names(locals.iter().map(|l| &*l.name));
+    let launch = if param_names.iter().any(|n| n == "launch") {
         format_ident!("launch_")
     } else {
         format_ident!("launch")
@@ -222,8 +257,8 @@ fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenSt
     let mut params = Vec::new();
     let mut args = Vec::new();
     let mut typed_values = true;
-    for local in &locals {
-        let ident = rust_ident(&local.c_name);
+    for (local, param_name) in locals.iter().zip(&param_names) {
+        let ident = rust_ident(param_name);
         let shape = param_shape(module, &local.ty, &ident);
         let ty = shape.ty;
         params.push(quote!(#ident: #ty));
@@ -271,7 +306,7 @@ fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenSt
 }
 
 fn struct_item(module: &Module, def: &StructDef) -> TokenStream {
-    let name = struct_ident(&def.c_name);
+    let name = struct_ident(&snake_name(&def.name));
     let kernel_name = &*def.name;
     // Real fields with their Rust types and sizes, in offset order.
     let mut declarations = Vec::new();
@@ -288,8 +323,9 @@ fn struct_item(module: &Module, def: &StructDef) -> TokenStream {
             declarations.push(quote!(#ident: [u8; #len]));
             constructor.push(quote!(#ident: [0; #len]));
         };
-    for field in &def.fields {
-        let ident = rust_ident(&field.c_name);
+    let field_names = unique_snake_names(def.fields.iter().map(|f| &*f.name));
+    for (field, field_name) in def.fields.iter().zip(&field_names) {
+        let ident = rust_ident(field_name);
         let Some(ty) = value_type(module, &field.ty) else {
             // The checker refuses `void` fields; nothing else lacks a host type.
             let message = format!(
@@ -406,6 +442,34 @@ mod tests {
         assert_eq!(struct_ident("my_pair").to_string(), "MyPair");
         assert_eq!(struct_ident("_foo").to_string(), "Foo");
         assert_eq!(struct_ident("_1x").to_string(), "S1x");
+    }
+
+    #[test]
+    fn kernels_whose_rust_names_collide_are_a_compile_error() {
+        let text = "(defkernel a-b (void ((x int*))) (set (aref x 0) 1))
+                    (defkernel a_b (void ((x int*))) (set (aref x 0) 2))";
+        let module = chorus_lang::compile_str(text, "k.lisp").unwrap();
+        let source = Rebuilt {
+            text: text.into(),
+            file: "k.lisp".into(),
+            tokens: Vec::new(),
+        };
+        let out = items(&module, &source).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains("kernels `a-b` and `a_b` would both be the Rust function `a_b`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn rust_names_come_from_source_names() {
+        assert_eq!(snake_name("vec-add-kernel"), "vec_add_kernel");
+        assert_eq!(snake_name("#:g3"), "g3");
+        assert_eq!(
+            unique_snake_names(["a-b", "a_b", "x"].into_iter()),
+            ["a_b", "a_b_1", "x"]
+        );
     }
 
     #[test]

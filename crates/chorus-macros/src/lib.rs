@@ -51,13 +51,13 @@ use quote::quote_spanned;
 ///
 /// # Generated items
 ///
-/// * for each kernel `name`, a function `c_name(params…, launch: chorus::Launch) ->
+/// * for each kernel `name`, a function `snake_name(params…, launch: chorus::Launch) ->
 ///   chorus::Result<()>`: a pointer parameter `T*` takes `impl chorus::DevicePtr<T>` (memory
 ///   blocks, or device pointers), `bool` a `bool`, every other parameter its host type (`int` is
 ///   `i32`, `float` `f32`, `half` `chorus::f16`, `float3` `chorus::Float3`, a structure its
 ///   generated struct); `void*` and pointers to pointers take a `chorus::Arg` that is checked
 ///   when the kernel is launched;
-/// * for each kernel, `c_name_program() -> &'static chorus::Program`: the program of the whole
+/// * for each kernel, `snake_name_program() -> &'static chorus::Program`: the program of the whole
 ///   block (its kernel text, its CUDA C, `global_ref` / `set_global_ref` for its globals);
 /// * for each `defkernel-struct`, a `#[repr(C)]` struct in CamelCase (`pair` → `Pair`) with the
 ///   device's layout, private padding fields, `new(fields…)`, `Default`, `Debug`, `PartialEq`,

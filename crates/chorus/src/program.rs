@@ -101,7 +101,9 @@ impl Program {
 
     /// The CUDA C the CUDA backend compiles (deterministic and readable).
     pub fn cuda_source(&self) -> Result<String> {
-        Ok(chorus_lang::cuda::print_module(self.module()?))
+        chorus_lang::cuda::print_module(self.module()?)
+            .map(|printed| printed.code)
+            .map_err(Error::Lang)
     }
 
     /// The kernel `name` (its kernel-language name, `vec-add-kernel`, or its C name).
@@ -113,10 +115,18 @@ impl Program {
     /// The index in the module's functions of the kernel `name`.
     fn kernel_index(&self, name: &str) -> Result<usize> {
         let module = self.module()?;
+        let is_kernel = |i: &usize| module.functions[*i].kind == FunctionKind::Kernel;
         module
             .functions
             .iter()
-            .position(|f| f.kind == FunctionKind::Kernel && (&*f.name == name || f.c_name == name))
+            .position(|f| &*f.name == name)
+            .filter(is_kernel)
+            .or_else(|| {
+                // A C name: the CUDA printer's (found only when asked by one, which is rare).
+                let printed = chorus_lang::cuda::print_module(module).ok()?;
+                let c_names = printed.names.functions();
+                c_names.iter().position(|c| c == name).filter(is_kernel)
+            })
             .ok_or_else(|| Error::NoSuchKernel {
                 name: name.to_string(),
                 file: self.file.to_string(),
@@ -134,7 +144,12 @@ impl Program {
         module
             .globals
             .iter()
-            .find(|g| &*g.name == name || g.c_name == name)
+            .position(|g| &*g.name == name)
+            .or_else(|| {
+                let printed = chorus_lang::cuda::print_module(module).ok()?;
+                printed.names.globals().iter().position(|c| c == name)
+            })
+            .map(|i| &module.globals[i])
             .ok_or_else(|| Error::NoSuchGlobal {
                 name: name.to_string(),
                 file: self.file.to_string(),

@@ -19,12 +19,13 @@ fn run_on_gpu(case: &corpus::Case, module: &chorus_lang::ir::Module) -> Result<O
         Program::from_ir(module.clone(), case.name).map_err(|e| format!("compile: {e}"))?;
     let function = program.function(case.kernel).map_err(|e| e.to_string())?;
     let global_of = |name: &str| -> Result<(chorus_cuda::sys::CUdeviceptr, usize), String> {
-        let (_, g) = module
+        let (id, _) = module
             .global(name)
             .ok_or_else(|| format!("no global {name}"))?;
+        let printed = chorus_lang::cuda::print_module(module).map_err(|e| e.to_string())?;
         program
             .module()
-            .global(&g.c_name)
+            .global(printed.names.global_by_id(id))
             .map_err(|e| e.to_string())
     };
     for g in &case.globals {

@@ -8,7 +8,7 @@
 //! signatures of all functions (so a function may call one defined later), and the bodies.
 //!
 //! What it checks and how it converts is documented where it happens: [`convert`] (implicit
-//! conversions), [`builtins`] (the overload table), [`names`] (C names). Every error carries the
+//! conversions), [`builtins`] (the overload table), [`names`] (names in messages). Every error carries the
 //! span of the offending form and says what was expected.
 
 pub mod builtins;
@@ -71,8 +71,6 @@ struct FnCx<'m> {
     shared_dims: HashMap<LocalId, usize>,
     /// Visible names, innermost scope last.
     scopes: Vec<Vec<(String, LocalId)>>,
-    /// C names of the locals.
-    namer: names::Namer,
     /// Enclosing loops and switches, innermost last.
     jumps: Vec<Jump>,
 }
@@ -86,7 +84,6 @@ impl<'m> FnCx<'m> {
             locals: Vec::new(),
             shared_dims: HashMap::new(),
             scopes: vec![Vec::new()],
-            namer: names::Namer::for_locals(&m.names),
             jumps: Vec::new(),
         }
     }
@@ -94,10 +91,8 @@ impl<'m> FnCx<'m> {
     /// Declares a local in the innermost scope.
     fn declare(&mut self, name: &str, ty: Type, storage: LocalStorage) -> LocalId {
         let id = LocalId(self.locals.len() as u32);
-        let c_name = self.namer.fresh(name);
         self.locals.push(Local {
             name: name.into(),
-            c_name,
             ty,
             storage,
         });

@@ -1,6 +1,6 @@
 //! Top-level forms: `defkernel-struct`, `defglobal`, `defkernel`.
 
-use super::{FnCx, binding_name, builtins, consts, err, expr, flow, names, parse_type};
+use super::{FnCx, binding_name, builtins, consts, err, expr, flow, parse_type};
 use crate::error::Result;
 use crate::form::{Form, FormKind};
 use crate::ir::{
@@ -15,7 +15,6 @@ use std::collections::HashMap;
 /// A function's signature, known before any body is checked.
 pub(super) struct FnSig {
     pub name: String,
-    pub c_name: String,
     pub kind: FunctionKind,
     pub ret: Type,
     pub params: Vec<ParamSig>,
@@ -39,22 +38,19 @@ pub(super) struct ModuleCx {
     pub constructors: HashMap<String, usize>,
     pub globals: Vec<Global>,
     pub functions: Vec<FnSig>,
-    pub names: names::Namer,
+    /// Indices of `globals` and `functions` by name: lookups stay O(1) in modules of many
+    /// definitions.
+    global_index: HashMap<String, usize>,
+    function_index: HashMap<String, usize>,
 }
 
 impl ModuleCx {
     pub fn global(&self, name: &str) -> Option<GlobalId> {
-        self.globals
-            .iter()
-            .position(|g| &*g.name == name)
-            .map(|i| GlobalId(i as u32))
+        self.global_index.get(name).map(|&i| GlobalId(i as u32))
     }
 
     pub fn function(&self, name: &str) -> Option<FunctionId> {
-        self.functions
-            .iter()
-            .position(|f| f.name == name)
-            .map(|i| FunctionId(i as u32))
+        self.function_index.get(name).map(|&i| FunctionId(i as u32))
     }
 }
 
@@ -129,10 +125,7 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
             }
         }
     }
-    let mut m = ModuleCx {
-        names: names::Namer::for_module(),
-        ..ModuleCx::default()
-    };
+    let mut m = ModuleCx::default();
     for (form, args) in structs {
         define_struct(&mut m, form, args)?;
     }
@@ -221,21 +214,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
             format!("structure `{name}` is already defined at {}", prev.span),
         );
     }
-    // `Type::c_name` spells a structure type as `c_identifier(name)`, so that must be its name.
-    if let Some(prev) = m
-        .structs
-        .iter()
-        .find(|s| s.c_name == ir::c_identifier(name))
-    {
-        return err(
-            &name_form.span,
-            format!(
-                "structure `{name}` has the same C name `{}` as structure `{}` (defined at {}); \
-                 choose another name",
-                prev.c_name, prev.name, prev.span
-            ),
-        );
-    }
     if fields.is_empty() {
         return err(
             &form.span,
@@ -243,7 +221,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         );
     }
     let index = m.structs.len();
-    let mut field_names = names::Namer::default();
     let mut out: Vec<StructField> = Vec::new();
     let (mut offset, mut align) = (0usize, 1usize);
     for field in fields {
@@ -283,7 +260,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         offset = offset.next_multiple_of(field_align);
         out.push(StructField {
             name: fname_str.into(),
-            c_name: field_names.fresh(fname_str),
             ty,
             offset,
         });
@@ -307,7 +283,6 @@ fn define_struct(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     m.constructors.insert(constructor, index);
     m.structs.push(StructDef {
         name: name.into(),
-        c_name: m.names.fresh(name),
         fields: out,
         size: offset.next_multiple_of(align),
         align,
@@ -351,9 +326,9 @@ fn define_global(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
         None => vec![GlobalQualifier::Device],
         Some(q) => parse_qualifiers(q)?,
     };
+    m.global_index.insert(name.to_string(), m.globals.len());
     m.globals.push(Global {
         name: name.into(),
-        c_name: m.names.fresh(name),
         ty: init.ty.clone(),
         qualifiers,
         init,
@@ -475,6 +450,7 @@ fn declare_function<'f>(
         }
     };
     let mut params: Vec<ParamSig> = Vec::new();
+    let mut param_names: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for p in param_forms {
         let parts = p.as_list().unwrap_or(&[]);
         let (pname, pty, restrict) = match parts {
@@ -494,7 +470,7 @@ fn declare_function<'f>(
             }
         };
         let pname_str = binding_name(pname, "a parameter name")?;
-        if params.iter().any(|q| q.name == pname_str) {
+        if !param_names.insert(pname_str) {
             return err(
                 &pname.span,
                 format!("duplicate parameter `{pname_str}` in `{name}`"),
@@ -516,9 +492,9 @@ fn declare_function<'f>(
             restrict,
         });
     }
+    m.function_index.insert(name.to_string(), m.functions.len());
     m.functions.push(FnSig {
         name: name.to_string(),
-        c_name: m.names.fresh(name),
         kind,
         ret,
         params,
@@ -561,7 +537,6 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
     }
     Ok(Function {
         name: sig.name.as_str().into(),
-        c_name: sig.c_name.clone(),
         kind: sig.kind,
         ret: sig.ret.clone(),
         params,

@@ -235,15 +235,9 @@ impl CudaCompiled {
     /// The device address and size of `global`.
     fn global(&self, global: &Global) -> Result<(u64, usize)> {
         self.program
-            .module()
-            .global(global_symbol(global))
+            .global_address(&global.name)
             .map_err(device_error(self.context.device()))
     }
-}
-
-/// The name `global` has in the CUDA C the program was compiled from.
-fn global_symbol(global: &Global) -> &str {
-    &global.c_name
 }
 
 impl CompiledImpl for CudaCompiled {

@@ -1,9 +1,17 @@
 //! Printer tests on IR built by hand: the parts of the output that do not depend on the checker.
 
-use super::print_module;
+use super::{PrintOptions, cuda::Cuda};
 use crate::ir::*;
 use crate::span::Span;
 use crate::types::{ScalarType, Type};
+
+/// The CUDA C of `module`; a printing error fails the test.
+fn print_module(module: &Module) -> String {
+    match super::print_module(module, &Cuda, &PrintOptions::default()) {
+        Ok(printed) => printed.code,
+        Err(e) => panic!("{e}"),
+    }
+}
 
 fn e(kind: ExprKind, ty: Type) -> Expr {
     Expr {
@@ -35,7 +43,6 @@ fn op(op: Builtin, args: Vec<Expr>, ty: Type) -> Expr {
 fn var(name: &str, ty: Type) -> Local {
     Local {
         name: name.into(),
-        c_name: c_identifier(name),
         ty,
         storage: LocalStorage::Register,
     }
@@ -47,7 +54,6 @@ fn kernel(name: &str, params: Vec<Local>, mut locals: Vec<Local>, body: Vec<Stmt
     all.append(&mut locals);
     Function {
         name: name.into(),
-        c_name: c_identifier(name),
         kind: FunctionKind::Kernel,
         ret: Type::Void,
         params: (0..n)
@@ -340,7 +346,6 @@ fn loop_temporaries_shadow_no_module_name() {
     )]);
     m.globals.push(Global {
         name: "a-next".into(),
-        c_name: "a_next".into(),
         ty: Type::INT,
         qualifiers: vec![GlobalQualifier::Device],
         init: int(0),

@@ -1,6 +1,7 @@
 //! Expressions: literals, conversions, operators and built-ins.
 
-use super::helpers::{Header, Helper, Operands, VectorOp, vector_constructor};
+use super::IndexSpelling;
+use super::helpers::{Helper, Operands, VectorOp};
 use super::printer::Emitter;
 use crate::ir::{AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, WarpReduceOp};
 use crate::types::{ScalarType, Type, VectorType};
@@ -281,20 +282,49 @@ fn warp_reduce_name(op: WarpReduceOp) -> &'static str {
     }
 }
 
-/// A call `name(a, b, …)`.
-fn call(name: &str, args: &[CExpr]) -> CExpr {
+/// A call `name(a, b, …)` of a function the module or the printer defines.
+fn plain_call(name: &str, args: &[CExpr]) -> CExpr {
     let args: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
     CExpr::atom(format!("{name}({})", args.join(", ")))
 }
 
 impl Emitter<'_> {
+    /// The dialect's call of intrinsic `intrinsic` (the printer's CUDA name) on printed
+    /// arguments, including the header that declares it; a refusal is recorded as an error.
+    pub(super) fn call_text(&mut self, intrinsic: &str, args: &[String]) -> String {
+        if let Some(header) = self.dialect.intrinsic_header(intrinsic) {
+            self.include(header);
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        match self.dialect.call(intrinsic, &refs) {
+            Some(text) => text,
+            None => {
+                self.unsupported(&format!("`{intrinsic}`"));
+                format!("{intrinsic}()")
+            }
+        }
+    }
+
+    /// [`Emitter::call_text`] on printed expressions.
+    fn call(&mut self, intrinsic: &str, args: &[CExpr]) -> CExpr {
+        let texts: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
+        CExpr::atom(self.call_text(intrinsic, &texts))
+    }
+
     /// Prints `e`; the result may be [`Repr::Widened`] or [`Repr::Ring`].
     pub(super) fn expr(&mut self, e: &Expr) -> CExpr {
+        let outer = std::mem::replace(&mut self.span, e.span.clone());
+        let c = self.expr_here(e);
+        self.span = outer;
+        c
+    }
+
+    fn expr_here(&mut self, e: &Expr) -> CExpr {
         self.note_type(&e.ty);
         match &e.kind {
             ExprKind::Literal(lit) => self.literal(*lit, &e.ty),
             ExprKind::Local(id) => CExpr::atom(self.local_name(*id)),
-            ExprKind::Global(id) => CExpr::atom(self.module.globals[id.0 as usize].c_name.clone()),
+            ExprKind::Global(id) => CExpr::atom(self.global_name(*id)),
             ExprKind::Index(var) => self.index_var(*var),
             ExprKind::Aref { base, indices } => {
                 let mut text = self.exact(base).postfix_operand();
@@ -313,9 +343,9 @@ impl Emitter<'_> {
             }
             ExprKind::Builtin { op, args } => self.builtin(*op, args, &e.ty),
             ExprKind::Call { function, args } => {
-                let name = self.module.functions[function.0 as usize].c_name.clone();
+                let name = self.function_name(*function);
                 let args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
-                call(&name, &args)
+                plain_call(&name, &args)
             }
             ExprKind::Cast { value, implicit } => {
                 if *implicit
@@ -390,23 +420,21 @@ impl Emitter<'_> {
     }
 
     fn index_var(&mut self, var: IndexVar) -> CExpr {
-        let axis = |a: crate::ir::Axis| match a {
-            crate::ir::Axis::X => "x",
-            crate::ir::Axis::Y => "y",
-            crate::ir::Axis::Z => "z",
-        };
-        let text = match var {
-            IndexVar::ThreadIdx(a) => format!("threadIdx.{}", axis(a)),
-            IndexVar::BlockIdx(a) => format!("blockIdx.{}", axis(a)),
-            IndexVar::BlockDim(a) => format!("blockDim.{}", axis(a)),
-            IndexVar::GridDim(a) => format!("gridDim.{}", axis(a)),
-            IndexVar::ClusterDim(a) => format!("__clusterDim().{}", axis(a)),
-            IndexVar::ClusterIdx(a) => format!("__clusterIdx().{}", axis(a)),
-            IndexVar::BlockInCluster(a) => format!("__clusterRelativeBlockIdx().{}", axis(a)),
-            IndexVar::WarpSize => return CExpr::atom("warpSize"),
-            IndexVar::LaneId => return CExpr::atom(self.use_helper(Helper::LaneId) + "()"),
-        };
-        CExpr::atom(text).with_repr(Repr::Widened)
+        match self.dialect.index_variable(var) {
+            Some(IndexSpelling::Expr { text, unsigned }) => {
+                let c = CExpr::atom(text);
+                if unsigned {
+                    c.with_repr(Repr::Widened)
+                } else {
+                    c
+                }
+            }
+            Some(IndexSpelling::Helper(helper)) => CExpr::atom(self.use_helper(helper) + "()"),
+            None => {
+                self.unsupported(&format!("the index variable {var:?}"));
+                CExpr::atom("0")
+            }
+        }
     }
 
     /// The C name of field `index` of `base`. An index the IR's invariants rule out gets a name
@@ -419,12 +447,7 @@ impl Emitter<'_> {
                 .copied()
                 .unwrap_or("x")
                 .to_string(),
-            Type::Struct(name) => self
-                .module
-                .struct_def(name)
-                .and_then(|s| s.fields.get(index))
-                .map(|f| f.c_name.clone())
-                .unwrap_or_else(|| format!("field{index}")),
+            Type::Struct(name) => self.struct_field_name(name, index),
             _ => format!("field{index}"),
         }
     }
@@ -474,7 +497,8 @@ impl Emitter<'_> {
             )),
             ScalarType::Int8 | ScalarType::UInt8 | ScalarType::Int16 | ScalarType::UInt16 => {
                 let v = wrap_integer(int_value, bits(*s), s.is_signed_integer());
-                CExpr::unary(format!("({})({v})", s.c_name()))
+                let t = self.c_type(ty);
+                CExpr::unary(format!("({t})({v})"))
             }
             ScalarType::Float => float_text(f64::from(value as f32), "f", "__builtin_huge_valf()"),
             ScalarType::Double => float_text(value, "", "__builtin_huge_val()"),
@@ -502,20 +526,21 @@ impl Emitter<'_> {
                         half::bf16::from_bits(bits).to_f32()
                     };
                     let f = float_text(f64::from(exact), "f", "__builtin_huge_valf()");
-                    CExpr::atom(format!("{from_float}({})", f.text))
+                    CExpr::atom(self.call_text(from_float, &[f.text]))
                 }
             }
             ScalarType::Fp8 | ScalarType::Fp4 => {
                 if self.constant {
                     // No constructor of these types is constexpr: give the bits.
                     let bits = minifloat_bits(value, *s == ScalarType::Fp4);
+                    let t = self.c_type(ty);
                     CExpr::atom(format!(
-                        "__builtin_bit_cast({}, (unsigned char)(0x{bits:02X}))",
-                        s.c_name()
+                        "__builtin_bit_cast({t}, (unsigned char)(0x{bits:02X}))"
                     ))
                 } else {
                     let f = float_text(f64::from(value as f32), "f", "__builtin_huge_valf()");
-                    CExpr::atom(format!("{}({})", s.c_name(), f.text))
+                    let t = self.c_type(ty);
+                    CExpr::atom(format!("{t}({})", f.text))
                 }
             }
         }
@@ -553,11 +578,11 @@ impl Emitter<'_> {
         // From a reduced-precision float: through float, which holds every value exactly.
         let (c, from) = match from_scalar {
             Some(ScalarType::Half) => (
-                CExpr::atom(format!("__half2float({})", c.text)),
+                CExpr::atom(self.call_text("__half2float", &[c.text])),
                 Type::FLOAT,
             ),
             Some(ScalarType::BFloat16) => (
-                CExpr::atom(format!("__bfloat162float({})", c.text)),
+                CExpr::atom(self.call_text("__bfloat162float", &[c.text])),
                 Type::FLOAT,
             ),
             Some(ScalarType::Fp8 | ScalarType::Fp4) => (
@@ -632,9 +657,9 @@ impl Emitter<'_> {
                         }
                     }
                 };
-                CExpr::atom(format!("{name}({})", c.text))
+                CExpr::atom(self.call_text(name, &[c.text]))
             }
-            Some(target @ (ScalarType::Fp8 | ScalarType::Fp4)) => {
+            Some(ScalarType::Fp8 | ScalarType::Fp4) => {
                 // The constructors take float or double; integers go through float, which is
                 // exact over the whole fp8/fp4 range.
                 let arg = if matches!(from_s, Some(ScalarType::Float | ScalarType::Double)) {
@@ -642,7 +667,8 @@ impl Emitter<'_> {
                 } else {
                     format!("(float){}", c.parenthesised())
                 };
-                CExpr::atom(format!("{}({arg})", target.c_name()))
+                let t = self.c_type(to);
+                CExpr::atom(format!("{t}({arg})"))
             }
             _ => {
                 let t = self.c_type(to);
@@ -659,7 +685,13 @@ impl Emitter<'_> {
             return CExpr::atom(format!("{{ {} }}", list.join(", ")));
         }
         match ty {
-            Type::Vector(v) => call(vector_constructor(*v), &args),
+            Type::Vector(v) => match self.dialect.vector_constructor(*v) {
+                Some(make) => self.call(make, &args),
+                None => {
+                    self.unsupported(&format!("constructing a `{ty}`"));
+                    CExpr::atom("0")
+                }
+            },
             other => {
                 let t = self.c_type(other);
                 CExpr::atom(format!("{t}{{ {} }}", list.join(", ")))
@@ -734,13 +766,13 @@ impl Emitter<'_> {
     /// A call of an intrinsic whose arguments must have their exact types (it is overloaded).
     fn exact_call(&mut self, name: &str, args: &[Expr]) -> CExpr {
         let args: Vec<CExpr> = args.iter().map(|a| self.exact(a)).collect();
-        call(name, &args)
+        self.call(name, &args)
     }
 
     /// A call of a function with one signature: C converts the arguments.
     fn value_call(&mut self, name: &str, args: &[Expr]) -> CExpr {
         let args: Vec<CExpr> = args.iter().map(|a| self.value(a)).collect();
-        call(name, &args)
+        self.call(name, &args)
     }
 
     fn use_helper(&mut self, helper: Helper) -> String {
@@ -751,7 +783,8 @@ impl Emitter<'_> {
     /// A helper call on vectors.
     fn helper_call(&mut self, helper: Helper, args: &[Expr]) -> CExpr {
         let name = self.use_helper(helper);
-        self.exact_call(&name, args)
+        let args: Vec<CExpr> = args.iter().map(|a| self.exact(a)).collect();
+        plain_call(&name, &args)
     }
 
     /// A result whose C type is `c_type` while the IR says `ir`: the value agrees modulo 2^N.
@@ -890,7 +923,8 @@ impl Emitter<'_> {
             Builtin::Saturate => match arg_ty.scalar() {
                 Some(ScalarType::Double) => {
                     let x = self.exact(&args[0]);
-                    CExpr::atom(format!("fmin(fmax({}, 0.0), 1.0)", x.text))
+                    let inner = self.call_text("fmax", &[x.text, "0.0".into()]);
+                    CExpr::atom(self.call_text("fmin", &[inner, "1.0".into()]))
                 }
                 Some(ScalarType::Float) => self.exact_call("__saturatef", args),
                 _ => self.through_float(args, result, |a| format!("__saturatef({})", a[0])),
@@ -911,11 +945,11 @@ impl Emitter<'_> {
                 let c = self.value_call(name, args);
                 Self::returned_as(c, &c_result, result)
             }
-            Builtin::SyncThreads => CExpr::atom("__syncthreads()"),
+            Builtin::SyncThreads => self.call("__syncthreads", &[]),
             Builtin::SyncWarp => self.value_call("__syncwarp", args),
-            Builtin::ThreadFence => CExpr::atom("__threadfence()"),
-            Builtin::ThreadFenceBlock => CExpr::atom("__threadfence_block()"),
-            Builtin::ThreadFenceSystem => CExpr::atom("__threadfence_system()"),
+            Builtin::ThreadFence => self.call("__threadfence", &[]),
+            Builtin::ThreadFenceBlock => self.call("__threadfence_block", &[]),
+            Builtin::ThreadFenceSystem => self.call("__threadfence_system", &[]),
             Builtin::ShflSync
             | Builtin::ShflUpSync
             | Builtin::ShflDownSync
@@ -929,7 +963,7 @@ impl Emitter<'_> {
                 // The value picks the overload; the mask, lane and width are plain integers.
                 let mut printed = vec![self.value(&args[0]), self.exact(&args[1])];
                 printed.extend(args[2..].iter().map(|a| self.value(a)));
-                let c = call(name, &printed);
+                let c = self.call(name, &printed);
                 let promoted = result.scalar().is_some_and(is_small_integer);
                 if promoted { c.with_repr(Repr::Ring) } else { c }
             }
@@ -946,7 +980,7 @@ impl Emitter<'_> {
                 Self::returned_as(c, &Type::INT, result)
             }
             Builtin::ActiveMask => {
-                Self::returned_as(CExpr::atom("__activemask()"), &Type::UINT, result)
+                Self::returned_as(self.call("__activemask", &[]), &Type::UINT, result)
             }
             Builtin::MatchAnySync | Builtin::MatchAllSync => {
                 let name = if op == Builtin::MatchAnySync {
@@ -956,7 +990,8 @@ impl Emitter<'_> {
                 };
                 let mut printed = vec![self.value(&args[0])];
                 printed.extend(args[1..].iter().map(|a| self.exact(a)));
-                Self::returned_as(call(name, &printed), &Type::UINT, result)
+                let c = self.call(name, &printed);
+                Self::returned_as(c, &Type::UINT, result)
             }
             Builtin::WarpReduce(r) => {
                 let name = warp_reduce_name(r);
@@ -973,22 +1008,19 @@ impl Emitter<'_> {
                 } else {
                     args[1].ty.clone()
                 };
-                Self::returned_as(call(name, &[mask, v]), &c_result, result)
+                let c = self.call(name, &[mask, v]);
+                Self::returned_as(c, &c_result, result)
             }
             Builtin::Atomic(a) => self.atomic(a, args, result),
             Builtin::ClusterRank => Self::returned_as(
-                CExpr::atom("__clusterRelativeBlockRank()"),
+                self.call("__clusterRelativeBlockRank", &[]),
                 &Type::UINT,
                 result,
             ),
             Builtin::ClusterBarrier => CExpr::atom(self.use_helper(Helper::ClusterBarrier) + "()"),
-            Builtin::ThreadFenceCluster => CExpr::atom("__threadfence_cluster()"),
-            Builtin::CurandInit => {
-                self.needs.headers.insert(Header::CurandKernel);
-                self.value_call("curand_init", args)
-            }
+            Builtin::ThreadFenceCluster => self.call("__threadfence_cluster", &[]),
+            Builtin::CurandInit => self.value_call("curand_init", args),
             Builtin::CurandUniform | Builtin::CurandNormal => {
-                self.needs.headers.insert(Header::CurandKernel);
                 let double = result == &Type::DOUBLE;
                 let name = match (op, double) {
                     (Builtin::CurandUniform, false) => "curand_uniform",
@@ -1027,22 +1059,14 @@ impl Emitter<'_> {
             (Type::Vector(VectorType::Half2), s) if is_half_like(s) => {
                 let v = self.exact(a);
                 let s = self.exact(b);
-                CExpr::atom(format!(
-                    "{}({}, __half2half2({}))",
-                    half2("2"),
-                    v.text,
-                    s.text
-                ))
+                let s = self.call_text("__half2half2", &[s.text]);
+                CExpr::atom(self.call_text(&half2("2"), &[v.text, s]))
             }
             (s, Type::Vector(VectorType::Half2)) if is_half_like(s) => {
                 let s = self.exact(a);
                 let v = self.exact(b);
-                CExpr::atom(format!(
-                    "{}(__half2half2({}), {})",
-                    half2("2"),
-                    s.text,
-                    v.text
-                ))
+                let s = self.call_text("__half2half2", &[s.text]);
+                CExpr::atom(self.call_text(&half2("2"), &[s, v.text]))
             }
             (Type::Vector(v), Type::Vector(_)) => self.helper_call(
                 Helper::VectorBinary(vop, *v, Operands::VectorVector),
@@ -1130,7 +1154,7 @@ impl Emitter<'_> {
                     v.parenthesised()
                 )));
             }
-            return call(name, &printed).with_repr(Repr::Ring);
+            return self.call(name, &printed).with_repr(Repr::Ring);
         }
         let c = self.exact_call(name, args);
         Self::returned_as(c, &pointee, result)

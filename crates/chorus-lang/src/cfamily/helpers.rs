@@ -1,0 +1,89 @@
+//! The helper functions a printed file may need, each emitted only when the module uses it.
+//! Their names are the printer's (all start with `chorus_`); their definitions the dialect's.
+
+use crate::types::VectorType;
+
+/// Component-wise arithmetic on vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VectorOp {
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+}
+
+impl VectorOp {
+    /// The word in helper names (`add`).
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorOp::Add => "add",
+            VectorOp::Sub => "sub",
+            VectorOp::Mul => "mul",
+            VectorOp::Div => "div",
+        }
+    }
+
+    /// The C operator (`+`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            VectorOp::Add => "+",
+            VectorOp::Sub => "-",
+            VectorOp::Mul => "*",
+            VectorOp::Div => "/",
+        }
+    }
+}
+
+/// Which operands of a binary vector operation are vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operands {
+    /// vector op vector.
+    VectorVector,
+    /// vector op scalar (the scalar applies to every component).
+    VectorScalar,
+    /// scalar op vector.
+    ScalarVector,
+}
+
+/// A helper function of the generated file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Helper {
+    /// `chorus_float3_add(a, b)`, `chorus_float3_mul_scalar(v, s)`, `chorus_scalar_mul_float3(s, v)`.
+    VectorBinary(VectorOp, VectorType, Operands),
+    /// `chorus_float3_neg(v)`.
+    VectorNeg(VectorType),
+    /// `chorus_float3_recip(v)`: `1 / v` component-wise.
+    VectorRecip(VectorType),
+    /// `chorus_float3_dot(a, b)`.
+    VectorDot(VectorType),
+    /// `chorus_lane_id()`: the linear thread index in the block, modulo 32.
+    LaneId,
+    /// `chorus_cluster_barrier()`: `barrier.cluster.arrive` then `barrier.cluster.wait`.
+    ClusterBarrier,
+}
+
+impl Helper {
+    /// The helper's name in the printed text.
+    pub fn name(self) -> String {
+        match self {
+            Helper::VectorBinary(op, v, Operands::VectorVector) => {
+                format!("chorus_{}_{}", v.name(), op.name())
+            }
+            Helper::VectorBinary(op, v, Operands::VectorScalar) => {
+                format!("chorus_{}_{}_scalar", v.name(), op.name())
+            }
+            Helper::VectorBinary(op, v, Operands::ScalarVector) => {
+                format!("chorus_scalar_{}_{}", op.name(), v.name())
+            }
+            Helper::VectorNeg(v) => format!("chorus_{}_neg", v.name()),
+            Helper::VectorRecip(v) => format!("chorus_{}_recip", v.name()),
+            Helper::VectorDot(v) => format!("chorus_{}_dot", v.name()),
+            Helper::LaneId => "chorus_lane_id".into(),
+            Helper::ClusterBarrier => "chorus_cluster_barrier".into(),
+        }
+    }
+}

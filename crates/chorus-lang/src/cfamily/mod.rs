@@ -1,0 +1,245 @@
+//! The C-family printer: one typed [`ir::Module`] in, one C-like source file out, for any
+//! [`Dialect`] (CUDA C today; MSL and HIP next).
+//!
+//! The shared part prints what every C-family language writes the same way: the file layout,
+//! statements, expressions with their parentheses, literals, C's usual arithmetic conversions,
+//! the names (a [`Namer`] per printed module, fed the dialect's reserved words). A [`Dialect`]
+//! supplies the rest: its headers, type spellings, qualifiers, kernel signatures and parameter
+//! bindings, index variables, shared memory, intrinsics and device math, atomics, warp
+//! operations, helper functions and reserved words. The printer's vocabulary of intrinsics is
+//! CUDA's (`__syncthreads`, `atomicAdd`, `sinf`, `__shfl_sync` …): a dialect maps each to a call of
+//! its own in [`Dialect::call`] or refuses it, and a refusal is an [`Error`] at the form that
+//! needed it. Printing never panics.
+//!
+//! The CUDA dialect ([`cuda::Cuda`]) documents the output in detail. To add a dialect, write a
+//! type implementing [`Dialect`] (a module beside `cuda.rs`, with its reserved words) and call
+//! [`print_module`] with it; `tests/dialect.rs` does so for a minimal C dialect.
+
+pub mod cuda;
+mod expr;
+mod helpers;
+pub mod names;
+mod printer;
+
+use crate::error::{Error, Result};
+use crate::ir::{self, FunctionId, GlobalId, GlobalQualifier, IndexVar, LaunchBounds};
+use crate::types::{Type, VectorType};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use helpers::{Helper, Operands, VectorOp};
+pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
+
+/// How a dialect spells an index variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexSpelling {
+    /// An expression (`threadIdx.x`, or an MSL kernel parameter bound to an attribute);
+    /// `unsigned` when its C type is `unsigned int` while the language's is `int`.
+    Expr {
+        /// The text.
+        text: String,
+        /// Whether C types it `unsigned int`.
+        unsigned: bool,
+    },
+    /// A call of a printer helper (`chorus_lane_id()`).
+    Helper(Helper),
+}
+
+/// A C-family language: everything the shared printer does not know.
+///
+/// Methods returning `Option` return `None` for what the dialect cannot express; the printer
+/// turns that into an [`Error`] at the span of the form that needed it.
+pub trait Dialect {
+    /// The dialect's name in messages (`CUDA C`).
+    fn name(&self) -> &'static str;
+
+    /// Identifiers a name from kernel text must not take, beyond [`C_KEYWORDS`] and names
+    /// starting with `__` or [`HELPER_PREFIX`]: the dialect's intrinsics, builtin types, device
+    /// math and C library functions. Lower case only: the namer lower-cases every name.
+    fn reserved_words(&self) -> &'static [&'static str];
+
+    /// The headers the dialect may include, in the order it includes them (file names as
+    /// written between `<` and `>`).
+    fn headers(&self) -> &'static [&'static str];
+
+    /// The header that declares `ty`, if one must be included for it.
+    fn type_header(&self, ty: &Type) -> Option<&'static str>;
+
+    /// The header that declares intrinsic `intrinsic` (the printer's CUDA name), if one must be
+    /// included for it.
+    fn intrinsic_header(&self, intrinsic: &str) -> Option<&'static str>;
+
+    /// Text after the includes (`using namespace metal;`); empty by default.
+    fn prelude(&self) -> &'static str {
+        ""
+    }
+
+    /// The spelling of a type other than a pointer or structure (`float`, `__half`, `float4`).
+    fn type_name(&self, ty: &Type) -> Option<&'static str>;
+
+    /// The constructor of a vector (`make_float3`).
+    fn vector_constructor(&self, vector: VectorType) -> Option<&'static str>;
+
+    /// What precedes module-level definitions the host looks up by name (`extern "C" `): they
+    /// must keep the names of the [`NameTable`] in the object file.
+    fn linkage(&self) -> &'static str;
+
+    /// The qualifiers before a kernel's or device function's result type (`__global__`).
+    fn function_qualifier(&self, kind: ir::FunctionKind) -> &'static str;
+
+    /// The qualifier of a global variable (`__constant__`); `None` when the dialect has no such
+    /// storage. [`GlobalQualifier::Restrict`] is asked for through [`Dialect::restrict`].
+    fn global_qualifier(&self, qualifier: GlobalQualifier) -> Option<&'static str>;
+
+    /// Whether globals of this qualifier can have an initializer (CUDA's `__shared__` cannot).
+    fn global_has_initializer(&self, qualifiers: &[GlobalQualifier]) -> bool;
+
+    /// The qualifier written after a restricted pointer's `*` (` __restrict__`, with its space).
+    fn restrict(&self) -> &'static str;
+
+    /// The launch-bounds annotation written after a kernel's result type.
+    fn launch_bounds(&self, bounds: &LaunchBounds) -> Option<String>;
+
+    /// Parameter `index` of a kernel, given its type's spelling (with any restrict qualifier)
+    /// and name. CUDA writes `float* a`; MSL binds buffers, `device float* a [[buffer(0)]]`.
+    fn kernel_parameter(&self, index: usize, ty: &str, name: &str) -> String {
+        let _ = index;
+        format!("{ty} {name}")
+    }
+
+    /// Parameters a kernel gets beyond its own, for what the dialect passes as arguments rather
+    /// than globals (MSL's `uint3 tid [[thread_position_in_threadgroup]]`); none by default.
+    fn kernel_extra_parameters(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The spelling of an index variable.
+    fn index_variable(&self, var: IndexVar) -> Option<IndexSpelling>;
+
+    /// The number of lanes in a warp (32 on CUDA, 64 on AMD's wavefronts).
+    fn warp_width(&self) -> u32;
+
+    /// The declaration of a static shared array (`__shared__ float b[16][16];`), given the
+    /// element type's spelling, the name and the dimensions as text (`[16][16]`).
+    fn shared_array(&self, element: &str, name: &str, dims: &str) -> Option<String>;
+
+    /// The declaration of the dynamic shared memory array named `name`, an array of bytes.
+    fn dynamic_shared_array(&self, name: &str) -> Option<String>;
+
+    /// A call of intrinsic `intrinsic` (the printer's CUDA name: `atomicAdd`, `sinf`,
+    /// `__shfl_sync`, `__syncthreads` …) with the printed arguments. CUDA calls it as named; a
+    /// dialect may rename it, reorder or drop arguments, or refuse it.
+    fn call(&self, intrinsic: &str, args: &[&str]) -> Option<String>;
+
+    /// The definition of helper `helper`, named `name`, ending in a newline.
+    fn helper_definition(&self, helper: Helper, name: &str) -> Option<String>;
+}
+
+/// What the printer emits besides the text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrintOptions {
+    /// Write `#line N "file"` before each statement and function, so that a C compiler's
+    /// diagnostics name the kernel text's lines. Off by default (the text stays readable).
+    pub line_directives: bool,
+}
+
+/// A printed module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrintedModule {
+    /// The source text.
+    pub code: String,
+    /// The headers the text includes, in the order it includes them (file names as written
+    /// between `<` and `>`). A compiler must be able to find them (NVRTC needs the toolkit's
+    /// include directory for `curand_kernel.h`).
+    pub headers: Vec<&'static str>,
+    /// The names the module's kernels, device functions and globals have in the text.
+    pub names: NameTable,
+}
+
+/// From kernel-language names to emitted names, for the functions and globals of a printed
+/// module: what the runtime looks up (`cuModuleGetFunction`, `cuModuleGetGlobal`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameTable {
+    functions: Vec<String>,
+    globals: Vec<String>,
+    function_index: HashMap<Arc<str>, usize>,
+    global_index: HashMap<Arc<str>, usize>,
+}
+
+impl NameTable {
+    /// The emitted name of the function named `name` in the kernel text.
+    pub fn function(&self, name: &str) -> Option<&str> {
+        self.function_index
+            .get(name)
+            .map(|&i| self.functions[i].as_str())
+    }
+
+    /// The emitted name of the global named `name` in the kernel text.
+    pub fn global(&self, name: &str) -> Option<&str> {
+        self.global_index
+            .get(name)
+            .map(|&i| self.globals[i].as_str())
+    }
+
+    /// The emitted name of function `id` (empty for an id outside the module).
+    pub fn function_by_id(&self, id: FunctionId) -> &str {
+        self.functions.get(id.0 as usize).map_or("", String::as_str)
+    }
+
+    /// The emitted name of global `id` (empty for an id outside the module).
+    pub fn global_by_id(&self, id: GlobalId) -> &str {
+        self.globals.get(id.0 as usize).map_or("", String::as_str)
+    }
+
+    /// The emitted names of the functions, in the module's order.
+    pub fn functions(&self) -> &[String] {
+        &self.functions
+    }
+
+    /// The emitted names of the globals, in the module's order.
+    pub fn globals(&self) -> &[String] {
+        &self.globals
+    }
+
+    fn new(module: &ir::Module, functions: Vec<String>, globals: Vec<String>) -> NameTable {
+        let function_index = module
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i))
+            .collect();
+        let global_index = module
+            .globals
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), i))
+            .collect();
+        NameTable {
+            functions,
+            globals,
+            function_index,
+            global_index,
+        }
+    }
+}
+
+/// Prints `module` for `dialect`. An error names the form the dialect cannot express, or an
+/// expression nested too deeply to print.
+pub fn print_module(
+    module: &ir::Module,
+    dialect: &(dyn Dialect + Sync),
+    options: &PrintOptions,
+) -> Result<PrintedModule> {
+    printer::print(module, dialect, options)
+}
+
+/// An error at `span` saying the dialect cannot express `what`.
+fn unsupported(span: &crate::span::Span, dialect: &dyn Dialect, what: &str) -> Error {
+    Error::new(
+        span,
+        format!("{what} is not available in {}", dialect.name()),
+    )
+}
+
+#[cfg(test)]
+mod tests;

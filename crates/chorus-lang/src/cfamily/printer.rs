@@ -1,0 +1,969 @@
+//! The file layout, declarations and statements.
+
+use super::helpers::Helper;
+use super::names::Namer;
+use super::{Dialect, NameTable, PrintOptions, PrintedModule, unsupported};
+use crate::error::{Error, Result};
+use crate::ir::{
+    Block, Expr, ExprKind, Function, FunctionKind, Global, LocalId, Module, Stmt, StmtKind,
+    SwitchCase,
+};
+use crate::span::Span;
+use crate::stack;
+use crate::types::Type;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// The name of the dynamic shared memory array that dynamic shared memory variables point into.
+const DYNAMIC_SHARED: &str = "chorus_dyn_smem";
+
+/// How deeply statements and expressions may nest for the printer: more than the expander lets
+/// forms nest ([`crate::expand::MAX_FORM_DEPTH`]), so that a long flat `(+ 1 … 1)`, which the
+/// checker folds into a chain of binary additions, still prints. Deeper IR is an error at the
+/// deepest expression rather than a stack overflow.
+pub const MAX_PRINT_DEPTH: usize = 20_000;
+
+/// What the text printed so far needs at the top of the file.
+#[derive(Default)]
+pub(super) struct Needs {
+    /// Headers, by their position in [`Dialect::headers`].
+    pub headers: BTreeSet<(usize, &'static str)>,
+    pub helpers: BTreeSet<Helper>,
+}
+
+/// The emitted names of a module's definitions.
+struct ModuleNames {
+    structs: HashMap<Arc<str>, String>,
+    /// Field names, by structure index.
+    fields: Vec<Vec<String>>,
+    globals: Vec<String>,
+    functions: Vec<String>,
+}
+
+/// Prints `module` (see [`super::print_module`]): on the caller's thread when its statements
+/// and expressions nest shallowly, else on a big stack; an error when they nest deeper than
+/// [`MAX_PRINT_DEPTH`].
+pub(super) fn print(
+    module: &Module,
+    dialect: &(dyn Dialect + Sync),
+    options: &PrintOptions,
+) -> Result<PrintedModule> {
+    let (depth, deepest) = max_depth(module);
+    if depth > MAX_PRINT_DEPTH {
+        return Err(Error::new(
+            &deepest,
+            format!(
+                "this expression nests more than {MAX_PRINT_DEPTH} deep (counting the statements \
+                 around it), too deep to print; split it with `let`"
+            ),
+        ));
+    }
+    if depth <= stack::SMALL_STACK_DEPTH {
+        return ModulePrinter::new(module, dialect, options).print();
+    }
+    stack::on_big_stack("chorus-print", || {
+        ModulePrinter::new(module, dialect, options).print()
+    })
+    .map_err(|e| Error::new(&deepest, format!("cannot start a thread to print on: {e}")))?
+}
+
+/// The deepest nesting of statements and expressions in `module`, and where it is, found
+/// without recursion.
+fn max_depth(module: &Module) -> (usize, Span) {
+    enum Node<'a> {
+        Block(&'a Block),
+        Stmt(&'a Stmt),
+        Expr(&'a Expr),
+    }
+    let mut best = (0, Span::generated());
+    let mut pending: Vec<(Node, usize)> = Vec::new();
+    for g in &module.globals {
+        pending.push((Node::Expr(&g.init), 1));
+    }
+    for f in &module.functions {
+        pending.push((Node::Block(&f.body), 1));
+    }
+    while let Some((node, depth)) = pending.pop() {
+        match node {
+            Node::Block(block) => {
+                pending.extend(block.stmts.iter().map(|s| (Node::Stmt(s), depth + 1)));
+            }
+            Node::Stmt(stmt) => {
+                if depth > best.0 {
+                    best = (depth, stmt.span.clone());
+                }
+                let d = depth + 1;
+                let mut expr = |e| pending.push((Node::Expr(e), d));
+                match &stmt.kind {
+                    StmtKind::Block(b) => pending.push((Node::Block(b), d)),
+                    StmtKind::Declare { init, .. } => expr(init),
+                    StmtKind::SharedArray { dims, .. } => dims.iter().for_each(expr),
+                    StmtKind::DynamicShared { .. }
+                    | StmtKind::Break
+                    | StmtKind::Continue
+                    | StmtKind::Return(None)
+                    | StmtKind::Asm(_) => {}
+                    StmtKind::Assign { place, value } => {
+                        expr(place);
+                        expr(value);
+                    }
+                    StmtKind::If {
+                        cond,
+                        then,
+                        otherwise,
+                    } => {
+                        expr(cond);
+                        pending.push((Node::Block(then), d));
+                        if let Some(o) = otherwise {
+                            pending.push((Node::Block(o), d));
+                        }
+                    }
+                    StmtKind::While { cond, body } => {
+                        expr(cond);
+                        pending.push((Node::Block(body), d));
+                    }
+                    StmtKind::For {
+                        init,
+                        cond,
+                        step,
+                        body,
+                    } => {
+                        init.iter().chain(step).for_each(|(_, e)| expr(e));
+                        cond.iter().for_each(expr);
+                        pending.push((Node::Block(body), d));
+                    }
+                    StmtKind::Switch {
+                        scrutinee,
+                        cases,
+                        default,
+                    } => {
+                        expr(scrutinee);
+                        for case in cases {
+                            pending.push((Node::Block(&case.body), d));
+                        }
+                        if let Some(b) = default {
+                            pending.push((Node::Block(b), d));
+                        }
+                    }
+                    StmtKind::Return(Some(e)) | StmtKind::Expr(e) => expr(e),
+                    StmtKind::Printf { args, .. } => args.iter().for_each(expr),
+                }
+            }
+            Node::Expr(e) => {
+                if depth > best.0 {
+                    best = (depth, e.span.clone());
+                }
+                for child in expr_children(e) {
+                    pending.push((Node::Expr(child), depth + 1));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The direct subexpressions of `e`.
+fn expr_children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {
+            Vec::new()
+        }
+        ExprKind::Aref { base, indices } => std::iter::once(&**base).chain(indices).collect(),
+        ExprKind::Field { base, .. } => vec![base],
+        ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } => args.iter().collect(),
+        ExprKind::Cast { value, .. } => vec![value],
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => vec![cond, then, otherwise],
+        ExprKind::AddressOf(place) => vec![place],
+        ExprKind::Construct(parts) => parts.iter().collect(),
+    }
+}
+
+/// Prints one module.
+struct ModulePrinter<'m> {
+    emitter: Emitter<'m>,
+}
+
+/// The printing state: the module, the dialect, what the printed text needs, the names, and
+/// the function (if any) whose body is being printed.
+pub(super) struct Emitter<'m> {
+    pub module: &'m Module,
+    pub dialect: &'m dyn Dialect,
+    pub needs: Needs,
+    /// Printing a global initializer: constructors become brace lists and half literals raw bits.
+    pub constant: bool,
+    function: Option<&'m Function>,
+    namer: Namer,
+    names: ModuleNames,
+    /// The current function's local names, by [`LocalId`].
+    locals: Vec<String>,
+    /// The first error met; printing goes on (with placeholder text) and returns it at the end.
+    error: Option<Error>,
+    /// The form being printed, for errors.
+    pub span: Span,
+    line_directives: bool,
+    /// The kernel-text line the last `#line` directive named.
+    last_directive: Option<(Arc<str>, u32)>,
+    out: String,
+    depth: usize,
+}
+
+impl<'m> ModulePrinter<'m> {
+    fn new(
+        module: &'m Module,
+        dialect: &'m dyn Dialect,
+        options: &PrintOptions,
+    ) -> ModulePrinter<'m> {
+        let mut namer = Namer::new(dialect.reserved_words());
+        // Structures first, then globals, then functions, each in definition order.
+        let structs = module
+            .structs
+            .iter()
+            .map(|s| (s.name.clone(), namer.module_name(&s.name)))
+            .collect();
+        let globals = module
+            .globals
+            .iter()
+            .map(|g| namer.module_name(&g.name))
+            .collect();
+        let functions = module
+            .functions
+            .iter()
+            .map(|f| namer.module_name(&f.name))
+            .collect();
+        let fields = module
+            .structs
+            .iter()
+            .map(|s| {
+                namer.begin_struct();
+                s.fields.iter().map(|f| namer.field_name(&f.name)).collect()
+            })
+            .collect();
+        ModulePrinter {
+            emitter: Emitter {
+                module,
+                dialect,
+                needs: Needs::default(),
+                constant: false,
+                function: None,
+                namer,
+                names: ModuleNames {
+                    structs,
+                    fields,
+                    globals,
+                    functions,
+                },
+                locals: Vec::new(),
+                error: None,
+                span: Span::generated(),
+                line_directives: options.line_directives,
+                last_directive: None,
+                out: String::new(),
+                depth: 0,
+            },
+        }
+    }
+
+    fn print(mut self) -> Result<PrintedModule> {
+        let e = &mut self.emitter;
+        let module = e.module;
+        // Sections are printed first so that what they use is known before the top is written.
+        let structs = e.structs();
+        let globals: Vec<String> = module
+            .globals
+            .iter()
+            .enumerate()
+            .map(|(i, g)| e.global(i, g))
+            .collect();
+        let linkage = e.dialect.linkage();
+        let prototypes: Vec<String> = module
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("{linkage}{};", e.signature(i, f)))
+            .collect();
+        let definitions: Vec<String> = module
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| e.definition(i, f))
+            .collect();
+        let helpers: Vec<String> = e
+            .needs
+            .helpers
+            .clone()
+            .into_iter()
+            .map(|h| e.helper_definition(h))
+            .collect();
+        if let Some(error) = e.error.take() {
+            return Err(error);
+        }
+
+        let mut sections: Vec<String> = Vec::new();
+        let prelude = e.dialect.prelude();
+        if !e.needs.headers.is_empty() || !prelude.is_empty() {
+            let mut top: String = e
+                .needs
+                .headers
+                .iter()
+                .map(|(_, h)| format!("#include <{h}>\n"))
+                .collect();
+            top.push_str(prelude);
+            sections.push(top);
+        }
+        if !helpers.is_empty() {
+            sections.push(helpers.join("\n"));
+        }
+        if !structs.is_empty() {
+            sections.push(structs);
+        }
+        if !globals.is_empty() {
+            sections.push(globals.concat());
+        }
+        if !prototypes.is_empty() {
+            sections.push(prototypes.iter().map(|p| format!("{p}\n")).collect());
+        }
+        sections.extend(definitions);
+        let ModuleNames {
+            globals, functions, ..
+        } = std::mem::replace(
+            &mut e.names,
+            ModuleNames {
+                structs: HashMap::new(),
+                fields: Vec::new(),
+                globals: Vec::new(),
+                functions: Vec::new(),
+            },
+        );
+        Ok(PrintedModule {
+            code: sections.join("\n"),
+            headers: e.needs.headers.iter().map(|(_, h)| *h).collect(),
+            names: NameTable::new(module, functions, globals),
+        })
+    }
+}
+
+impl<'m> Emitter<'m> {
+    /// Records `error` if it is the first; the caller goes on with placeholder text.
+    pub(super) fn fail(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
+    /// Records that the dialect cannot express `what` at the current form.
+    pub(super) fn unsupported(&mut self, what: &str) {
+        let error = unsupported(&self.span, self.dialect, what);
+        self.fail(error);
+    }
+
+    /// Records that the printed text includes `header`.
+    pub(super) fn include(&mut self, header: &'static str) {
+        let rank = self
+            .dialect
+            .headers()
+            .iter()
+            .position(|h| *h == header)
+            .unwrap_or(usize::MAX);
+        self.needs.headers.insert((rank, header));
+    }
+
+    /// Records the headers `ty` needs.
+    pub(super) fn note_type(&mut self, ty: &Type) {
+        match ty {
+            Type::Pointer(t) => self.note_type(t),
+            Type::Struct(_) => {}
+            other => {
+                if let Some(header) = self.dialect.type_header(other) {
+                    self.include(header);
+                }
+            }
+        }
+    }
+
+    /// The spelling of `ty` (structures by their emitted name).
+    pub(super) fn c_type(&mut self, ty: &Type) -> String {
+        self.note_type(ty);
+        match ty {
+            Type::Pointer(t) => format!("{}*", self.c_type(t)),
+            Type::Struct(name) => match self.names.structs.get(name) {
+                Some(emitted) => emitted.clone(),
+                None => {
+                    self.unsupported(&format!("the unknown structure `{name}`"));
+                    "void".into()
+                }
+            },
+            other => match self.dialect.type_name(other) {
+                Some(name) => name.to_string(),
+                None => {
+                    self.unsupported(&format!("the type `{other}`"));
+                    "void".into()
+                }
+            },
+        }
+    }
+
+    /// The emitted name of a local of the current function (`local7` for an id the IR's
+    /// invariants rule out, which C then rejects: the printer never panics).
+    pub(super) fn local_name(&self, id: LocalId) -> String {
+        match self.locals.get(id.0 as usize) {
+            Some(name) => name.clone(),
+            None => format!("local{}", id.0),
+        }
+    }
+
+    /// The emitted name of a global.
+    pub(super) fn global_name(&self, id: crate::ir::GlobalId) -> String {
+        self.names
+            .globals
+            .get(id.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("global{}", id.0))
+    }
+
+    /// The emitted name of a function.
+    pub(super) fn function_name(&self, id: crate::ir::FunctionId) -> String {
+        self.names
+            .functions
+            .get(id.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("function{}", id.0))
+    }
+
+    /// The emitted name of field `index` of structure `name` (`field3` for one the IR's
+    /// invariants rule out).
+    pub(super) fn struct_field_name(&self, name: &str, index: usize) -> String {
+        self.module
+            .structs
+            .iter()
+            .position(|s| &*s.name == name)
+            .and_then(|i| self.names.fields[i].get(index))
+            .cloned()
+            .unwrap_or_else(|| format!("field{index}"))
+    }
+
+    /// The definition of a helper, with its qualifiers.
+    fn helper_definition(&mut self, helper: Helper) -> String {
+        let name = helper.name();
+        match self.dialect.helper_definition(helper, &name) {
+            Some(text) => text,
+            None => {
+                self.unsupported(&format!("the helper `{name}`"));
+                String::new()
+            }
+        }
+    }
+
+    fn local_type(&self, id: LocalId) -> Type {
+        self.function
+            .and_then(|f| f.locals.get(id.0 as usize))
+            .map(|l| l.ty.clone())
+            .unwrap_or(Type::Void)
+    }
+
+    /// `struct` definitions, each after the ones it contains by value; forward declarations
+    /// first when a structure points to one.
+    fn structs(&mut self) -> String {
+        let module = self.module;
+        let structs = &module.structs;
+        let mut out = String::new();
+        let points_to_struct = structs.iter().flat_map(|s| &s.fields).any(|f| {
+            let mut t = &f.ty;
+            while let Type::Pointer(inner) = t {
+                t = inner;
+            }
+            f.ty.pointer_depth() > 0 && matches!(t, Type::Struct(_))
+        });
+        if points_to_struct {
+            for s in structs {
+                let _ = writeln!(out, "struct {};", self.names.structs[&s.name]);
+            }
+            out.push('\n');
+        }
+        let index: HashMap<&str, usize> = structs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (&*s.name, i))
+            .collect();
+        let mut done = vec![false; structs.len()];
+        let mut order = Vec::new();
+        // Iterative depth-first order: a structure after those it holds by value.
+        for root in 0..structs.len() {
+            let mut pending = vec![(root, false)];
+            while let Some((i, children_done)) = pending.pop() {
+                if children_done {
+                    order.push(i);
+                    continue;
+                }
+                if done[i] {
+                    continue;
+                }
+                done[i] = true;
+                pending.push((i, true));
+                for field in structs[i].fields.iter().rev() {
+                    if let Type::Struct(name) = &field.ty
+                        && let Some(&j) = index.get(&**name)
+                        && !done[j]
+                    {
+                        pending.push((j, false));
+                    }
+                }
+            }
+        }
+        let texts: Vec<String> = order
+            .into_iter()
+            .map(|i| {
+                let s = &structs[i];
+                self.span = s.span.clone();
+                let mut text = format!("struct {} {{\n", self.names.structs[&s.name]);
+                for (k, field) in s.fields.iter().enumerate() {
+                    let t = self.c_type(&field.ty);
+                    let _ = writeln!(text, "  {t} {};", self.names.fields[i][k]);
+                }
+                text.push_str("};\n");
+                text
+            })
+            .collect();
+        out.push_str(&texts.join("\n"));
+        out
+    }
+
+    /// One global: `extern "C" __device__ int foo = 0;`.
+    fn global(&mut self, id: usize, g: &Global) -> String {
+        self.span = g.span.clone();
+        let pointer = matches!(g.ty, Type::Pointer(_));
+        let mut qualifiers: Vec<&str> = Vec::new();
+        for q in &g.qualifiers {
+            if *q == crate::ir::GlobalQualifier::Restrict {
+                // A restrict qualifier qualifies a pointer, after its `*`; it means nothing
+                // elsewhere.
+                continue;
+            }
+            match self.dialect.global_qualifier(*q) {
+                Some(text) => {
+                    if !qualifiers.contains(&text) {
+                        qualifiers.push(text);
+                    }
+                }
+                None => self.unsupported(&format!("the global qualifier `{q:?}`")),
+            }
+        }
+        let restrict = if pointer && g.qualifiers.contains(&crate::ir::GlobalQualifier::Restrict) {
+            self.dialect.restrict()
+        } else {
+            ""
+        };
+        let t = self.c_type(&g.ty);
+        let name = self.names.globals[id].clone();
+        let declaration = format!("{} {t}{restrict} {name}", qualifiers.join(" "));
+        if !self.dialect.global_has_initializer(&g.qualifiers) {
+            return format!("{declaration};\n");
+        }
+        self.constant = true;
+        self.function = None;
+        let init = self.converted(&g.init);
+        self.constant = false;
+        format!("{}{declaration} = {};\n", self.dialect.linkage(), init.text)
+    }
+
+    /// `__global__ void __launch_bounds__(32) fill(int* a)`; names the function's locals.
+    fn signature(&mut self, index: usize, f: &'m Function) -> String {
+        self.span = f.span.clone();
+        self.name_locals(f);
+        let mut text = String::from(self.dialect.function_qualifier(f.kind));
+        text.push_str(&self.c_type(&f.ret));
+        if let Some(lb) = f.launch_bounds {
+            match self.dialect.launch_bounds(&lb) {
+                Some(bounds) => {
+                    text.push(' ');
+                    text.push_str(&bounds);
+                }
+                None => self.unsupported("`launch-bounds`"),
+            }
+        }
+        let mut params: Vec<String> = Vec::new();
+        for (i, p) in f.params.iter().enumerate() {
+            let ty = f
+                .locals
+                .get(p.local.0 as usize)
+                .map_or(Type::Void, |l| l.ty.clone());
+            let t = self.c_type(&ty);
+            let restrict = if p.restrict && ty.pointer_depth() > 0 {
+                self.dialect.restrict()
+            } else {
+                ""
+            };
+            let name = self.local_name(p.local);
+            let t = format!("{t}{restrict}");
+            params.push(match f.kind {
+                FunctionKind::Kernel => self.dialect.kernel_parameter(i, &t, &name),
+                FunctionKind::Device => format!("{t} {name}"),
+            });
+        }
+        if f.kind == FunctionKind::Kernel {
+            params.extend(self.dialect.kernel_extra_parameters());
+        }
+        let _ = write!(
+            text,
+            " {}({})",
+            self.names.functions[index],
+            params.join(", ")
+        );
+        text
+    }
+
+    /// Names the locals of `f` (parameters first, as the IR lists them).
+    fn name_locals(&mut self, f: &Function) {
+        self.namer.begin_function();
+        self.locals = f
+            .locals
+            .iter()
+            .map(|l| self.namer.local_name(&l.name))
+            .collect();
+    }
+
+    fn definition(&mut self, index: usize, f: &'m Function) -> String {
+        self.last_directive = None;
+        let directive = self.directive(&f.span);
+        let signature = self.signature(index, f);
+        self.function = Some(f);
+        self.out = format!("{directive}{signature}\n{{\n");
+        self.depth = 1;
+        self.stmts(&f.body);
+        self.out.push_str("}\n");
+        self.function = None;
+        std::mem::take(&mut self.out)
+    }
+
+    /// A `#line` directive for `span`, when they are asked for and the line changed.
+    fn directive(&mut self, span: &Span) -> String {
+        if !self.line_directives || span.line == 0 {
+            return String::new();
+        }
+        let here = (span.file.clone(), span.line);
+        if self.last_directive.as_ref() == Some(&here) {
+            return String::new();
+        }
+        self.last_directive = Some(here);
+        format!("#line {} {}\n", span.line, c_string(&span.file))
+    }
+
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn stmts(&mut self, block: &Block) {
+        for stmt in &block.stmts {
+            self.stmt(stmt);
+        }
+    }
+
+    /// `{`, the block indented, `}` (the caller has written what precedes the brace).
+    fn braced_body(&mut self, block: &Block) {
+        self.depth += 1;
+        self.stmts(block);
+        self.depth -= 1;
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        self.span = stmt.span.clone();
+        let directive = self.directive(&stmt.span);
+        self.out.push_str(&directive);
+        match &stmt.kind {
+            StmtKind::Block(block) => {
+                self.line("{");
+                self.braced_body(block);
+                self.line("}");
+            }
+            StmtKind::Declare { local, init } => {
+                let t = self.c_type(&self.local_type(*local));
+                let name = self.local_name(*local);
+                let init = self.converted(init);
+                self.line(&format!("{t} {name} = {};", init.text));
+            }
+            StmtKind::SharedArray {
+                local,
+                element,
+                dims,
+                ..
+            } => {
+                let t = self.c_type(element);
+                let name = self.local_name(*local);
+                let dims: String = dims
+                    .iter()
+                    .map(|d| format!("[{}]", self.value(d).text))
+                    .collect();
+                match self.dialect.shared_array(&t, &name, &dims) {
+                    Some(text) => self.line(&text),
+                    None => self.unsupported("`with-shared-memory`"),
+                }
+            }
+            StmtKind::DynamicShared { locals } => {
+                match self.dialect.dynamic_shared_array(DYNAMIC_SHARED) {
+                    Some(text) => self.line(&text),
+                    None => self.unsupported("`with-dynamic-shared-memory`"),
+                }
+                for local in locals {
+                    let t = self.c_type(&self.local_type(*local));
+                    let name = self.local_name(*local);
+                    self.line(&format!("{t} {name} = ({t}){DYNAMIC_SHARED};"));
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                let p = self.exact(place);
+                let v = self.converted(value);
+                self.line(&format!("{} = {};", p.text, v.text));
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_stmt(cond, then, otherwise.as_ref(), ""),
+            StmtKind::While { cond, body } => {
+                let c = self.exact(cond);
+                self.line(&format!("while ({}) {{", c.bare()));
+                self.braced_body(body);
+                self.line("}");
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => self.for_stmt(init, cond.as_ref(), step, body),
+            StmtKind::Break => self.line("break;"),
+            StmtKind::Continue => self.line("continue;"),
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => self.switch_stmt(scrutinee, cases, default.as_ref()),
+            StmtKind::Return(None) => self.line("return;"),
+            StmtKind::Return(Some(value)) => {
+                let v = self.converted(value);
+                self.line(&format!("return {};", v.text));
+            }
+            StmtKind::Expr(e) => {
+                let c = self.expr(e);
+                self.line(&format!("{};", c.bare()));
+            }
+            StmtKind::Printf { format, args } => {
+                let mut parts = vec![c_string(format)];
+                parts.extend(args.iter().map(|a| self.exact(a).text));
+                let call = self.call_text("printf", &parts);
+                self.line(&format!("{call};"));
+            }
+            StmtKind::Asm(text) => {
+                // Verbatim; a missing `;` is supplied so that the next statement stays separate.
+                let trimmed = text.trim_end();
+                if trimmed.ends_with(';') || trimmed.ends_with('}') {
+                    self.line(trimmed);
+                } else {
+                    self.line(&format!("{trimmed};"));
+                }
+            }
+        }
+    }
+
+    /// `if (c) {…} else if (d) {…} else {…}`; `prefix` is `"} else "` for a chained `if`.
+    fn if_stmt(&mut self, cond: &Expr, then: &Block, otherwise: Option<&Block>, prefix: &str) {
+        let c = self.exact(cond);
+        self.line(&format!("{prefix}if ({}) {{", c.bare()));
+        self.braced_body(then);
+        match otherwise {
+            None => self.line("}"),
+            Some(block) => {
+                if let [
+                    Stmt {
+                        kind:
+                            StmtKind::If {
+                                cond,
+                                then,
+                                otherwise,
+                            },
+                        ..
+                    },
+                ] = block.stmts.as_slice()
+                {
+                    self.if_stmt(cond, then, otherwise.as_ref(), "} else ");
+                } else {
+                    self.line("} else {");
+                    self.braced_body(block);
+                    self.line("}");
+                }
+            }
+        }
+    }
+
+    fn switch_stmt(&mut self, scrutinee: &Expr, cases: &[SwitchCase], default: Option<&Block>) {
+        let s = self.value(scrutinee);
+        self.line(&format!("switch ({}) {{", s.bare()));
+        self.depth += 1;
+        for case in cases {
+            for (i, value) in case.values.iter().enumerate() {
+                let label = self
+                    .literal(crate::ir::Literal::Int(*value), &scrutinee.ty)
+                    .text;
+                let open = if i + 1 == case.values.len() { " {" } else { "" };
+                self.line(&format!("case {label}:{open}"));
+            }
+            self.braced_body(&case.body);
+            // No fall-through: every clause ends the switch, unless it already leaves.
+            let leaves = matches!(
+                case.body.stmts.last().map(|s| &s.kind),
+                Some(StmtKind::Break | StmtKind::Return(_) | StmtKind::Continue)
+            );
+            if !leaves {
+                self.depth += 1;
+                self.line("break;");
+                self.depth -= 1;
+            }
+            self.line("}");
+        }
+        if let Some(block) = default {
+            self.line("default: {");
+            self.braced_body(block);
+            self.line("}");
+        }
+        self.depth -= 1;
+        self.line("}");
+    }
+
+    /// `for` and `do`. One header `for (int a = 0, b = 0; c; a = …, b = …)` when the variables
+    /// share a non-pointer type; otherwise the variables are declared in a block around the loop.
+    /// The steps are parallel: a step whose variable a later step reads goes through a
+    /// temporary.
+    fn for_stmt(
+        &mut self,
+        init: &[(LocalId, Expr)],
+        cond: Option<&Expr>,
+        step: &[(LocalId, Expr)],
+        body: &Block,
+    ) {
+        let types: Vec<Type> = init.iter().map(|(l, _)| self.local_type(*l)).collect();
+        let one_declaration = types.windows(2).all(|w| w[0] == w[1])
+            && types.first().is_none_or(|t| t.pointer_depth() == 0);
+        // Temporaries for steps whose variable a later step reads.
+        let mut temps: Vec<Option<String>> = vec![None; step.len()];
+        for (k, (local, _)) in step.iter().enumerate() {
+            if step[k + 1..].iter().any(|(_, e)| reads_local(e, *local)) {
+                let base = format!("{}_next", self.local_name(*local));
+                temps[k] = Some(self.namer.temporary(&base));
+            }
+        }
+        let wrap = !one_declaration || temps.iter().any(Option::is_some);
+        let mut header_init = String::new();
+        if wrap {
+            self.line("{");
+            self.depth += 1;
+            for (local, value) in init {
+                let t = self.c_type(&self.local_type(*local));
+                let name = self.local_name(*local);
+                let v = self.converted(value);
+                self.line(&format!("{t} {name} = {};", v.text));
+            }
+            for ((local, _), temp) in step.iter().zip(&temps) {
+                if let Some(temp) = temp {
+                    let t = self.c_type(&self.local_type(*local));
+                    self.line(&format!("{t} {temp};"));
+                }
+            }
+        } else if let Some(t) = types.first() {
+            let t = self.c_type(t);
+            let mut parts = Vec::new();
+            for (local, value) in init {
+                let v = self.converted(value);
+                parts.push(format!("{} = {}", self.local_name(*local), v.text));
+            }
+            header_init = format!("{t} {}", parts.join(", "));
+        }
+        let c = cond.map(|c| self.exact(c).text).unwrap_or_default();
+        let mut steps = Vec::new();
+        for ((local, value), temp) in step.iter().zip(&temps) {
+            let v = self.converted(value).text;
+            match temp {
+                Some(temp) => steps.push(format!("{temp} = {v}")),
+                None => steps.push(format!("{} = {v}", self.local_name(*local))),
+            }
+        }
+        for ((local, _), temp) in step.iter().zip(&temps) {
+            if let Some(temp) = temp {
+                steps.push(format!("{} = {temp}", self.local_name(*local)));
+            }
+        }
+        let c = if c.is_empty() {
+            String::new()
+        } else {
+            format!(" {c}")
+        };
+        self.line(&format!("for ({header_init};{c}; {}) {{", steps.join(", ")));
+        self.braced_body(body);
+        self.line("}");
+        if wrap {
+            self.depth -= 1;
+            self.line("}");
+        }
+    }
+}
+
+/// True when `e` reads the local `id`.
+fn reads_local(e: &Expr, id: LocalId) -> bool {
+    let any = |es: &[Expr]| es.iter().any(|x| reads_local(x, id));
+    match &e.kind {
+        ExprKind::Local(l) => *l == id,
+        ExprKind::Literal(_) | ExprKind::Global(_) | ExprKind::Index(_) => false,
+        ExprKind::Aref { base, indices } => reads_local(base, id) || any(indices),
+        ExprKind::Field { base, .. } => reads_local(base, id),
+        ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } => any(args),
+        ExprKind::Cast { value, .. } => reads_local(value, id),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => reads_local(cond, id) || reads_local(then, id) || reads_local(otherwise, id),
+        ExprKind::AddressOf(place) => reads_local(place, id),
+        ExprKind::Construct(parts) => any(parts),
+    }
+}
+
+/// A C string literal holding `text`: quotes, backslashes and control characters escaped, bytes
+/// outside ASCII as octal escapes, `?` escaped so that no trigraph can form.
+fn c_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for byte in text.bytes() {
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            b'?' => out.push_str("\\?"),
+            0x20..=0x7e => out.push(byte as char),
+            other => {
+                let _ = write!(out, "\\{other:03o}");
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_string;
+
+    #[test]
+    fn c_strings_are_escaped() {
+        assert_eq!(c_string("chorus %d\n"), "\"chorus %d\\n\"");
+        assert_eq!(c_string("a\"b\\c?\t"), "\"a\\\"b\\\\c\\?\\t\"");
+        assert_eq!(c_string("é\u{1}"), "\"\\303\\251\\001\"");
+    }
+}
