@@ -78,24 +78,25 @@ pub fn on_big_stack<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> std::i
     })
 }
 
+/// Runs `f` on a thread with a 2 MiB stack, the smallest a pass may meet on the caller's
+/// thread (`std::thread`'s and `cargo test`'s default).
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) fn on_2_mib_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn_scoped(scope, f)
+            .expect("a test thread starts")
+            .join()
+            .expect("the test thread does not panic")
+    })
+}
+
+#[cfg(test)]
+mod tests {
     use super::*;
     use crate::expand::Expander;
     use crate::reader::read_str;
-
-    /// Runs `f` on a thread with a 2 MiB stack, the smallest a pass may meet on the caller's
-    /// thread (`std::thread`'s and `cargo test`'s default).
-    pub(crate) fn on_2_mib_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-        std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .stack_size(2 << 20)
-                .spawn_scoped(scope, f)
-                .expect("a test thread starts")
-                .join()
-                .expect("the test thread does not panic")
-        })
-    }
 
     /// A kernel whose body nests `depth` `progn`s around a `when` and a `let*`, so that the
     /// walker nests `depth` + 7 calls of `walk` (the innermost at depth `depth` + 6).

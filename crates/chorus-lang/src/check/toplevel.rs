@@ -610,7 +610,7 @@ impl FnCx<'_> {
 mod tests {
     use super::*;
     use crate::reader::read_str;
-    use crate::stack::tests::on_2_mib_stack;
+    use crate::stack::on_2_mib_stack;
 
     /// A kernel whose recursion weight (see [`recursion_may_exceed`]) is exactly `limit`, as one
     /// long sum under `extra` nested negations: the shape that recurses deepest for its weight
