@@ -158,7 +158,8 @@ impl<'a> Region<'a> {
         if offset & (size as u64 - 1) != 0 {
             return Err(AccessError::Misaligned { offset, size });
         }
-        // In bounds of `words`, whose storage is 8-aligned: the address is aligned to `size`.
+        // SAFETY: in bounds of `words` (checked above), whose storage is 8-aligned: the address
+        // is aligned to `size`.
         Ok(unsafe { self.words.as_ptr().cast::<u8>().add(offset as usize) as *mut u8 })
     }
 
@@ -265,10 +266,9 @@ impl<'a> Region<'a> {
         // SAFETY: the 2-byte value is in bounds and 2-aligned (checked), so its 4-aligned word
         // starts in bounds and ends within the last 8-byte storage word.
         let p = unsafe { self.words.as_ptr().cast::<u8>().add(word as usize) as *mut u32 };
-        Ok((
-            unsafe { AtomicU32::from_ptr(p) },
-            ((offset - word) * 8) as u32,
-        ))
+        // SAFETY: `p` is in bounds and 4-aligned (above), atomic storage borrowed for 'a.
+        let atomic = unsafe { AtomicU32::from_ptr(p) };
+        Ok((atomic, ((offset - word) * 8) as u32))
     }
 
     /// The 64-bit atomic at `offset`.

@@ -21,9 +21,6 @@
 //! | program | [`Program`]: kernel text, IR or CUDA C → loaded module, typed globals |
 //! | [`manager`] | the seed's kernel manager and its four states |
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
-#![warn(clippy::undocumented_unsafe_blocks)]
 
 /// The driver layer this crate stands on.
 pub use chorus_driver as driver;

@@ -20,9 +20,6 @@
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
-#![warn(clippy::undocumented_unsafe_blocks)]
 
 /// The raw CUDA driver API (cudarc's `sys` bindings, loaded at run time). Call
 /// [`ensure_driver`] before calling into it: a binding called without a loaded driver panics.

@@ -64,8 +64,6 @@
 //! | `synchronize-context` | [`synchronize`], [`Device::synchronize`] |
 //! | `with-cuda`, the driver API, `*sdk-not-found*` | [`cuda`] |
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks)]
 
 // Lets the code `defkernel!` generates (which names `::chorus`) compile inside this crate too.
 extern crate self as chorus;
