@@ -20,11 +20,14 @@ fn run(image: &CompiledImage) -> Result<()> {
     }
     a.sync(Direction::HostToDevice)?;
     let count = n as i32;
-    launch(
-        &f,
-        &LaunchConfig::grid(1).block(128),
-        &[KernelArg::block(&a), KernelArg::value(&count)],
-    )?;
+    // SAFETY: `add_one` takes (int*, int): an int block of `n` elements and an int `n`.
+    unsafe {
+        launch_unchecked(
+            &f,
+            &LaunchConfig::grid(1).block(128),
+            &[KernelArg::block(&a), KernelArg::value(&count)],
+        )
+    }?;
     a.sync(Direction::DeviceToHost)?;
     assert!((0..n).all(|i| a[i] == i as i32 + 1));
     Ok(())

@@ -142,6 +142,9 @@ fn each_cuda_device_runs_its_own_launches() {
         let devices = Backend::Cuda.devices();
         assert!(!devices.is_empty());
         assert_eq!(chorus::Device::default()?.backend(), Backend::Cuda);
+        // A program of its own: `add_globals_program()`'s `foo` belongs to `globals_on_the_gpu`,
+        // which runs in parallel with this test.
+        let per_device = chorus::Program::new("(defglobal foo 0)", "per-device.lisp")?;
         let mut blocks = Vec::new();
         for &device in &devices {
             let a = MemoryBlock::from_slice_on(device, &[1.0f32, 2.0])?;
@@ -151,12 +154,12 @@ fn each_cuda_device_runs_its_own_launches() {
             stream.synchronize()?;
             c.sync(Direction::DeviceToHost)?;
             assert_eq!((c.as_slice(), c.device()), (&[2.0, 4.0][..], device));
-            add_globals_program().set_global_ref_on(device, "foo", device.index() as i32)?;
+            per_device.set_global_ref_on(device, "foo", device.index() as i32)?;
             blocks.push(a);
         }
         for (device, a) in devices.iter().zip(&blocks) {
             assert_eq!(
-                add_globals_program().global_ref_on::<i32>(*device, "foo")?,
+                per_device.global_ref_on::<i32>(*device, "foo")?,
                 device.index() as i32
             );
             // Memory of one device is refused by a launch on another.
