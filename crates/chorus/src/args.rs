@@ -5,6 +5,7 @@ use crate::hal::{ArgRef, CheckedArgs, DeviceMemory, ValueBytes};
 use crate::kind::{Backend, Device};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, Module};
+use chorus_lang::target::Target;
 use chorus_lang::types::{ScalarType, Type};
 
 /// One kernel argument: a value, a memory block's device copy, or a raw device address.
@@ -68,8 +69,10 @@ pub(crate) enum Checks {
 }
 
 /// Checks `args` against the parameters of `function` (of `module`) for a launch on `device`,
-/// and hands them on as [`CheckedArgs`]: the only check a launch's arguments pass.
+/// whose `target` gives the host layout a value must have, and hands them on as
+/// [`CheckedArgs`]: the only check a launch's arguments pass.
 pub(crate) fn check_args<'s, 'a>(
+    target: &Target,
     module: &Module,
     function: &Function,
     args: &'s [Arg<'a>],
@@ -97,7 +100,7 @@ pub(crate) fn check_args<'s, 'a>(
             (ty, ArgRef::Value { .. })
                 if checks == Checks::Pointers && !matches!(ty, Type::Pointer(_)) => {}
             (ty, ArgRef::Value { ty: given, bytes }) if ty == given => {
-                let size = module.layout(ty).map(|(size, _)| size);
+                let size = target.layout(ty, &module.structs).map(|(size, _)| size);
                 if size != Some(bytes.len()) {
                     return Err(Error::ArgumentSize {
                         kernel: function.name.to_string(),

@@ -7,6 +7,7 @@ use crate::error::{Error, Result, Unavailable};
 use crate::kind::{Backend, Device};
 use chorus_cuda::Dim3;
 use chorus_lang::ir::{Global, Module};
+use chorus_lang::target::Target;
 use chorus_lang::types::Type;
 use std::any::Any;
 use std::sync::Arc;
@@ -46,6 +47,9 @@ impl From<BadVariable> for Error {
 
 /// One started device.
 pub(crate) trait DeviceImpl: Send + Sync {
+    /// What the device runs: its capabilities, limits and the host layouts of kernel values
+    /// (arguments are checked against these layouts).
+    fn target(&self) -> &Target;
     /// `bytes` bytes of device memory, contents unspecified.
     fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>>;
     /// `module` compiled and loaded on this device (`name` names it in compiler messages).

@@ -253,7 +253,15 @@ impl Program {
         checks: Checks,
     ) -> Result<()> {
         let module = self.module()?;
-        let args = check_args(module, &module.functions[index], args, device, checks)?;
+        let target = dispatch::device(device)?.target();
+        let args = check_args(
+            target,
+            module,
+            &module.functions[index],
+            args,
+            device,
+            checks,
+        )?;
         let (grid, block) = launch.checked()?;
         let stream = match launch.stream_ref() {
             Some(stream) if stream.inner.device != device => {
@@ -338,6 +346,7 @@ mod tests {
     use crate::backend::with_backend;
     use crate::error::ArgumentKind;
     use crate::memory::MemoryBlock;
+    use chorus_lang::target::Target;
     use chorus_lang::types::{ScalarType, Type};
     use std::hint::black_box;
     use std::time::Instant;
@@ -388,8 +397,15 @@ mod tests {
                 *slot.get_or_init(|| program.kernel_index("touch").unwrap())
             };
             let module = program.module().unwrap();
-            let checked =
-                check_args(module, &module.functions[index], &args, cuda(), checks).unwrap();
+            let checked = check_args(
+                &Target::cpu(),
+                module,
+                &module.functions[index],
+                &args,
+                cuda(),
+                checks,
+            )
+            .unwrap();
             let dims = launch.checked().unwrap();
             let compiled = program.compiled(cpu()).unwrap();
             black_box((compiled as *const dyn CompiledImpl, dims, checked));
@@ -429,7 +445,7 @@ mod tests {
         let module = program.module().unwrap();
         let function = program.kernel("touch").unwrap();
         let check = |args: &[Arg<'_>], device: Device, checks: Checks| {
-            check_args(module, function, args, device, checks).map(drop)
+            check_args(&Target::cpu(), module, function, args, device, checks).map(drop)
         };
         let int = Type::Scalar(ScalarType::Int);
         let float = Type::Scalar(ScalarType::Float);

@@ -10,6 +10,7 @@ use crate::hal::{
 };
 use crate::kind::Backend;
 use chorus_lang::ir::{Global, Module};
+use chorus_lang::target::Target;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -54,14 +55,23 @@ impl BackendImpl for Cpu {
     }
 
     fn open(&self, _index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
-        Ok(Box::new(CpuDevice))
+        Ok(Box::new(CpuDevice {
+            target: Target::cpu(),
+        }))
     }
 }
 
 /// The host as a device.
-struct CpuDevice;
+struct CpuDevice {
+    /// The CPU executor as a target.
+    target: Target,
+}
 
 impl DeviceImpl for CpuDevice {
+    fn target(&self) -> &Target {
+        &self.target
+    }
+
     fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
         Ok(Box::new(CpuMemory(chorus_cpu::DeviceBuffer::alloc(bytes)?)))
     }

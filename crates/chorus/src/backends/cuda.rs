@@ -8,6 +8,7 @@ use crate::hal::{
 };
 use crate::kind::{Backend, Device};
 use chorus_lang::ir::{FunctionKind, Global, Module};
+use chorus_lang::target::Target;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -58,8 +59,11 @@ impl BackendImpl for Cuda {
     fn open(&self, index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
         let context = chorus_cuda::retain_primary_context(index)
             .map_err(|e| Unavailable::Driver(Arc::new(e.into())))?;
+        let (major, minor) = chorus_cuda::compute_capability(index)
+            .map_err(|e| Unavailable::Driver(Arc::new(e.into())))?;
         Ok(Box::new(CudaDevice {
             context: Arc::new(context),
+            target: Target::cuda(major, minor),
         }))
     }
 }
@@ -93,6 +97,8 @@ fn enter(context: &chorus_cuda::Context) -> Result<()> {
 /// One CUDA device: its primary context, shared with everything made on it.
 struct CudaDevice {
     context: Arc<chorus_cuda::Context>,
+    /// The device's compute capability as a target.
+    target: Target,
 }
 
 impl CudaDevice {
@@ -106,6 +112,10 @@ impl CudaDevice {
 }
 
 impl DeviceImpl for CudaDevice {
+    fn target(&self) -> &Target {
+        &self.target
+    }
+
     fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
         self.enter()?;
         let memory = chorus_cuda::DeviceMemory::alloc(bytes).map_err(self.error())?;
