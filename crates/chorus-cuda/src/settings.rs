@@ -77,10 +77,10 @@ pub struct Settings {
     /// PTX, cubin, or the seed's rule. Environment: `CHORUS_IMAGE=auto|ptx|cubin`.
     pub image: ImageChoice,
     /// Report compiles, loads and cache hits as `info` events (else `debug`).
-    /// Environment: `CHORUS_SHOW_MESSAGES=0|1|true|false`.
+    /// Environment: `CHORUS_SHOW_MESSAGES=0|1|true|false|yes|no|on|off` (empty: off).
     pub show_messages: bool,
-    /// Keep compiled modules on disk ([`crate::cache`]). Environment: `CHORUS_DISK_CACHE=0`
-    /// turns it off.
+    /// Keep compiled modules on disk ([`crate::cache`]). Environment: `CHORUS_DISK_CACHE`
+    /// takes the same values as `CHORUS_SHOW_MESSAGES`; `0` (or `false`, `no`, `off`) turns it off.
     pub disk_cache: bool,
 }
 

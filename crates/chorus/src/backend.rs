@@ -146,8 +146,9 @@ pub fn synchronize() -> Result<()> {
     current_device()?.synchronize()
 }
 
-/// Every device of every available backend: CUDA devices where the driver loads, and the CPU as
-/// one device. Backends that are not available contribute nothing.
+/// Every device of every available backend: CUDA devices where the driver loads, and the CPU
+/// (one device, or `CHORUS_CPU_DEVICES` of them). Backends that are not available contribute
+/// nothing.
 pub fn devices() -> Vec<Device> {
     dispatch::all_devices()
 }

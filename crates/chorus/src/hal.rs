@@ -1,7 +1,8 @@
 //! The backend interface: what the facade asks of a backend (devices, memory, compiled
 //! programs, streams, launches). Each backend implements it in its own file under `backends/`;
-//! the rest of the facade sees only these traits, so adding a backend touches no other file
-//! but the list in `dispatch.rs`.
+//! the rest of the facade sees only these traits, so adding a backend is its file, its module
+//! line in `lib.rs`'s `mod backends`, its entry in `dispatch.rs`'s list of built backends and, for a
+//! new kind of device, a `Backend` variant in `kind.rs`.
 
 use crate::error::{Error, Result, Unavailable};
 use crate::kind::{Backend, Device};

@@ -26,7 +26,7 @@
 //!   kernel; [`Program`] does the same for kernel text at run time.
 //! * [`Device::default`] is the device kernels run on: a CUDA GPU where the driver loads and a
 //!   device exists (the one `CHORUS_DEVICE` names, default 0), else the CPU executor;
-//!   `CHORUS_BACKEND=cpu|cuda` overrides, and [`with_backend`] and [`with_device`] override for
+//!   `CHORUS_BACKEND=cuda|cpu|metal|hip` overrides, and [`with_backend`] and [`with_device`] override for
 //!   a scope. [`devices`] lists every backend's devices; [`Backend::availability`] says why a
 //!   backend cannot run kernels here. `CHORUS_CPU_DEVICES=N` makes the CPU backend N separate
 //!   devices, so that code for several GPUs runs (and is tested) anywhere.
@@ -108,7 +108,8 @@ pub use chorus_cuda as cuda;
 /// The CPU executor.
 pub use chorus_cpu as cpu;
 
-/// The kernel language: reader, macro expander, checker, typed IR, CUDA C printer.
+/// The kernel language: reader, macro expander, checker, typed IR, targets and their
+/// validation, the C-family printer and its dialects.
 pub use chorus_lang as lang;
 
 /// What the code `defkernel!` generates needs; not part of the API.
