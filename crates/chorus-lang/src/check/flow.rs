@@ -4,8 +4,14 @@
 //! function" is: a block returns when one of its statements does; an `if` when both branches do;
 //! a `switch` when it has a default clause and every clause does; a loop only when it can never
 //! end (`(while t …)` or a `for` without a test) and has no `break` of its own.
+//!
+//! [`always_returns`] is a fold (a statement's answer combines its blocks' answers), so it
+//! recurses over statements, not expressions; it runs inside the checker, on the stack the
+//! checker chose for the body's depth. The search for a loop's own `break` walks with
+//! [`crate::ir::visit`].
 
-use crate::ir::{Block, ExprKind, Literal, Stmt, StmtKind};
+use crate::ir::visit::{Visit, Visitor, walk_block};
+use crate::ir::{Block, Expr, ExprKind, Literal, Stmt, StmtKind};
 
 /// True when every path through `block` ends in a `return`.
 pub fn always_returns(block: &Block) -> bool {
@@ -41,15 +47,21 @@ fn stmt_returns(s: &Stmt) -> bool {
 /// True when `block` contains a `break` that leaves the loop whose body it is (not one inside a
 /// nested loop).
 fn breaks(block: &Block) -> bool {
-    block.stmts.iter().any(|s| match &s.kind {
-        StmtKind::Break => true,
-        StmtKind::Block(b) => breaks(b),
-        StmtKind::If {
-            then, otherwise, ..
-        } => breaks(then) || otherwise.as_ref().is_some_and(breaks),
-        StmtKind::Switch { cases, default, .. } => {
-            cases.iter().any(|c| breaks(&c.body)) || default.as_ref().is_some_and(breaks)
+    /// Stops the walk at the first `break` of the loop itself.
+    struct OwnBreak;
+    impl Visitor<'_> for OwnBreak {
+        type Error = ();
+        fn enter_stmt(&mut self, s: &Stmt, _depth: usize) -> Result<Visit, ()> {
+            match s.kind {
+                StmtKind::Break => Err(()),
+                // A nested loop's `break`s leave that loop.
+                StmtKind::While { .. } | StmtKind::For { .. } => Ok(Visit::SkipChildren),
+                _ => Ok(Visit::Children),
+            }
         }
-        _ => false,
-    })
+        fn enter_expr(&mut self, _: &Expr, _depth: usize) -> Result<Visit, ()> {
+            Ok(Visit::SkipChildren)
+        }
+    }
+    walk_block(block, &mut OwnBreak).is_err()
 }
