@@ -293,12 +293,9 @@ impl FnCompiler<'_> {
         function: ir::FunctionId,
         args: &[Expr],
     ) -> Result<Reg> {
-        let callee = self
-            .module
-            .function_by_id(function)
-            .ok_or_else(|| {
-                unsupported(&e.span, format!("function #{} is not defined", function.0))
-            })?;
+        let callee = self.module.function_by_id(function).ok_or_else(|| {
+            unsupported(&e.span, format!("function #{} is not defined", function.0))
+        })?;
         if callee.kind != ir::FunctionKind::Device {
             return Err(unsupported(
                 &e.span,

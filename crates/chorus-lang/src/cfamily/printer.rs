@@ -504,9 +504,7 @@ impl<'m> Emitter<'m> {
         }
         let mut params: Vec<String> = Vec::new();
         for (i, p) in f.params.iter().enumerate() {
-            let ty = f
-                .local(p.local)
-                .map_or(Type::Void, |l| l.ty.clone());
+            let ty = f.local(p.local).map_or(Type::Void, |l| l.ty.clone());
             let t = self.c_type(&ty);
             let restrict = if p.restrict && ty.pointer_depth() > 0 {
                 self.dialect.restrict()

@@ -109,39 +109,36 @@ pub(super) fn check_kernel_totals(m: &Module, target: &Target) -> Result<()> {
 /// What `f` contributes on its own.
 fn usage(m: &Module, f: &crate::ir::Function, target: &Target) -> Usage {
     let mut usage = Usage::default();
-    for_each_node(Node::Block(&f.body), |node, _| {
-        match node {
-            Node::Stmt(s) => {
-                if let StmtKind::SharedArray {
-                    local,
-                    element,
-                    sizes,
-                    ..
-                } = &s.kind
-                {
-                    let name = f
-                        .local(*local)
-                        .map_or_else(|| format!("#{}", local.0), |l| l.name.to_string());
-                    usage
-                        .arrays
-                        .push((name, array_bytes(element, sizes, m, target)));
-                }
+    for_each_node(Node::Block(&f.body), |node, _| match node {
+        Node::Stmt(s) => {
+            if let StmtKind::SharedArray {
+                local,
+                element,
+                sizes,
+                ..
+            } = &s.kind
+            {
+                let name = f
+                    .local(*local)
+                    .map_or_else(|| format!("#{}", local.0), |l| l.name.to_string());
+                usage
+                    .arrays
+                    .push((name, array_bytes(element, sizes, m, target)));
             }
-            Node::Expr(e) => match &e.kind {
-                ExprKind::Global(id)
-                    if m
-                        .global_by_id(*id)
-                        .is_some_and(|g| g.qualifiers.contains(&GlobalQualifier::Shared)) =>
-                {
-                    usage.shared_globals.insert(*id);
-                }
-                ExprKind::Call { function, .. } => {
-                    usage.callees.insert(*function);
-                }
-                _ => {}
-            },
-            Node::Block(_) => {}
         }
+        Node::Expr(e) => match &e.kind {
+            ExprKind::Global(id)
+                if m.global_by_id(*id)
+                    .is_some_and(|g| g.qualifiers.contains(&GlobalQualifier::Shared)) =>
+            {
+                usage.shared_globals.insert(*id);
+            }
+            ExprKind::Call { function, .. } => {
+                usage.callees.insert(*function);
+            }
+            _ => {}
+        },
+        Node::Block(_) => {}
     });
     usage
 }

@@ -13,8 +13,8 @@ use super::{builtins, consts, err};
 use crate::error::{Error, Result};
 use crate::ir::visit::{Node, Visit, Visitor, for_each_node, walk_block};
 use crate::ir::{
-    Builtin, Expr, ExprKind, Function, FunctionId, FunctionKind, GlobalQualifier, IndexVar, LocalId,
-    Module, Stmt, StmtKind,
+    Builtin, Expr, ExprKind, Function, FunctionId, FunctionKind, GlobalQualifier, IndexVar,
+    LocalId, Module, Stmt, StmtKind,
 };
 use crate::span::Span;
 use crate::target::{Capability, Target};

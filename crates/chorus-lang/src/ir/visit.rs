@@ -296,7 +296,8 @@ mod tests {
 
     #[test]
     fn walks_nodes_in_the_order_they_run() {
-        let body = kernel_body("(defkernel k (void ((a int*))) (set (aref a 0) (+ 1 2 3)) (return))");
+        let body =
+            kernel_body("(defkernel k (void ((a int*))) (set (aref a 0) (+ 1 2 3)) (return))");
         let mut literals = Vec::new();
         for_each_node(Node::Block(&body), |node, _| {
             if let Node::Expr(Expr {
@@ -362,7 +363,8 @@ mod tests {
 
     #[test]
     fn an_error_stops_the_walk() {
-        let body = kernel_body("(defkernel k (void ((a int*))) (set (aref a 0) 7) (set (aref a 1) 1))");
+        let body =
+            kernel_body("(defkernel k (void ((a int*))) (set (aref a 0) 7) (set (aref a 1) 1))");
         let mut trace = Trace::default();
         assert_eq!(walk_block(&body, &mut trace), Err("seven"));
         assert!(trace.0.last().is_some_and(|t| t == "-e3"), "{:?}", trace.0);
