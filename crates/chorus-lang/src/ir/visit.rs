@@ -17,15 +17,16 @@
 //! nested `if` branch at 3 (body, `if`, branch block).
 //!
 //! Users: the validator ([`crate::check::validate`]: capabilities, limits, recursion), the
-//! shared-memory totals, the checker's search for a loop's own `break`, the C-family printer's
-//! depth measurement and its "does this step read that variable" question, and chorus-cpu's
-//! depth measurement and address-taken scan. Passes that *produce* something in tree order keep
+//! shared-memory totals, the checker's control-flow question (does a body always return: a fold
+//! in post-order; does a loop have a `break` of its own), the C-family printer's depth
+//! measurement and its "does this step read that variable" question, and chorus-cpu's depth
+//! measurement and address-taken scan. Passes that *produce* something in tree order keep
 //! structural recursion, because the shape of their output follows the shape of the tree and an
 //! explicit stack would have to rebuild it by hand: the printers (text whose parenthesisation
 //! and indentation mirror the nesting), chorus-cpu's lowering (jump targets patched after the
-//! blocks they skip), the checker itself (it builds the IR), its constant folding (values
-//! computed from the operands' values) and its `always_returns` (a fold over statements). They
-//! first measure the depth with this walk and run on a big stack when it is deep.
+//! blocks they skip), the checker itself (it builds the IR) and its constant folding (values
+//! computed from the operands' values). The printer and the lowering first measure the depth
+//! with this walk and move to a big stack when it is deep.
 
 use super::{Block, Expr, ExprKind, Stmt, StmtKind};
 use std::convert::Infallible;
