@@ -35,7 +35,8 @@ impl Returns {
     /// Takes the answers of the last `n` blocks finished: true when all of them return.
     fn all_of_last(&mut self, n: usize) -> bool {
         let start = self.finished.len().saturating_sub(n);
-        self.finished.drain(start..).fold(true, |all, r| all && r)
+        // Dropping the drain removes the whole range, even when `all` stops early.
+        self.finished.drain(start..).all(|r| r)
     }
 }
 
