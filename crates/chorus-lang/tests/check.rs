@@ -71,7 +71,7 @@ fn local_c(m: &Module, f: &Function, id: LocalId) -> String {
         .iter()
         .position(|g| std::ptr::eq(g, f))
         .expect("a function of the module");
-    c_names(m).locals[index][id.0 as usize].clone()
+    c_names(m).locals[index][id.index()].clone()
 }
 
 /// The IR of every function, one statement per line.
@@ -98,7 +98,7 @@ fn dump_function(m: &Module, f: &Function, out: &mut String) {
         .params
         .iter()
         .map(|p| {
-            let l = &f.locals[p.local.0 as usize];
+            let l = &f[p.local];
             format!(
                 "{} {}{}",
                 l.ty,
@@ -126,7 +126,7 @@ fn dump_block(m: &Module, f: &Function, b: &Block, depth: usize, out: &mut Strin
     for s in &b.stmts {
         let pad = "  ".repeat(depth);
         let e = |e: &Expr| expr(m, f, e);
-        let local = |id: &LocalId| &f.locals[id.0 as usize];
+        let local = |id: &LocalId| &f[*id];
         let name = |id: &LocalId| local_c(m, f, *id);
         match &s.kind {
             StmtKind::Block(inner) => {
@@ -254,7 +254,7 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         }
         ExprKind::Literal(Literal::Float(v)) => format!("{v:?}:{}", e.ty),
         ExprKind::Local(l) => local_c(m, f, *l),
-        ExprKind::Global(g) => format!("@{}", c_names(m).globals[g.0 as usize]),
+        ExprKind::Global(g) => format!("@{}", c_names(m).globals[g.index()]),
         ExprKind::Index(v) => format!("{v:?}"),
         ExprKind::Aref { base, indices } => {
             let idx: String = indices.iter().map(|i| format!("[{}]", sub(i))).collect();
@@ -286,7 +286,7 @@ fn expr(m: &Module, f: &Function, e: &Expr) -> String {
         ExprKind::Call { function, args } => {
             format!(
                 "(call {} {})",
-                c_names(m).functions[function.0 as usize],
+                c_names(m).functions[function.index()],
                 list(args)
             )
         }
@@ -951,7 +951,7 @@ fn validate(m: &Module) {
 }
 
 fn validate_block(m: &Module, f: &Function, b: &Block) {
-    let local_ty = |id: &chorus_lang::ir::LocalId| &f.locals[id.0 as usize].ty;
+    let local_ty = |id: &chorus_lang::ir::LocalId| &f[*id].ty;
     for s in &b.stmts {
         match &s.kind {
             StmtKind::Block(inner) => validate_block(m, f, inner),
@@ -1028,10 +1028,10 @@ fn validate_expr(m: &Module, e: &Expr) {
             args.iter().for_each(|a| validate_expr(m, a));
         }
         ExprKind::Call { function, args } => {
-            let callee = &m.functions[function.0 as usize];
+            let callee = &m[*function];
             assert_eq!(e.ty, callee.ret);
             for (a, p) in args.iter().zip(&callee.params) {
-                assert_eq!(a.ty, callee.locals[p.local.0 as usize].ty);
+                assert_eq!(a.ty, callee[p.local].ty);
                 validate_expr(m, a);
             }
         }

@@ -10,7 +10,7 @@ impl FnCompiler<'_> {
                 let kind = self.kind(&e.ty)?;
                 Ok(self.constant(literal_bits(*lit, kind)))
             }
-            ExprKind::Local(id) => match self.homes.get(id.0 as usize).cloned() {
+            ExprKind::Local(id) => match self.homes.get(id.index()).cloned() {
                 Some(Home::SharedArray { slot, sizes, .. }) => {
                     if sizes.len() > 1 {
                         return Err(unsupported(
@@ -108,7 +108,7 @@ impl FnCompiler<'_> {
 
     pub(super) fn address_of(&mut self, place: &Expr) -> Result<Reg> {
         if let ExprKind::Local(id) = place.kind
-            && let Some(Home::SharedArray { slot, .. }) = self.homes.get(id.0 as usize)
+            && let Some(Home::SharedArray { slot, .. }) = self.homes.get(id.index())
         {
             let slot = *slot;
             return Ok(self.constant(encode(STATIC_SHARED_BASE + slot, 0)));
@@ -179,7 +179,7 @@ impl FnCompiler<'_> {
             ExprKind::Literal(_) | ExprKind::Index(_) => true,
             ExprKind::Local(id) => {
                 matches!(
-                    self.homes.get(id.0 as usize),
+                    self.homes.get(id.index()),
                     Some(Home::Regs(_) | Home::SharedArray { .. } | Home::Dynamic)
                 )
             }
@@ -293,13 +293,9 @@ impl FnCompiler<'_> {
         function: ir::FunctionId,
         args: &[Expr],
     ) -> Result<Reg> {
-        let callee = self
-            .module
-            .functions
-            .get(function.0 as usize)
-            .ok_or_else(|| {
-                unsupported(&e.span, format!("function #{} is not defined", function.0))
-            })?;
+        let callee = self.module.function_by_id(function).ok_or_else(|| {
+            unsupported(&e.span, format!("function #{} is not defined", function.0))
+        })?;
         if callee.kind != ir::FunctionKind::Device {
             return Err(unsupported(
                 &e.span,

@@ -83,7 +83,7 @@ pub(super) fn local_of<'f>(
     id: ir::LocalId,
     span: &Span,
 ) -> Result<&'f ir::Local> {
-    f.locals.get(id.0 as usize).ok_or_else(|| {
+    f.local(id).ok_or_else(|| {
         unsupported(
             span,
             format!("local #{} is not declared in `{}`", id.0, f.name),

@@ -4,12 +4,19 @@
 //! local memory when their address is taken; shared arrays to module-wide slots; structured
 //! control flow to jumps and mask slots; each built-in to its instruction. Everything the CPU
 //! cannot run is refused here with [`Error::Unsupported`], before any launch.
+//!
+//! Lowering recurses over statements and expressions: each construct emits its code around its
+//! children's and patches jumps once the blocks it skips are emitted, which the call stack
+//! orders for free. The scans that only read the IR (how deeply a body nests, which locals have
+//! their address taken) walk it with [`chorus_lang::ir::visit`] instead, and the depth decides
+//! whether lowering needs a big stack.
 
 use crate::bytecode::*;
 use crate::error::{Error, Result};
 use crate::memory::{DYNAMIC_SHARED_ID, STATIC_SHARED_BASE, encode};
 use crate::value::{Kind, canon, from_f64};
 use chorus_lang::Span;
+use chorus_lang::ir::visit::{Node, Visit, Visitor, for_each_node, walk_block};
 use chorus_lang::ir::{
     self, Block, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, Stmt, StmtKind,
 };
@@ -142,14 +149,16 @@ impl<'a> FnCompiler<'a> {
     ) -> Result<Self> {
         let (ret_leaves, params) = param_layout(module, func)?;
         let mut addressed = vec![false; func.locals.len()];
-        visit_block(&func.body, &mut |e, _| {
-            if let ExprKind::AddressOf(inner) = &e.kind {
+        for_each_node(Node::Block(&func.body), |node, _| {
+            if let Node::Expr(e) = node
+                && let ExprKind::AddressOf(inner) = &e.kind
+            {
                 let mut root = &**inner;
                 while let ExprKind::Field { base, .. } = &root.kind {
                     root = base;
                 }
                 if let ExprKind::Local(id) = root.kind
-                    && let Some(a) = addressed.get_mut(id.0 as usize)
+                    && let Some(a) = addressed.get_mut(id.index())
                 {
                     *a = true;
                 }
@@ -187,7 +196,7 @@ impl<'a> FnCompiler<'a> {
         let func = self.func;
         let params = self.params.clone();
         for (p, (reg, param_leaves)) in func.params.iter().zip(&params) {
-            if self.addressed[p.local.0 as usize] {
+            if self.addressed[p.local.index()] {
                 let ty = &local_of(func, p.local, &func.span)?.ty;
                 let offset = self.alloc_local_memory(ty)?;
                 let ptr = self.alloc(1);
@@ -200,9 +209,9 @@ impl<'a> FnCompiler<'a> {
                         offset: leaf.offset,
                     });
                 }
-                self.homes[p.local.0 as usize] = Home::Memory(offset);
+                self.homes[p.local.index()] = Home::Memory(offset);
             } else {
-                self.homes[p.local.0 as usize] = Home::Regs(*reg);
+                self.homes[p.local.index()] = Home::Regs(*reg);
             }
         }
         self.block(&func.body)?;
@@ -288,129 +297,46 @@ impl<'a> FnCompiler<'a> {
     }
 }
 
-/// A node of a function body, for [`visit_block`].
-enum Node<'a> {
-    Block(&'a Block),
-    Expr(&'a Expr),
-}
-
-/// Calls `f` on every expression of `block` with its nesting depth (statements and expressions
-/// together; the body's statements are at depth 1), outer expressions before inner ones.
-/// Iterative, so any depth is safe.
-fn visit_block<'a>(block: &'a Block, f: &mut impl FnMut(&'a Expr, usize)) {
-    let mut stack = vec![(Node::Block(block), 0usize)];
-    while let Some((node, depth)) = stack.pop() {
-        // Children are pushed last to first, so that they are visited first to last.
-        let mut children: Vec<Node<'a>> = Vec::new();
-        match node {
-            Node::Expr(e) => {
-                f(e, depth);
-                expr_children(e, &mut children);
-            }
-            Node::Block(b) => {
-                for s in b.stmts.iter().rev() {
-                    let mut of_stmt = Vec::new();
-                    stmt_children(s, &mut of_stmt);
-                    stack.extend(of_stmt.into_iter().rev().map(|n| (n, depth + 1)));
-                }
-                continue;
-            }
-        }
-        stack.extend(children.into_iter().rev().map(|n| (n, depth + 1)));
-    }
-}
-
-/// The blocks and expressions directly inside statement `s`.
-fn stmt_children<'a>(s: &'a ir::Stmt, out: &mut Vec<Node<'a>>) {
-    match &s.kind {
-        StmtKind::Block(b) => out.push(Node::Block(b)),
-        StmtKind::Declare { init, .. } => out.push(Node::Expr(init)),
-        StmtKind::SharedArray { .. } | StmtKind::DynamicShared { .. } => {}
-        StmtKind::Assign { place, value } => {
-            out.push(Node::Expr(place));
-            out.push(Node::Expr(value));
-        }
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-        } => {
-            out.push(Node::Expr(cond));
-            out.push(Node::Block(then));
-            out.extend(otherwise.iter().map(Node::Block));
-        }
-        StmtKind::While { cond, body } => {
-            out.push(Node::Expr(cond));
-            out.push(Node::Block(body));
-        }
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            out.extend(init.iter().chain(step).map(|(_, e)| Node::Expr(e)));
-            out.extend(cond.iter().map(Node::Expr));
-            out.push(Node::Block(body));
-        }
-        StmtKind::Switch {
-            scrutinee,
-            cases,
-            default,
-        } => {
-            out.push(Node::Expr(scrutinee));
-            out.extend(cases.iter().map(|c| Node::Block(&c.body)));
-            out.extend(default.iter().map(Node::Block));
-        }
-        StmtKind::Return(Some(e)) | StmtKind::Expr(e) => out.push(Node::Expr(e)),
-        StmtKind::Printf { args, .. } => out.extend(args.iter().map(Node::Expr)),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Asm(_) => {}
-    }
-}
-
-/// The expressions directly inside `e`.
-fn expr_children<'a>(e: &'a Expr, out: &mut Vec<Node<'a>>) {
-    match &e.kind {
-        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {}
-        ExprKind::Aref { base, indices } => {
-            out.push(Node::Expr(base));
-            out.extend(indices.iter().map(Node::Expr));
-        }
-        ExprKind::Field { base, .. } => out.push(Node::Expr(base)),
-        ExprKind::Builtin { args, .. }
-        | ExprKind::Call { args, .. }
-        | ExprKind::Construct(args) => out.extend(args.iter().map(Node::Expr)),
-        ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => out.push(Node::Expr(value)),
-        ExprKind::Select {
-            cond,
-            then,
-            otherwise,
-        } => {
-            out.push(Node::Expr(cond));
-            out.push(Node::Expr(then));
-            out.push(Node::Expr(otherwise));
-        }
-    }
-}
-
 /// How deeply `f`'s body nests (statements and expressions), or the located error when it
 /// nests deeper than [`MAX_EXPRESSION_DEPTH`].
 fn nesting_depth(f: &ir::Function) -> Result<usize> {
-    let mut deepest = 0;
-    let mut too_deep: Option<&Expr> = None;
-    visit_block(&f.body, &mut |e, depth| {
-        deepest = deepest.max(depth);
-        if depth > MAX_EXPRESSION_DEPTH && too_deep.is_none() {
-            too_deep = Some(e);
+    /// The deepest expression so far; stops at the first one deeper than the limit.
+    struct Depth {
+        deepest: usize,
+        /// Statements around the node being visited: they do not count as levels here.
+        open_stmts: usize,
+    }
+    impl<'a> Visitor<'a> for Depth {
+        type Error = &'a Expr;
+        fn enter_stmt(&mut self, _: &'a Stmt, _depth: usize) -> Result<Visit, &'a Expr> {
+            self.open_stmts += 1;
+            Ok(Visit::Children)
         }
-    });
-    match too_deep {
-        Some(e) => Err(unsupported(
+        fn exit_stmt(&mut self, _: &'a Stmt, _depth: usize) -> Result<(), &'a Expr> {
+            self.open_stmts -= 1;
+            Ok(())
+        }
+        fn enter_expr(&mut self, e: &'a Expr, depth: usize) -> Result<Visit, &'a Expr> {
+            // Blocks and expressions around `e`: a body statement's expression is at 1.
+            let depth = depth - self.open_stmts;
+            if depth > MAX_EXPRESSION_DEPTH {
+                return Err(e);
+            }
+            self.deepest = self.deepest.max(depth);
+            Ok(Visit::Children)
+        }
+    }
+    let mut measure = Depth {
+        deepest: 0,
+        open_stmts: 0,
+    };
+    match walk_block(&f.body, &mut measure) {
+        Err(e) => Err(unsupported(
             &e.span,
             format!(
                 "an expression that nests more than {MAX_EXPRESSION_DEPTH} deep (split it with `let`)"
             ),
         )),
-        None => Ok(deepest),
+        Ok(()) => Ok(measure.deepest),
     }
 }

@@ -6,7 +6,7 @@ impl FnCompiler<'_> {
     pub(super) fn is_place(&self, e: &Expr) -> bool {
         match &e.kind {
             ExprKind::Local(id) => matches!(
-                self.homes.get(id.0 as usize),
+                self.homes.get(id.index()),
                 Some(Home::Regs(_) | Home::Memory(_) | Home::SharedScalar(_))
             ),
             ExprKind::Global(_) => true,
@@ -18,7 +18,7 @@ impl FnCompiler<'_> {
 
     pub(super) fn is_partial_shared_aref(&self, base: &Expr, indices: &[Expr]) -> bool {
         if let ExprKind::Local(id) = base.kind
-            && let Some(Home::SharedArray { sizes, .. }) = self.homes.get(id.0 as usize)
+            && let Some(Home::SharedArray { sizes, .. }) = self.homes.get(id.index())
         {
             return indices.len() < sizes.len();
         }
@@ -26,7 +26,7 @@ impl FnCompiler<'_> {
     }
 
     pub(super) fn global_pointer(&mut self, id: ir::GlobalId) -> Result<Reg> {
-        if let Some(&Some(slot)) = self.shared_globals.get(id.0 as usize) {
+        if let Some(&Some(slot)) = self.shared_globals.get(id.index()) {
             if !self.shared_slots.contains(&slot) {
                 self.shared_slots.push(slot);
             }
@@ -34,14 +34,14 @@ impl FnCompiler<'_> {
         }
         let alloc = *self
             .global_ids
-            .get(id.0 as usize)
+            .get(id.index())
             .ok_or_else(|| unsupported(&self.span, format!("global #{} is not defined", id.0)))?;
         Ok(self.constant(encode(alloc, 0)))
     }
 
     pub(super) fn place(&mut self, e: &Expr) -> Result<Place> {
         match &e.kind {
-            ExprKind::Local(id) => match self.homes.get(id.0 as usize).cloned() {
+            ExprKind::Local(id) => match self.homes.get(id.index()).cloned() {
                 Some(Home::Regs(r)) => Ok(Place::Regs(r)),
                 Some(Home::Memory(offset)) => {
                     let ptr = self.alloc(1);
@@ -129,7 +129,7 @@ impl FnCompiler<'_> {
                 slot,
                 sizes,
                 elem_size,
-            }) = self.homes.get(id.0 as usize).cloned()
+            }) = self.homes.get(id.index()).cloned()
         {
             if indices.len() > sizes.len() {
                 return Err(unsupported(

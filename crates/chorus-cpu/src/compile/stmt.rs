@@ -179,7 +179,7 @@ impl FnCompiler<'_> {
 
     pub(super) fn set_home(&mut self, local: ir::LocalId, home: Home) -> Result<()> {
         self.local(local)?;
-        self.homes[local.0 as usize] = home;
+        self.homes[local.index()] = home;
         Ok(())
     }
 
@@ -187,9 +187,9 @@ impl FnCompiler<'_> {
     /// free after it.
     pub(super) fn declare(&mut self, local: ir::LocalId, init: &Expr) -> Result<Reg> {
         let ty = &self.local(local)?.ty;
-        if self.addressed[local.0 as usize] {
+        if self.addressed[local.index()] {
             let offset = self.alloc_local_memory(ty)?;
-            self.homes[local.0 as usize] = Home::Memory(offset);
+            self.homes[local.index()] = Home::Memory(offset);
             let keep = self.next_reg;
             let v = self.expr(init)?;
             self.write_place_memory_local(offset, v, ty)?;
@@ -201,7 +201,7 @@ impl FnCompiler<'_> {
             if v >= mark {
                 // The value is in a temporary made for it: the variable simply lives there.
                 // (Lanes that are not active here never read this declaration's value.)
-                self.homes[local.0 as usize] = Home::Regs(v);
+                self.homes[local.index()] = Home::Regs(v);
                 return Ok(v + n);
             }
             let regs = self.alloc(n);
@@ -212,7 +212,7 @@ impl FnCompiler<'_> {
                     src: v + i,
                 });
             }
-            self.homes[local.0 as usize] = Home::Regs(regs);
+            self.homes[local.index()] = Home::Regs(regs);
             Ok(keep)
         }
     }

@@ -183,12 +183,12 @@ impl NameTable {
 
     /// The emitted name of function `id` (empty for an id outside the module).
     pub fn function_by_id(&self, id: FunctionId) -> &str {
-        self.functions.get(id.0 as usize).map_or("", String::as_str)
+        self.functions.get(id.index()).map_or("", String::as_str)
     }
 
     /// The emitted name of global `id` (empty for an id outside the module).
     pub fn global_by_id(&self, id: GlobalId) -> &str {
-        self.globals.get(id.0 as usize).map_or("", String::as_str)
+        self.globals.get(id.index()).map_or("", String::as_str)
     }
 
     /// The emitted names of the functions, in the module's order.

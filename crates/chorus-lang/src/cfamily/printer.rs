@@ -1,9 +1,16 @@
 //! The file layout, declarations and statements.
+//!
+//! Printing recurses over statements and expressions: the text's braces, indentation and
+//! parentheses follow the tree's shape, which the call stack holds for free. Before it prints,
+//! [`print`] measures the module's depth with [`crate::ir::visit`] (no recursion) and moves to a
+//! big stack when the module nests deeply; questions about the IR that print nothing (does a
+//! `for` step read another loop variable?) walk with the visitor too.
 
 use super::helpers::Helper;
 use super::names::Namer;
 use super::{Dialect, NameTable, PrintOptions, PrintedModule, unsupported};
 use crate::error::{Error, Result};
+use crate::ir::visit::{Node, Visit, Visitor, for_each_node, walk_expr};
 use crate::ir::{
     Block, Expr, ExprKind, Function, FunctionKind, Global, LocalId, Module, Stmt, StmtKind,
     SwitchCase,
@@ -68,119 +75,29 @@ pub(super) fn print(
     .map_err(|e| Error::new(&deepest, format!("cannot start a thread to print on: {e}")))?
 }
 
-/// The deepest nesting of statements and expressions in `module`, and where it is, found
-/// without recursion.
+/// The deepest nesting of statements and expressions in `module`, and where it is: a global's
+/// initializer and a function's body are at depth 1, the body's statements at 2 and so on (the
+/// depth of [`crate::ir::visit`] plus one). Of several nodes equally deep, the last in the
+/// module's order.
 fn max_depth(module: &Module) -> (usize, Span) {
-    enum Node<'a> {
-        Block(&'a Block),
-        Stmt(&'a Stmt),
-        Expr(&'a Expr),
-    }
     let mut best = (0, Span::generated());
-    let mut pending: Vec<(Node, usize)> = Vec::new();
+    let mut deepest = |node: Node, depth: usize| {
+        let span = match node {
+            Node::Block(_) => return,
+            Node::Stmt(s) => &s.span,
+            Node::Expr(e) => &e.span,
+        };
+        if depth + 1 >= best.0 {
+            best = (depth + 1, span.clone());
+        }
+    };
     for g in &module.globals {
-        pending.push((Node::Expr(&g.init), 1));
+        for_each_node(Node::Expr(&g.init), &mut deepest);
     }
     for f in &module.functions {
-        pending.push((Node::Block(&f.body), 1));
-    }
-    while let Some((node, depth)) = pending.pop() {
-        match node {
-            Node::Block(block) => {
-                pending.extend(block.stmts.iter().map(|s| (Node::Stmt(s), depth + 1)));
-            }
-            Node::Stmt(stmt) => {
-                if depth > best.0 {
-                    best = (depth, stmt.span.clone());
-                }
-                let d = depth + 1;
-                let mut expr = |e| pending.push((Node::Expr(e), d));
-                match &stmt.kind {
-                    StmtKind::Block(b) => pending.push((Node::Block(b), d)),
-                    StmtKind::Declare { init, .. } => expr(init),
-                    StmtKind::SharedArray { dims, .. } => dims.iter().for_each(expr),
-                    StmtKind::DynamicShared { .. }
-                    | StmtKind::Break
-                    | StmtKind::Continue
-                    | StmtKind::Return(None)
-                    | StmtKind::Asm(_) => {}
-                    StmtKind::Assign { place, value } => {
-                        expr(place);
-                        expr(value);
-                    }
-                    StmtKind::If {
-                        cond,
-                        then,
-                        otherwise,
-                    } => {
-                        expr(cond);
-                        pending.push((Node::Block(then), d));
-                        if let Some(o) = otherwise {
-                            pending.push((Node::Block(o), d));
-                        }
-                    }
-                    StmtKind::While { cond, body } => {
-                        expr(cond);
-                        pending.push((Node::Block(body), d));
-                    }
-                    StmtKind::For {
-                        init,
-                        cond,
-                        step,
-                        body,
-                    } => {
-                        init.iter().chain(step).for_each(|(_, e)| expr(e));
-                        cond.iter().for_each(expr);
-                        pending.push((Node::Block(body), d));
-                    }
-                    StmtKind::Switch {
-                        scrutinee,
-                        cases,
-                        default,
-                    } => {
-                        expr(scrutinee);
-                        for case in cases {
-                            pending.push((Node::Block(&case.body), d));
-                        }
-                        if let Some(b) = default {
-                            pending.push((Node::Block(b), d));
-                        }
-                    }
-                    StmtKind::Return(Some(e)) | StmtKind::Expr(e) => expr(e),
-                    StmtKind::Printf { args, .. } => args.iter().for_each(expr),
-                }
-            }
-            Node::Expr(e) => {
-                if depth > best.0 {
-                    best = (depth, e.span.clone());
-                }
-                for child in expr_children(e) {
-                    pending.push((Node::Expr(child), depth + 1));
-                }
-            }
-        }
+        for_each_node(Node::Block(&f.body), &mut deepest);
     }
     best
-}
-
-/// The direct subexpressions of `e`.
-fn expr_children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {
-            Vec::new()
-        }
-        ExprKind::Aref { base, indices } => std::iter::once(&**base).chain(indices).collect(),
-        ExprKind::Field { base, .. } => vec![base],
-        ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } => args.iter().collect(),
-        ExprKind::Cast { value, .. } => vec![value],
-        ExprKind::Select {
-            cond,
-            then,
-            otherwise,
-        } => vec![cond, then, otherwise],
-        ExprKind::AddressOf(place) => vec![place],
-        ExprKind::Construct(parts) => parts.iter().collect(),
-    }
 }
 
 /// Prints one module.
@@ -410,7 +327,7 @@ impl<'m> Emitter<'m> {
     /// The emitted name of a local of the current function (`local7` for an id the IR's
     /// invariants rule out, which C then rejects: the printer never panics).
     pub(super) fn local_name(&self, id: LocalId) -> String {
-        match self.locals.get(id.0 as usize) {
+        match self.locals.get(id.index()) {
             Some(name) => name.clone(),
             None => format!("local{}", id.0),
         }
@@ -420,7 +337,7 @@ impl<'m> Emitter<'m> {
     pub(super) fn global_name(&self, id: crate::ir::GlobalId) -> String {
         self.names
             .globals
-            .get(id.0 as usize)
+            .get(id.index())
             .cloned()
             .unwrap_or_else(|| format!("global{}", id.0))
     }
@@ -429,7 +346,7 @@ impl<'m> Emitter<'m> {
     pub(super) fn function_name(&self, id: crate::ir::FunctionId) -> String {
         self.names
             .functions
-            .get(id.0 as usize)
+            .get(id.index())
             .cloned()
             .unwrap_or_else(|| format!("function{}", id.0))
     }
@@ -460,7 +377,7 @@ impl<'m> Emitter<'m> {
 
     fn local_type(&self, id: LocalId) -> Type {
         self.function
-            .and_then(|f| f.locals.get(id.0 as usize))
+            .and_then(|f| f.local(id))
             .map(|l| l.ty.clone())
             .unwrap_or(Type::Void)
     }
@@ -587,10 +504,7 @@ impl<'m> Emitter<'m> {
         }
         let mut params: Vec<String> = Vec::new();
         for (i, p) in f.params.iter().enumerate() {
-            let ty = f
-                .locals
-                .get(p.local.0 as usize)
-                .map_or(Type::Void, |l| l.ty.clone());
+            let ty = f.local(p.local).map_or(Type::Void, |l| l.ty.clone());
             let t = self.c_type(&ty);
             let restrict = if p.restrict && ty.pointer_depth() > 0 {
                 self.dialect.restrict()
@@ -916,22 +830,18 @@ impl<'m> Emitter<'m> {
 
 /// True when `e` reads the local `id`.
 fn reads_local(e: &Expr, id: LocalId) -> bool {
-    let any = |es: &[Expr]| es.iter().any(|x| reads_local(x, id));
-    match &e.kind {
-        ExprKind::Local(l) => *l == id,
-        ExprKind::Literal(_) | ExprKind::Global(_) | ExprKind::Index(_) => false,
-        ExprKind::Aref { base, indices } => reads_local(base, id) || any(indices),
-        ExprKind::Field { base, .. } => reads_local(base, id),
-        ExprKind::Builtin { args, .. } | ExprKind::Call { args, .. } => any(args),
-        ExprKind::Cast { value, .. } => reads_local(value, id),
-        ExprKind::Select {
-            cond,
-            then,
-            otherwise,
-        } => reads_local(cond, id) || reads_local(then, id) || reads_local(otherwise, id),
-        ExprKind::AddressOf(place) => reads_local(place, id),
-        ExprKind::Construct(parts) => any(parts),
+    /// Stops the walk at the first read of the local.
+    struct Reads(LocalId);
+    impl Visitor<'_> for Reads {
+        type Error = ();
+        fn enter_expr(&mut self, e: &Expr, _depth: usize) -> std::result::Result<Visit, ()> {
+            match e.kind {
+                ExprKind::Local(l) if l == self.0 => Err(()),
+                _ => Ok(Visit::Children),
+            }
+        }
     }
+    walk_expr(e, &mut Reads(id)).is_err()
 }
 
 /// A C string literal holding `text`: quotes, backslashes and control characters escaped, bytes

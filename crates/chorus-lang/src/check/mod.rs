@@ -22,7 +22,6 @@ mod shared;
 mod stmt;
 mod toplevel;
 mod validate;
-mod walk;
 
 use crate::error::{Error, Result};
 use crate::form::Form;

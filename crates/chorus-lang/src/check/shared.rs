@@ -3,8 +3,8 @@
 //! allocates one copy of each per block, so their sum must fit the target's static limit
 //! ([`Target::max_static_shared_bytes`]).
 
-use super::walk::{Node, walk_block};
 use crate::error::Result;
+use crate::ir::visit::{Node, for_each_node};
 use crate::ir::{ExprKind, FunctionId, FunctionKind, GlobalId, GlobalQualifier, Module, StmtKind};
 use crate::target::Target;
 use crate::types::Type;
@@ -50,10 +50,7 @@ struct Usage {
 /// recursion ends at functions already counted.
 pub(super) fn check_kernel_totals(m: &Module, target: &Target) -> Result<()> {
     let limit = target.max_static_shared_bytes;
-    let mut usages = Vec::with_capacity(m.functions.len());
-    for f in &m.functions {
-        usages.push(usage(m, f, target)?);
-    }
+    let usages: Vec<Usage> = m.functions.iter().map(|f| usage(m, f, target)).collect();
     for (index, kernel) in m.functions.iter().enumerate() {
         if kernel.kind != FunctionKind::Kernel {
             continue;
@@ -63,8 +60,7 @@ pub(super) fn check_kernel_totals(m: &Module, target: &Target) -> Result<()> {
         let mut seen = BTreeSet::from([FunctionId(index as u32)]);
         let mut pending = vec![FunctionId(index as u32)];
         while let Some(id) = pending.pop() {
-            let (Some(function), Some(usage)) =
-                (m.functions.get(id.0 as usize), usages.get(id.0 as usize))
+            let (Some(function), Some(usage)) = (m.function_by_id(id), usages.get(id.index()))
             else {
                 continue;
             };
@@ -78,7 +74,7 @@ pub(super) fn check_kernel_totals(m: &Module, target: &Target) -> Result<()> {
             pending.extend(usage.callees.iter().filter(|c| seen.insert(**c)));
         }
         contributors.extend(globals.into_iter().filter_map(|id| {
-            let global = m.globals.get(id.0 as usize)?;
+            let global = m.global_by_id(id)?;
             let bytes = array_bytes(&global.ty, &[], m, target);
             Some((format!(":shared global `{}`", global.name), bytes))
         }));
@@ -111,42 +107,38 @@ pub(super) fn check_kernel_totals(m: &Module, target: &Target) -> Result<()> {
 }
 
 /// What `f` contributes on its own.
-fn usage(m: &Module, f: &crate::ir::Function, target: &Target) -> Result<Usage> {
+fn usage(m: &Module, f: &crate::ir::Function, target: &Target) -> Usage {
     let mut usage = Usage::default();
-    walk_block(&f.body, |node| {
-        match node {
-            Node::Stmt(s) => {
-                if let StmtKind::SharedArray {
-                    local,
-                    element,
-                    sizes,
-                    ..
-                } = &s.kind
-                {
-                    let name = f
-                        .locals
-                        .get(local.0 as usize)
-                        .map_or_else(|| format!("#{}", local.0), |l| l.name.to_string());
-                    usage
-                        .arrays
-                        .push((name, array_bytes(element, sizes, m, target)));
-                }
+    for_each_node(Node::Block(&f.body), |node, _| match node {
+        Node::Stmt(s) => {
+            if let StmtKind::SharedArray {
+                local,
+                element,
+                sizes,
+                ..
+            } = &s.kind
+            {
+                let name = f
+                    .local(*local)
+                    .map_or_else(|| format!("#{}", local.0), |l| l.name.to_string());
+                usage
+                    .arrays
+                    .push((name, array_bytes(element, sizes, m, target)));
             }
-            Node::Expr(e) => match &e.kind {
-                ExprKind::Global(id)
-                    if m.globals
-                        .get(id.0 as usize)
-                        .is_some_and(|g| g.qualifiers.contains(&GlobalQualifier::Shared)) =>
-                {
-                    usage.shared_globals.insert(*id);
-                }
-                ExprKind::Call { function, .. } => {
-                    usage.callees.insert(*function);
-                }
-                _ => {}
-            },
         }
-        Ok(())
-    })?;
-    Ok(usage)
+        Node::Expr(e) => match &e.kind {
+            ExprKind::Global(id)
+                if m.global_by_id(*id)
+                    .is_some_and(|g| g.qualifiers.contains(&GlobalQualifier::Shared)) =>
+            {
+                usage.shared_globals.insert(*id);
+            }
+            ExprKind::Call { function, .. } => {
+                usage.callees.insert(*function);
+            }
+            _ => {}
+        },
+        Node::Block(_) => {}
+    });
+    usage
 }

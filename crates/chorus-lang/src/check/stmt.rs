@@ -288,7 +288,7 @@ impl FnCx<'_> {
     /// A loop step: the new value of `local`, converted to its type.
     fn step_value(&mut self, step: &Form, local: LocalId, name: &str) -> Result<Expr> {
         let e = self.value(step)?;
-        let want = self.locals[local.0 as usize].ty.clone();
+        let want = self.locals[local.index()].ty.clone();
         let got = e.ty.clone();
         coerce(e, &want).ok_or_else(|| {
             crate::Error::new(
@@ -599,14 +599,14 @@ impl FnCx<'_> {
         let place = self.expr(place_form)?;
         let what = match &place.kind {
             ExprKind::Local(id) => {
-                let local = &self.locals[id.0 as usize];
+                let local = &self.locals[id.index()];
                 let dims = self.shared_dims.get(id).copied().unwrap_or(0);
                 assignable_storage(&local.storage, dims, display_name(&local.name))
                     .map_err(|m| crate::Error::new(&place_form.span, m))?;
                 format!("variable {}", display_name(&local.name))
             }
             ExprKind::Global(id) => {
-                let g = &self.m.globals[id.0 as usize];
+                let g = &self.m.globals[id.index()];
                 if g.qualifiers.contains(&GlobalQualifier::Constant) {
                     return err(
                         &place_form.span,

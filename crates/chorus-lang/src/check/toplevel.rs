@@ -166,7 +166,7 @@ fn check_function_name(m: &ModuleCx, name: &str, span: &Span) -> Result<()> {
         );
     }
     if let Some(id) = m.function(name) {
-        let prev = &m.functions[id.0 as usize].span;
+        let prev = &m.functions[id.index()].span;
         return err(
             span,
             format!("function `{name}` is already defined at {prev}"),
@@ -301,7 +301,7 @@ fn define_global(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     }
     let name = binding_name(&args[0], "a global name")?;
     if let Some(id) = m.global(name) {
-        let prev = &m.globals[id.0 as usize].span;
+        let prev = &m.globals[id.index()].span;
         return err(
             &args[0].span,
             format!("global `{name}` is already defined at {prev}"),
@@ -504,7 +504,7 @@ fn declare_function<'f>(
 }
 
 fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Result<Function> {
-    let sig = &m.functions[id.0 as usize];
+    let sig = &m.functions[id.index()];
     let mut cx = FnCx::new(m, &sig.name, sig.ret.clone());
     let params: Vec<Param> = sig
         .params

@@ -9,12 +9,12 @@
 //! module and changes nothing, so one checked module can be validated for several targets.
 
 use super::shared::{amount, array_bytes, check_kernel_totals};
-use super::walk::{Node, walk_block};
 use super::{builtins, consts, err};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ir::visit::{Node, Visit, Visitor, for_each_node, walk_block};
 use crate::ir::{
-    Builtin, Expr, ExprKind, Function, FunctionId, FunctionKind, GlobalQualifier, IndexVar, Module,
-    Stmt, StmtKind,
+    Builtin, Expr, ExprKind, Function, FunctionId, FunctionKind, GlobalQualifier, IndexVar,
+    LocalId, Module, Stmt, StmtKind,
 };
 use crate::span::Span;
 use crate::target::{Capability, Target};
@@ -110,18 +110,21 @@ impl Validator<'_> {
     fn function(&self, f: &Function) -> Result<()> {
         self.ty(&f.ret, &f.span)?;
         for p in &f.params {
-            if let Some(local) = f.locals.get(p.local.0 as usize) {
+            if let Some(local) = f.local(p.local) {
                 self.ty(&local.ty, &f.span)?;
             }
         }
         if f.kind == FunctionKind::Kernel {
             self.kernel_limits(f)?;
         }
-        let mut shared_bytes = 0u64;
-        walk_block(&f.body, |node| match node {
-            Node::Stmt(s) => self.stmt(f, s, &mut shared_bytes),
-            Node::Expr(e) => self.expr(e),
-        })
+        walk_block(
+            &f.body,
+            &mut BodyValidator {
+                v: self,
+                f,
+                shared_bytes: 0,
+            },
+        )
     }
 
     /// A kernel's parameter space and launch bounds.
@@ -143,7 +146,7 @@ impl Validator<'_> {
         }
         let mut bytes = 0u64;
         for p in &f.params {
-            let Some(local) = f.locals.get(p.local.0 as usize) else {
+            let Some(local) = f.local(p.local) else {
                 continue;
             };
             let Some((size, align)) = t.layout(&local.ty, &self.m.structs) else {
@@ -191,7 +194,7 @@ impl Validator<'_> {
 
     /// One statement (its expressions are visited on their own).
     fn stmt(&self, f: &Function, s: &Stmt, shared_bytes: &mut u64) -> Result<()> {
-        let local_ty = |id: &crate::ir::LocalId| f.locals.get(id.0 as usize).map(|l| &l.ty);
+        let local_ty = |id: &LocalId| f.local(*id).map(|l| &l.ty);
         match &s.kind {
             StmtKind::Declare { local, .. } => {
                 if let Some(ty) = local_ty(local) {
@@ -305,13 +308,12 @@ impl Validator<'_> {
             .iter()
             .map(|f| {
                 let mut calls = Vec::new();
-                let _ = walk_block(&f.body, |node| {
+                for_each_node(Node::Block(&f.body), |node, _| {
                     if let Node::Expr(e) = node
                         && let ExprKind::Call { function, .. } = &e.kind
                     {
                         calls.push((*function, e.span.clone()));
                     }
-                    Ok(())
                 });
                 calls
             })
@@ -338,7 +340,7 @@ impl Validator<'_> {
                     continue;
                 };
                 *next += 1;
-                let callee = callee.0 as usize;
+                let callee = callee.index();
                 match marks.get(callee) {
                     Some(Mark::OnPath) => {
                         let callee_name = &self.m.functions[callee].name;
@@ -360,6 +362,28 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Validates one function body: each statement and expression on its own, and the running
+/// total of the body's static shared memory.
+struct BodyValidator<'v> {
+    v: &'v Validator<'v>,
+    f: &'v Function,
+    shared_bytes: u64,
+}
+
+impl Visitor<'_> for BodyValidator<'_> {
+    type Error = Error;
+
+    fn enter_stmt(&mut self, s: &Stmt, _depth: usize) -> Result<Visit> {
+        self.v.stmt(self.f, s, &mut self.shared_bytes)?;
+        Ok(Visit::Children)
+    }
+
+    fn enter_expr(&mut self, e: &Expr, _depth: usize) -> Result<Visit> {
+        self.v.expr(e)?;
+        Ok(Visit::Children)
     }
 }
 

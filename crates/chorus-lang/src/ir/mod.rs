@@ -16,10 +16,19 @@
 //! * locals are declared (by [`StmtKind::Declare`], a parameter, a `for` init, shared memory)
 //!   before use, and [`LocalId`]s index [`Function::locals`];
 //! * shared-memory array sizes are positive integer constants ([`StmtKind::SharedArray::sizes`]).
+//!
+//! Ids index their tables: `module[function_id]`, `module[global_id]`, `function[local_id]`
+//! (panicking, as slice indexing does, for an id of another module), or the checked
+//! [`Module::function_by_id`], [`Module::global_by_id`] and [`Function::local`]; a side table
+//! of a pass is indexed with [`LocalId::index`] and its kin. Passes that read the IR walk it with
+//! [`visit`].
 
 use crate::span::Span;
 use crate::types::Type;
+use std::ops::Index;
 use std::sync::Arc;
+
+pub mod visit;
 
 /// Index into [`Function::locals`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,6 +41,27 @@ pub struct GlobalId(pub u32);
 /// Index into [`Module::functions`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FunctionId(pub u32);
+
+impl LocalId {
+    /// The position in [`Function::locals`] (and in any table a pass keeps per local).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl GlobalId {
+    /// The position in [`Module::globals`] (and in any table a pass keeps per global).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl FunctionId {
+    /// The position in [`Module::functions`] (and in any table a pass keeps per function).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// A checked compilation unit.
 #[derive(Clone, Debug, Default)]
@@ -63,6 +93,16 @@ impl Module {
             .map(|(i, g)| (GlobalId(i as u32), g))
     }
 
+    /// The function `id`, or `None` for an id of another module.
+    pub fn function_by_id(&self, id: FunctionId) -> Option<&Function> {
+        self.functions.get(id.index())
+    }
+
+    /// The global `id`, or `None` for an id of another module.
+    pub fn global_by_id(&self, id: GlobalId) -> Option<&Global> {
+        self.globals.get(id.index())
+    }
+
     /// The structure named `name`.
     pub fn struct_def(&self, name: &str) -> Option<&StructDef> {
         self.structs.iter().find(|s| &*s.name == name)
@@ -71,6 +111,24 @@ impl Module {
     /// Size and alignment of `ty` in this module (see [`Type::layout`]).
     pub fn layout(&self, ty: &Type) -> Option<(usize, usize)> {
         ty.layout(&self.structs)
+    }
+}
+
+impl Index<FunctionId> for Module {
+    type Output = Function;
+
+    /// The function `id`; panics for an id of another module.
+    fn index(&self, id: FunctionId) -> &Function {
+        &self.functions[id.index()]
+    }
+}
+
+impl Index<GlobalId> for Module {
+    type Output = Global;
+
+    /// The global `id`; panics for an id of another module.
+    fn index(&self, id: GlobalId) -> &Global {
+        &self.globals[id.index()]
     }
 }
 
@@ -172,6 +230,22 @@ pub struct Function {
     pub body: Block,
     /// Where it was defined.
     pub span: Span,
+}
+
+impl Function {
+    /// The local `id`, or `None` for an id of another function.
+    pub fn local(&self, id: LocalId) -> Option<&Local> {
+        self.locals.get(id.index())
+    }
+}
+
+impl Index<LocalId> for Function {
+    type Output = Local;
+
+    /// The local `id`; panics for an id of another function.
+    fn index(&self, id: LocalId) -> &Local {
+        &self.locals[id.index()]
+    }
 }
 
 /// A parameter.
