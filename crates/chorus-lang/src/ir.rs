@@ -460,8 +460,13 @@ pub enum Builtin {
     Mul,
     /// `/` (vector ÷ scalar).
     Div,
-    /// `mod` → `%` (integers); `fmodf`/`fmod` for floats.
+    /// `mod` and `rem` → `%` (integers); `fmodf`/`fmod` for floats: the remainder of the
+    /// truncating division, with the sign of the dividend (`(mod -7 3)` is -1 in kernels).
     Rem,
+    /// `floor-mod`: the remainder of the flooring division, with the sign of the divisor, as
+    /// Common Lisp's `mod` at macro time (`(floor-mod -7 3)` is 2); C has no operator for it,
+    /// the printer calls a helper (`chorus_floor_mod_int`).
+    FloorMod,
     /// unary `-`.
     Neg,
     /// unary `/`: `1 / x`.
