@@ -58,12 +58,11 @@ fn peak_memory_by_stage() {
     let rss = || peak_rss().unwrap() >> 20;
     let current = || {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status
+        status
             .lines()
             .find(|l| l.starts_with("VmRSS:"))
             .unwrap()
-            .to_string();
-        line
+            .to_string()
     };
     println!("start {} MiB {}", rss(), current());
     let forms = chorus_lang::read_str(&text, "big.lisp").unwrap();
