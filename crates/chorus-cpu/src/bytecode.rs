@@ -43,6 +43,8 @@ pub(crate) enum BinOp {
     Mul,
     Div,
     Rem,
+    /// The flooring remainder (`floor-mod`): the sign of the divisor.
+    FloorMod,
     Min,
     Max,
     BitAnd,

@@ -264,7 +264,7 @@ pub(crate) fn binary_lanes(
             })
         }
         k => {
-            if matches!(op, BinOp::Div | BinOp::Rem) {
+            if matches!(op, BinOp::Div | BinOp::Rem | BinOp::FloorMod) {
                 for l in lanes_of(exec) {
                     if y[l as usize] == 0 {
                         return Err(fault(l, "integer division by zero"));
@@ -293,7 +293,22 @@ pub(crate) fn binary_lanes(
                         canon(k, (a as i64).wrapping_rem(b as i64) as u64)
                     })
                 }
-                BinOp::Rem => map2!(d, x, y, |a, b| a.checked_rem(b).unwrap_or(0)),
+                BinOp::FloorMod if signed => map2!(d, x, y, |a, b| if b == 0 {
+                    0
+                } else {
+                    let (a, b) = (a as i64, b as i64);
+                    let r = a.wrapping_rem(b);
+                    let floored = if r != 0 && ((r < 0) != (b < 0)) {
+                        r + b
+                    } else {
+                        r
+                    };
+                    canon(k, floored as u64)
+                }),
+                // Unsigned: truncating and flooring agree.
+                BinOp::Rem | BinOp::FloorMod => {
+                    map2!(d, x, y, |a, b| a.checked_rem(b).unwrap_or(0))
+                }
                 BinOp::Min if signed => map2!(d, x, y, |a, b| (a as i64).min(b as i64) as u64),
                 BinOp::Max if signed => map2!(d, x, y, |a, b| (a as i64).max(b as i64) as u64),
                 BinOp::Min => map2!(d, x, y, |a, b| a.min(b)),

@@ -141,6 +141,16 @@ impl KernelArg<'_> {
     }
 }
 
+/// One argument of [`CpuModule::launch_prechecked`], already checked by the caller against its
+/// parameter: borrowed, so that a launch copies nothing.
+#[derive(Clone, Copy, Debug)]
+pub enum PrecheckedArg<'a> {
+    /// A pointer to byte `offset` (at most the buffer's length) of a buffer.
+    Buffer(&'a DeviceBuffer, usize),
+    /// The bytes of a value passed by copy, laid out as on the device.
+    Bytes(&'a [u8]),
+}
+
 /// Held by the running launch: launches never overlap (see the crate documentation).
 static LAUNCHES: Mutex<()> = Mutex::new(());
 
@@ -227,7 +237,6 @@ impl CpuModule {
             kernel: name.to_string(),
             message,
         };
-        check_config(config, function).map_err(launch_error)?;
         if args.len() != function.params.len() {
             return Err(launch_error(format!(
                 "the kernel takes {} argument(s), {} were given",
@@ -235,19 +244,10 @@ impl CpuModule {
                 args.len()
             )));
         }
-        let code = &self.program.functions[id.0 as usize];
-        let mut regions: Vec<(u32, memory::Region<'_>)> =
-            self.globals.iter().map(|g| (g.id(), g.region())).collect();
-        let mut params = Vec::new();
-        for (k, ((param, arg), (first_reg, leaves))) in function
-            .params
-            .iter()
-            .zip(args)
-            .zip(&code.params)
-            .enumerate()
-        {
+        let mut checked = Vec::with_capacity(args.len());
+        for (k, (param, arg)) in function.params.iter().zip(args).enumerate() {
             let local = &function.locals[param.local.0 as usize];
-            let bytes: Vec<u8> = match arg {
+            checked.push(match arg {
                 KernelArg::Buffer(b) | KernelArg::BufferAt(b, _) => {
                     if local.ty.pointee().is_none() {
                         return Err(launch_error(format!(
@@ -261,17 +261,7 @@ impl CpuModule {
                         KernelArg::BufferAt(_, off) => *off,
                         _ => 0,
                     };
-                    if offset > b.len() {
-                        return Err(launch_error(format!(
-                            "argument {}: offset {offset} is beyond the {}-byte buffer",
-                            k + 1,
-                            b.len()
-                        )));
-                    }
-                    if !regions.iter().any(|(i, _)| *i == b.id()) {
-                        regions.push((b.id(), b.region()));
-                    }
-                    b.device_pointer(offset).to_le_bytes().to_vec()
+                    PrecheckedArg::Buffer(b, offset)
                 }
                 KernelArg::Value { ty, bytes } => {
                     if *ty != local.ty {
@@ -290,13 +280,91 @@ impl CpuModule {
                             bytes.len()
                         )));
                     }
-                    bytes.clone()
+                    PrecheckedArg::Bytes(bytes)
                 }
+            });
+        }
+        self.launch_prechecked(id.0 as usize, config, &checked)
+    }
+
+    /// Runs kernel number `kernel` (its index in [`ir::Module::functions`]) to completion over
+    /// the grid of `config` with `args`, which the caller has already checked against the
+    /// kernel's parameters (the `chorus` facade checks every launch once, before any backend):
+    /// their types are not compared again, so a launch costs no per-argument type comparison
+    /// and no copy of the argument bytes.
+    ///
+    /// This is safe: an argument that does not fit its parameter cannot reach host memory.
+    /// Arguments are only read as the bytes of the parameter's leaves, so too few arguments or
+    /// a value too short for its parameter is an [`Error::Launch`]; bytes given for a pointer
+    /// parameter become a device pointer, and every device access is bounds-checked against the
+    /// allocations of the launch, so a wrong one faults ([`Error::Fault`]) like any bad pointer.
+    /// A wrong type of the right size is not detected: the kernel reads the bytes as its
+    /// parameter's type. Use [`CpuModule::launch`] for arguments nothing has checked.
+    pub fn launch_prechecked(
+        &self,
+        kernel: usize,
+        config: &LaunchConfig,
+        args: &[PrecheckedArg<'_>],
+    ) -> Result<()> {
+        let (Some(function), Some(code)) = (
+            self.ir.functions.get(kernel),
+            self.program.functions.get(kernel),
+        ) else {
+            return Err(Error::NoSuchKernel(format!("#{kernel}")));
+        };
+        let name: &str = &function.name;
+        if function.kind != FunctionKind::Kernel {
+            return Err(Error::NoSuchKernel(format!(
+                "{name}` is a device function, not a kernel; `{name}"
+            )));
+        }
+        let launch_error = |message: String| Error::Launch {
+            kernel: name.to_string(),
+            message,
+        };
+        check_config(config, function).map_err(launch_error)?;
+        // Cheap, and what keeps every parameter supplied.
+        if args.len() != code.params.len() {
+            return Err(launch_error(format!(
+                "the kernel takes {} argument(s), {} were given",
+                code.params.len(),
+                args.len()
+            )));
+        }
+        let mut regions: Vec<(u32, memory::Region<'_>)> =
+            self.globals.iter().map(|g| (g.id(), g.region())).collect();
+        let mut params = Vec::new();
+        for (k, (arg, (first_reg, leaves))) in args.iter().zip(&code.params).enumerate() {
+            let pointer;
+            let bytes: &[u8] = match arg {
+                PrecheckedArg::Buffer(b, offset) => {
+                    if *offset > b.len() {
+                        return Err(launch_error(format!(
+                            "argument {}: offset {offset} is beyond the {}-byte buffer",
+                            k + 1,
+                            b.len()
+                        )));
+                    }
+                    if !regions.iter().any(|(i, _)| *i == b.id()) {
+                        regions.push((b.id(), b.region()));
+                    }
+                    pointer = b.device_pointer(*offset).to_le_bytes();
+                    &pointer
+                }
+                PrecheckedArg::Bytes(bytes) => bytes,
             };
             for (i, leaf) in leaves.iter().enumerate() {
                 let at = leaf.offset as usize;
+                let size = leaf.kind.size();
+                let Some(leaf_bytes) = bytes.get(at..at + size) else {
+                    return Err(launch_error(format!(
+                        "argument {} has {} bytes, too few for its parameter",
+                        k + 1,
+                        bytes.len()
+                    )));
+                };
                 let mut raw = [0u8; 8];
-                raw[..leaf.kind.size()].copy_from_slice(&bytes[at..at + leaf.kind.size()]);
+                raw[..size].copy_from_slice(leaf_bytes);
                 params.push((
                     first_reg + i as u32,
                     value::from_raw(leaf.kind, u64::from_le_bytes(raw)),
@@ -306,7 +374,7 @@ impl CpuModule {
         let uses_local_memory = self.program.functions.iter().any(|f| f.local_bytes > 0);
         let launch = exec::Launch {
             program: &self.program,
-            kernel: id.0,
+            kernel: kernel as u32,
             kernel_name: name,
             grid: config.grid,
             block: config.block,

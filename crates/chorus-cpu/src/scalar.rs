@@ -92,6 +92,14 @@ pub(crate) fn saturate64(v: f64) -> f64 {
 pub(crate) fn float_binary(op: BinOp, a: f64, b: f64, round: impl Fn(f64) -> u64) -> u64 {
     match op {
         BinOp::Rem => round(a % b),
+        BinOp::FloorMod => {
+            let r = a % b;
+            round(if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+                r + b
+            } else {
+                r
+            })
+        }
         BinOp::Min => round(a.min(b)),
         BinOp::Max => round(a.max(b)),
         BinOp::Eq => (a == b) as u64,

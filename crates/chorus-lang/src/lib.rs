@@ -47,7 +47,14 @@ pub use types::Type;
 /// the target lacks or a limit it exceeds is an error at its span.
 pub fn compile_forms_for(forms: &[Form], target: &target::Target) -> Result<ir::Module> {
     let expanded = Expander::new().expand_unit(forms)?;
+    check_expanded(expanded, target)
+}
+
+/// Checks and validates expanded forms, dropping them before validation (memory: the forms
+/// and the IR are each many times the size of the text).
+fn check_expanded(expanded: Vec<Form>, target: &target::Target) -> Result<ir::Module> {
     let module = check::check_module(&expanded)?;
+    drop(expanded);
     check::validate(&module, target)?;
     Ok(module)
 }
@@ -55,7 +62,9 @@ pub fn compile_forms_for(forms: &[Form], target: &target::Target) -> Result<ir::
 /// Reads kernel text (`file` names it in spans and messages) and compiles it for `target` with
 /// [`compile_forms_for`].
 pub fn compile_str_for(text: &str, file: &str, target: &target::Target) -> Result<ir::Module> {
-    compile_forms_for(&read_str(text, file)?, target)
+    // The forms as read are dropped once expanded, before the IR is built.
+    let expanded = Expander::new().expand_unit(&read_str(text, file)?)?;
+    check_expanded(expanded, target)
 }
 
 /// [`compile_forms_for`] the default CUDA target ([`target::Target::default_cuda`], sm_90),
@@ -71,5 +80,5 @@ pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
 /// Reads kernel text (`file` names it in spans and messages) and compiles it with
 /// [`compile_forms`] (for the default CUDA target).
 pub fn compile_str(text: &str, file: &str) -> Result<ir::Module> {
-    compile_forms(&read_str(text, file)?)
+    compile_str_for(text, file, &target::Target::default_cuda())
 }

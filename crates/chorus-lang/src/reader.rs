@@ -46,9 +46,21 @@ pub const MAX_NESTING: usize = 256;
 /// The prefix of every symbol name that only `gensym` may create (see the module documentation).
 pub const GENSYM_PREFIX: &str = "#:";
 
+/// The largest text [`read_str`] and [`read_one`] accept, in bytes (64 MiB). Compiling takes
+/// memory in proportion to the text (a few tens of bytes per byte of text), so a larger text is
+/// refused with an error rather than risk exhausting memory; [`read_str_limited`] takes
+/// another limit.
+pub const MAX_SOURCE_BYTES: usize = 64 << 20;
+
 /// Reads every form in `text`. `file` names the text in spans (`<string>` by convention when
-/// there is no file).
+/// there is no file). A text over [`MAX_SOURCE_BYTES`] is an error.
 pub fn read_str(text: &str, file: &str) -> Result<Vec<Form>> {
+    read_str_limited(text, file, MAX_SOURCE_BYTES)
+}
+
+/// [`read_str`] with `max_bytes` as the largest text accepted instead of [`MAX_SOURCE_BYTES`].
+pub fn read_str_limited(text: &str, file: &str, max_bytes: usize) -> Result<Vec<Form>> {
+    check_size(text, file, max_bytes)?;
     let mut reader = Reader::new(text, file);
     let mut forms = Vec::new();
     while let Some(form) = reader.read_top_level()? {
@@ -57,8 +69,24 @@ pub fn read_str(text: &str, file: &str) -> Result<Vec<Form>> {
     Ok(forms)
 }
 
-/// Reads exactly one form from `text`; an empty text or a second form is an error.
+/// An error unless `text` has at most `max_bytes` bytes.
+fn check_size(text: &str, file: &str, max_bytes: usize) -> Result<()> {
+    if text.len() <= max_bytes {
+        return Ok(());
+    }
+    Err(Error::new(
+        &Span::point(Arc::from(file), 1, 1),
+        format!(
+            "the text is {} bytes, more than the {max_bytes} bytes a compilation unit may have",
+            text.len()
+        ),
+    ))
+}
+
+/// Reads exactly one form from `text`; an empty text, a second form or a text over
+/// [`MAX_SOURCE_BYTES`] is an error.
 pub fn read_one(text: &str, file: &str) -> Result<Form> {
+    check_size(text, file, MAX_SOURCE_BYTES)?;
     let mut reader = Reader::new(text, file);
     let Some(form) = reader.read_top_level()? else {
         return Err(Error::new(
@@ -323,6 +351,8 @@ impl Reader {
                 }
                 Some(')') => {
                     self.bump();
+                    // Memory is proportional to the text: no spare capacity is kept.
+                    items.shrink_to_fit();
                     return Ok(Form::list(items, self.span_from(start)));
                 }
                 Some(_) => items.push(self.read_form()?),
@@ -540,13 +570,14 @@ struct Token {
     escaped: bool,
 }
 
-fn symbol(name: String, span: Span) -> Result<Form> {
+fn symbol(mut name: String, span: Span) -> Result<Form> {
     if name.starts_with(GENSYM_PREFIX) {
         return Err(Error::new(
             &span,
             format!("the symbol name `{name}` starts with `#:`, which is reserved for gensyms"),
         ));
     }
+    name.shrink_to_fit();
     Ok(Form::new(FormKind::Symbol(name), span))
 }
 

@@ -1298,3 +1298,38 @@ fn functions_that_always_return_are_accepted() {
          (defkernel e (float ((x int))) (progn (set x 1) (return 1)))",
     );
 }
+
+#[test]
+fn kernel_mod_and_rem_truncate_while_floor_mod_floors() {
+    let ir = body(
+        "(defkernel remainders (void ((a int*) (x float) (u uint)))
+           (set (aref a 0) (mod (aref a 1) 3))
+           (set (aref a 2) (rem (aref a 3) 3))
+           (set (aref a 4) (floor-mod (aref a 5) 3))
+           (set (aref a 6) (int (floor-mod x 2.0)))
+           (set (aref a 7) (int (floor-mod u 2u))))",
+    );
+    assert!(ir.contains("Rem:int"), "{ir}");
+    assert!(ir.contains("FloorMod:int"), "{ir}");
+    assert!(ir.contains("FloorMod:float"), "{ir}");
+    assert!(ir.contains("FloorMod:uint"), "{ir}");
+    assert_eq!(ir.matches("Rem:int").count(), 2, "{ir}");
+    let text = builtins::describe(builtins::signatures("floor-mod"));
+    assert!(
+        text.starts_with("(T, T) → T for T in int8, uint8"),
+        "{text}"
+    );
+    assert!(text.contains("double"), "{text}");
+}
+
+#[test]
+fn floor_mod_folds_with_the_divisors_sign_in_constant_expressions() {
+    // Array sizes are folded: 2 (floored) and 1 (truncated, from `(rem 7 -3)`).
+    let ir = body(
+        "(defkernel sizes (void ())
+           (with-shared-memory ((f int (floor-mod -7 3)) (r int (rem 7 -3)))
+             (set (aref f 0) (aref r 0))))",
+    );
+    assert!(ir.contains("int f[2]"), "{ir}");
+    assert!(ir.contains("int r[1]"), "{ir}");
+}

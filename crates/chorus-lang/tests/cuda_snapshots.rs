@@ -63,6 +63,7 @@ snapshots! {
     statement_printf_asm => "printf-asm.lisp",
     structs_and_globals => "struct-global.lisp",
     builtin_arithmetic => "arithmetic.lisp",
+    builtin_remainders => "remainders.lisp",
     builtin_compare_logic_bitwise => "compare-logic-bitwise.lisp",
     builtin_math => "math.lisp",
     builtin_integer_intrinsics => "int-intrinsics.lisp",

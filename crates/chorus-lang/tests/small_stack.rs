@@ -53,3 +53,64 @@ fn a_deep_symbol_macro_loop_gives_the_same_error_as_before() {
          expand into itself?"
     );
 }
+
+/// Runs `f` on a thread with a 2 MiB stack (`std::thread`'s default), where programs compile.
+fn on_2_mib_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn_scoped(scope, f)
+            .expect("a test thread starts")
+            .join()
+            .expect("the test thread does not overflow or panic")
+    })
+}
+
+/// A kernel returning `(+ 1 … 1)` of `operands` operands: a left fold as deep as it is long.
+fn flat_sum(operands: usize) -> String {
+    format!(
+        "(defkernel f (int ()) (return (+ {})))",
+        "1 ".repeat(operands)
+    )
+}
+
+#[test]
+fn a_flat_sum_of_10_000_operands_compiles_and_drops_on_a_2_mib_stack() {
+    on_2_mib_stack(|| {
+        let module = compile_str(&flat_sum(10_000), "flat.lisp").expect("compiles");
+        assert_eq!(module.functions.len(), 1);
+        drop(module);
+    });
+}
+
+/// A macro whose output nests `(- …)` `10 * calls` deep: `calls` nested calls (text nests only
+/// that deep, under the reader's limit) of a macro that wraps its argument in ten `-`.
+fn deep_macro_output(calls: usize) -> String {
+    format!(
+        "(defkernelmacro neg10 (x) `(- (- (- (- (- (- (- (- (- (- ,x)))))))))))
+         (defkernel f (int ()) (return {}1{}))",
+        "(neg10 ".repeat(calls),
+        ")".repeat(calls)
+    )
+}
+
+#[test]
+fn macro_output_1280_deep_compiles_and_drops_on_a_2_mib_stack() {
+    on_2_mib_stack(|| {
+        let module = compile_str(&deep_macro_output(128), "deep.lisp").expect("compiles");
+        assert_eq!(module.functions.len(), 1);
+        drop(module);
+    });
+}
+
+#[test]
+fn the_deepest_accepted_nesting_compiles_and_drops_on_a_2_mib_stack() {
+    on_2_mib_stack(|| {
+        let module = compile_str(&let_star_chain(1990), "deep.lisp").expect("compiles");
+        let statements = module.functions[0].body.stmts.len();
+        assert!(statements > 0);
+        drop(module);
+        let module = compile_str(&deep_macro_output(199), "deep.lisp").expect("compiles");
+        drop(module);
+    });
+}

@@ -11,6 +11,7 @@ impl FnCompiler<'_> {
             Builtin::Mul => bin(BinOp::Mul),
             Builtin::Div | Builtin::FastDivide => bin(BinOp::Div),
             Builtin::Rem => bin(BinOp::Rem),
+            Builtin::FloorMod => bin(BinOp::FloorMod),
             Builtin::Min => bin(BinOp::Min),
             Builtin::Max => bin(BinOp::Max),
             Builtin::BitAnd => bin(BinOp::BitAnd),

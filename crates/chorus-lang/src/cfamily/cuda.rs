@@ -765,6 +765,22 @@ fn helper_definition(helper: Helper, name: &str, warp: u32) -> String {
                 warp - 1
             );
         }
+        Helper::FloorMod(s) => {
+            // The truncating remainder, moved by one divisor when its sign differs from the
+            // divisor's (Common Lisp's `mod`).
+            let (ty, rem) = match s {
+                ScalarType::Float => ("float", "fmodf(a, b)".to_string()),
+                ScalarType::Double => ("double", "fmod(a, b)".to_string()),
+                other => {
+                    let ty = scalar_name(other);
+                    (ty, format!("({ty})(a % b)"))
+                }
+            };
+            let _ = write!(
+                out,
+                "{PREFIX} {ty} {name}({ty} a, {ty} b)\n{{\n  {ty} r = {rem};\n  return (r != 0 && ((r < 0) != (b < 0))) ? ({ty})(r + b) : r;\n}}\n"
+            );
+        }
         Helper::ClusterBarrier => {
             // What cooperative_groups::this_cluster().sync() does, without the header.
             let _ = write!(

@@ -808,6 +808,14 @@ impl Emitter<'_> {
                 Some(s) if s.is_integer() => self.infix("%", &args[0], &args[1], result, false),
                 _ => self.through_float(args, result, |a| format!("fmodf({})", a.join(", "))),
             },
+            Builtin::FloorMod => match arg_ty.scalar() {
+                // Unsigned: truncating and flooring agree.
+                Some(s) if s.is_integer() && !s.is_signed_integer() => {
+                    self.infix("%", &args[0], &args[1], result, false)
+                }
+                Some(s) => self.helper_call(Helper::FloorMod(s), args),
+                None => self.helper_call(Helper::FloorMod(ScalarType::Int), args),
+            },
             Builtin::Neg => match &arg_ty {
                 Type::Vector(VectorType::Half2) => self.exact_call("__hneg2", args),
                 Type::Vector(v) => self.helper_call(Helper::VectorNeg(*v), args),

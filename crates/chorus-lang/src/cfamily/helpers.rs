@@ -1,7 +1,7 @@
 //! The helper functions a printed file may need, each emitted only when the module uses it.
 //! Their names are the printer's (all start with `chorus_`); their definitions the dialect's.
 
-use crate::types::VectorType;
+use crate::types::{ScalarType, VectorType};
 
 /// Component-wise arithmetic on vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,6 +64,9 @@ pub enum Helper {
     LaneId,
     /// `chorus_cluster_barrier()`: `barrier.cluster.arrive` then `barrier.cluster.wait`.
     ClusterBarrier,
+    /// `chorus_floor_mod_int(a, b)`: the flooring remainder (`floor-mod`) of a signed integer
+    /// or floating type.
+    FloorMod(ScalarType),
 }
 
 impl Helper {
@@ -84,6 +87,7 @@ impl Helper {
             Helper::VectorDot(v) => format!("chorus_{}_dot", v.name()),
             Helper::LaneId => "chorus_lane_id".into(),
             Helper::ClusterBarrier => "chorus_cluster_barrier".into(),
+            Helper::FloorMod(s) => format!("chorus_floor_mod_{}", s.name().replace('-', "_")),
         }
     }
 }

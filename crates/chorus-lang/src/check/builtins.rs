@@ -18,9 +18,20 @@
 //! structure constructors, accessors, `aref`, `pointer`, `if`, `printf` and `cuda-asm`.
 //!
 //! Two deliberate results, kept from cl-cuda: `floor` returns `int` (the `sph` example relies on
-//! it), while `ceil`, `round` and `trunc` return their floating type. `mod` and `rem` are C's `%`
-//! on integers and `fmodf`/`fmod` on floating types (truncated: the result has the sign of the
-//! dividend).
+//! it), while `ceil`, `round` and `trunc` return their floating type.
+//!
+//! Two remainders, because kernel `mod` keeps cl-cuda's meaning while macro-time `mod` is Common
+//! Lisp's:
+//!
+//! | kernel built-in | meaning | `(… -7 3)` | `(… 7 -3)` | C |
+//! |---|---|---|---|---|
+//! | `mod`, `rem` | truncating: the sign of the dividend | -1 | 1 | `%`, `fmodf`/`fmod` |
+//! | `floor-mod` | flooring: the sign of the divisor (Lisp's `mod`) | 2 | -2 | a helper |
+//!
+//! At macro time (`defkernelmacro` bodies) `mod` and `rem` are Common Lisp's: `(mod -7 3)` is 2
+//! and `(rem -7 3)` is -1. So a kernel wanting Lisp's `mod` writes `floor-mod`. All three take
+//! integers, `float` and `double`; an integer divisor of zero faults on the CPU executor and is
+//! undefined on a GPU, as C's `%`.
 
 use crate::ir::{AtomicOp, Builtin, MathFn, WarpReduceOp};
 use crate::types::{ScalarType, Type, VectorType};
@@ -257,6 +268,10 @@ fn build() -> Table {
         INTEGERS.iter().chain(FLOATS.iter()).copied().collect();
     add("mod", homogeneous(Builtin::Rem, &integers_and_floats, 2));
     add("rem", homogeneous(Builtin::Rem, &integers_and_floats, 2));
+    add(
+        "floor-mod",
+        homogeneous(Builtin::FloorMod, &integers_and_floats, 2),
+    );
     add("min", homogeneous(Builtin::Min, &ARITHMETIC_SCALARS, 2));
     add("max", homogeneous(Builtin::Max, &ARITHMETIC_SCALARS, 2));
     add(

@@ -25,6 +25,10 @@ pub fn int_value(e: &Expr) -> Option<i128> {
                 (Builtin::Mul, [a, b]) => a.checked_mul(*b)?,
                 (Builtin::Div, [a, b]) if *b != 0 => a / b,
                 (Builtin::Rem, [a, b]) if *b != 0 => a % b,
+                (Builtin::FloorMod, [a, b]) if *b != 0 => match a % b {
+                    r if r != 0 && ((r < 0) != (*b < 0)) => r + b,
+                    r => r,
+                },
                 (Builtin::Neg, [a]) => -a,
                 (Builtin::Min, [a, b]) => *a.min(b),
                 (Builtin::Max, [a, b]) => *a.max(b),

@@ -140,7 +140,7 @@ pub fn coerce(e: Expr, to: &Type) -> Option<Expr> {
         return Some(Expr {
             kind: ExprKind::Literal(lit),
             ty: to.clone(),
-            span: e.span,
+            span: e.span.clone(),
         });
     }
     type_cost(&e.ty, to)?;
@@ -248,7 +248,7 @@ pub fn common_type_of(args: &[Expr]) -> Result<Type, (usize, String)> {
             },
         };
     }
-    Ok(acc.ty)
+    Ok(acc.ty.clone())
 }
 
 /// The explicit conversion that turns a `from` into a `to`, as advice:

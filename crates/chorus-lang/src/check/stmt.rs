@@ -180,7 +180,7 @@ impl FnCx<'_> {
                     span,
                 });
             }
-            stmts.extend(cx.stmts(body)?.stmts);
+            stmts.append(&mut cx.stmts(body)?.stmts);
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))
@@ -250,7 +250,7 @@ impl FnCx<'_> {
                 }
             }
             let body = cx.inside(Jump::Loop, |cx| cx.body(body))?;
-            let result = cx.stmts(results)?;
+            let mut result = cx.stmts(results)?;
             if result.stmts.is_empty() {
                 return Ok(StmtKind::For {
                     init: locals,
@@ -279,7 +279,7 @@ impl FnCx<'_> {
                 },
                 f,
             ));
-            stmts.extend(result.stmts);
+            stmts.append(&mut result.stmts);
             Ok(StmtKind::Block(Block { stmts }))
         })?;
         Ok(stmt(block, f))
@@ -542,7 +542,7 @@ impl FnCx<'_> {
                     spec,
                 ));
             }
-            stmts.extend(cx.stmts(body)?.stmts);
+            stmts.append(&mut cx.stmts(body)?.stmts);
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))
@@ -585,7 +585,7 @@ impl FnCx<'_> {
                 .map(|(n, t)| cx.declare(n, t.pointer_to(), LocalStorage::DynamicShared))
                 .collect();
             let mut stmts = vec![stmt(StmtKind::DynamicShared { locals }, f)];
-            stmts.extend(cx.stmts(body)?.stmts);
+            stmts.append(&mut cx.stmts(body)?.stmts);
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))

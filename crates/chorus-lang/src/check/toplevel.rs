@@ -138,7 +138,9 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     }
     let mut out = Vec::new();
     for (i, body) in bodies.into_iter().enumerate() {
-        out.push(check_function(&m, FunctionId(i as u32), body)?);
+        // A copy keeps no spare capacity in any of the function's vectors (grown by pushes
+        // while checking): the module then takes memory in proportion to the text.
+        out.push(check_function(&m, FunctionId(i as u32), body)?.clone());
     }
     let module = ir::Module {
         structs: m.structs,

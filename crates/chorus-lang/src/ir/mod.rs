@@ -534,8 +534,13 @@ pub enum Builtin {
     Mul,
     /// `/` (vector ÷ scalar).
     Div,
-    /// `mod` → `%` (integers); `fmodf`/`fmod` for floats.
+    /// `mod` and `rem` → `%` (integers); `fmodf`/`fmod` for floats: the remainder of the
+    /// truncating division, with the sign of the dividend (`(mod -7 3)` is -1 in kernels).
     Rem,
+    /// `floor-mod`: the remainder of the flooring division, with the sign of the divisor, as
+    /// Common Lisp's `mod` at macro time (`(floor-mod -7 3)` is 2); C has no operator for it,
+    /// the printer calls a helper (`chorus_floor_mod_int`).
+    FloorMod,
     /// unary `-`.
     Neg,
     /// unary `/`: `1 / x`.
@@ -767,4 +772,117 @@ pub enum WarpReduceOp {
     Or,
     /// `__reduce_xor_sync`.
     Xor,
+}
+
+// Dropping without recursion. The derived drop of a tree recurses once per level, and the IR of
+// legal input nests thousands of levels deep (a flat `(+ 1 … 1)` folds into a chain as long as
+// it has operands), which overflows a 2 MiB thread. These impls move the children of a node onto
+// a heap stack before the node goes, so each node is dropped with no children left and the drop
+// runs in constant stack space whatever the depth.
+
+/// A childless expression kind, to leave behind in a node whose children were taken.
+fn leaf_kind() -> ExprKind {
+    ExprKind::Literal(Literal::Bool(false))
+}
+
+/// Whether `kind` holds other expressions.
+fn has_children(kind: &ExprKind) -> bool {
+    !matches!(
+        kind,
+        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_)
+    )
+}
+
+/// Moves the kinds of the children of `kind` (consumed) onto `pending`; the child nodes, left
+/// childless, are dropped here.
+fn take_children(kind: ExprKind, pending: &mut Vec<ExprKind>) {
+    let mut take = |mut child: Expr| {
+        if has_children(&child.kind) {
+            pending.push(std::mem::replace(&mut child.kind, leaf_kind()));
+        }
+    };
+    match kind {
+        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {}
+        ExprKind::Aref { base, indices } => {
+            take(*base);
+            indices.into_iter().for_each(take);
+        }
+        ExprKind::Field { base, .. } => take(*base),
+        ExprKind::Builtin { args, .. }
+        | ExprKind::Call { args, .. }
+        | ExprKind::Construct(args) => args.into_iter().for_each(take),
+        ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => take(*value),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            take(*cond);
+            take(*then);
+            take(*otherwise);
+        }
+    }
+}
+
+impl Drop for Expr {
+    fn drop(&mut self) {
+        if !has_children(&self.kind) {
+            return;
+        }
+        let mut pending = vec![std::mem::replace(&mut self.kind, leaf_kind())];
+        while let Some(kind) = pending.pop() {
+            take_children(kind, &mut pending);
+        }
+    }
+}
+
+/// The blocks directly inside `stmt`.
+fn nested_blocks(stmt: &mut Stmt) -> impl Iterator<Item = &mut Block> {
+    let (first, second, cases): (Option<&mut Block>, Option<&mut Block>, &mut [SwitchCase]) =
+        match &mut stmt.kind {
+            StmtKind::Block(block)
+            | StmtKind::While { body: block, .. }
+            | StmtKind::For { body: block, .. } => (Some(block), None, &mut []),
+            StmtKind::If {
+                then, otherwise, ..
+            } => (Some(then), otherwise.as_mut(), &mut []),
+            StmtKind::Switch { cases, default, .. } => (default.as_mut(), None, cases),
+            StmtKind::Declare { .. }
+            | StmtKind::SharedArray { .. }
+            | StmtKind::DynamicShared { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return(_)
+            | StmtKind::Expr(_)
+            | StmtKind::Printf { .. }
+            | StmtKind::Asm(_) => (None, None, &mut []),
+        };
+    first
+        .into_iter()
+        .chain(second)
+        .chain(cases.iter_mut().map(|case| &mut case.body))
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let mut stmts = std::mem::take(&mut self.stmts);
+        let mut pending: Vec<Vec<Stmt>> = Vec::new();
+        loop {
+            for stmt in &mut stmts {
+                for block in nested_blocks(stmt) {
+                    if !block.stmts.is_empty() {
+                        pending.push(std::mem::take(&mut block.stmts));
+                    }
+                }
+            }
+            // The nested blocks are empty now: dropping these statements does not recurse
+            // into them (their expressions drop without recursion too).
+            drop(stmts);
+            match pending.pop() {
+                Some(next) => stmts = next,
+                None => break,
+            }
+        }
+    }
 }

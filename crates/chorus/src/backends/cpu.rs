@@ -136,19 +136,19 @@ impl CompiledImpl for CpuCompiled {
         args: CheckedArgs<'_, '_>,
         launch: &LaunchShape<'_>,
     ) -> Result<()> {
+        // Checked once, by the facade (`check_args`): the executor does not compare types
+        // again, and a wrong argument there could only give a launch error or a
+        // bounds-checked fault (see `launch_prechecked`).
         let args = args
             .get()
             .iter()
             .map(|arg| match arg {
-                ArgRef::Value { ty, bytes } => Ok(chorus_cpu::KernelArg::Value {
-                    ty: ty.clone(),
-                    bytes: bytes.to_vec(),
-                }),
+                ArgRef::Value { bytes, .. } => Ok(chorus_cpu::PrecheckedArg::Bytes(bytes)),
                 ArgRef::Memory { memory, .. } => memory
                     .memory
                     .as_any()
                     .downcast_ref::<CpuMemory>()
-                    .map(|buffer| chorus_cpu::KernelArg::Buffer(&buffer.0))
+                    .map(|buffer| chorus_cpu::PrecheckedArg::Buffer(&buffer.0, 0))
                     .ok_or(Error::ForeignObject {
                         backend: Backend::Cpu,
                         what: "memory argument",
@@ -165,8 +165,7 @@ impl CompiledImpl for CpuCompiled {
             block: launch.block.to_array(),
             shared_mem: launch.shared_mem as usize,
         };
-        let name = &self.0.module().functions[kernel].name;
-        Ok(self.0.launch(name, &config, &args)?)
+        Ok(self.0.launch_prechecked(kernel, &config, &args)?)
     }
 
     fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
