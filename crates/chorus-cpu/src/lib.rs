@@ -246,7 +246,7 @@ impl CpuModule {
         }
         let mut checked = Vec::with_capacity(args.len());
         for (k, (param, arg)) in function.params.iter().zip(args).enumerate() {
-            let local = &function.locals[param.local.0 as usize];
+            let local = &function[param.local];
             checked.push(match arg {
                 KernelArg::Buffer(b) | KernelArg::BufferAt(b, _) => {
                     if local.ty.pointee().is_none() {
@@ -284,7 +284,7 @@ impl CpuModule {
                 }
             });
         }
-        self.launch_prechecked(id.0 as usize, config, &checked)
+        self.launch_prechecked(id.index(), config, &checked)
     }
 
     /// Runs kernel number `kernel` (its index in [`ir::Module::functions`]) to completion over
@@ -437,7 +437,7 @@ impl CpuModule {
                     .into(),
             });
         }
-        Ok(&self.globals[id.0 as usize])
+        Ok(&self.globals[id.index()])
     }
 
     fn check_global_type<T: KernelValue>(&self, name: &str) -> Result<()> {

@@ -273,7 +273,7 @@ pub fn check_arguments(signature: &Signature, args: &[KernelArg]) -> Result<()> 
         });
     }
     for (i, (param, arg)) in f.params.iter().zip(args).enumerate() {
-        let expected = &f.locals[param.local.0 as usize].ty;
+        let expected = &f[param.local].ty;
         let matches = match &arg.ty {
             ArgType::AnyPointer => expected.pointee().is_some(),
             ArgType::Typed(t) => t == expected,

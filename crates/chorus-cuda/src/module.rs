@@ -149,7 +149,7 @@ pub struct Signature {
 impl Signature {
     /// The kernel.
     pub fn function(&self) -> &ir::Function {
-        &self.module.functions[self.function.0 as usize]
+        &self.module[self.function]
     }
 }
 

@@ -87,7 +87,7 @@ pub(crate) fn check_args<'s, 'a>(
         });
     }
     for (position, (param, arg)) in function.params.iter().zip(args).enumerate() {
-        let local = &function.locals[param.local.0 as usize];
+        let local = &function[param.local];
         let wrong_type = || Error::ArgumentType {
             kernel: function.name.to_string(),
             index: position + 1,

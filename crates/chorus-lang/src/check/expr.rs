@@ -201,11 +201,11 @@ impl FnCx<'_> {
             _ => {}
         }
         if let Some(id) = self.lookup(name) {
-            let ty = self.locals[id.0 as usize].ty.clone();
+            let ty = self.locals[id.index()].ty.clone();
             return Ok(node(ExprKind::Local(id), ty, &f.span));
         }
         if let Some(id) = self.m.global(name) {
-            let ty = self.m.globals[id.0 as usize].ty.clone();
+            let ty = self.m.globals[id.index()].ty.clone();
             return Ok(node(ExprKind::Global(id), ty, &f.span));
         }
         if let Some(v) = index_variable(name) {
