@@ -1,0 +1,161 @@
+//! The fuzz targets: each takes one input through the stages up to its own.
+
+use crate::rng::Rng;
+use crate::{INPUT_FILE, Outcome};
+use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, LaunchConfig};
+use chorus_lang::ir::{FunctionKind, Module};
+use chorus_lang::types::Type;
+use chorus_lang::{Error, Expander, check, read_str};
+use std::sync::Arc;
+
+/// What a run fuzzes; each target also runs the stages before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The reader, on arbitrary text (random bytes read as UTF-8 with replacements, mutated
+    /// and generated kernels).
+    Reader,
+    /// The macro expander on what the reader accepts.
+    Expander,
+    /// The checker and the CUDA target's validator on what the expander accepts.
+    Checker,
+    /// The CUDA C printer (with and without `#line` directives) on every module the checker
+    /// accepts: it must print without an error.
+    CudaPrinter,
+    /// The CPU executor: prepares (lowers to bytecode) every module the checker accepts, and
+    /// launches the kernels of generated modules with random arguments.
+    Cpu,
+}
+
+/// Takes `text` through `target`'s stages; `launchable` says its kernels terminate, `seed`
+/// chooses the launch's arguments.
+pub(crate) fn run_one(target: Target, text: &str, launchable: bool, seed: u64) -> Outcome {
+    let forms = match read_str(text, INPUT_FILE) {
+        Ok(forms) => forms,
+        Err(e) => return refused(text, &e),
+    };
+    if target == Target::Reader {
+        return Ok(true);
+    }
+    let expanded = match Expander::new().expand_unit(&forms) {
+        Ok(expanded) => expanded,
+        Err(e) => return refused(text, &e),
+    };
+    if target == Target::Expander {
+        return Ok(true);
+    }
+    let module = match check::check_module(&expanded).and_then(|m| {
+        check::validate(&m, &chorus_lang::target::Target::default_cuda())?;
+        Ok(m)
+    }) {
+        Ok(module) => module,
+        Err(e) => return refused(text, &e),
+    };
+    match target {
+        Target::Checker => Ok(true),
+        Target::CudaPrinter => print(&module),
+        _ => cpu(module, launchable, seed),
+    }
+}
+
+/// An error of the front end is fine if its span is inside the input.
+fn refused(text: &str, e: &Error) -> Outcome {
+    let s = &e.span;
+    if &*s.file == "<generated>" {
+        return Ok(false);
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let fits = |line: u32, column: u32| {
+        line >= 1
+            && (line as usize) <= lines.len()
+            && column >= 1
+            && column as usize <= lines[line as usize - 1].chars().count() + 1
+    };
+    let ordered = (s.line, s.column) <= (s.end_line, s.end_column);
+    if &*s.file != INPUT_FILE || !fits(s.line, s.column) || !fits(s.end_line, s.end_column) || !ordered
+    {
+        return Err((
+            "span",
+            format!(
+                "error span {}:{}-{}:{} outside the input: {}",
+                s.line, s.column, s.end_line, s.end_column, e
+            ),
+        ));
+    }
+    Ok(false)
+}
+
+fn print(module: &Module) -> Outcome {
+    for printed in [
+        chorus_lang::cuda::print_module(module),
+        chorus_lang::cuda::print_module_for_compiler(module),
+    ] {
+        if let Err(e) = printed {
+            return Err((
+                "printer",
+                format!("a module the checker accepts does not print: {e}"),
+            ));
+        }
+    }
+    Ok(true)
+}
+
+fn cpu(module: Module, launchable: bool, seed: u64) -> Outcome {
+    let module = Arc::new(module);
+    let Ok(mut cpu) = CpuModule::new(module.clone()) else {
+        return Ok(false);
+    };
+    if !launchable {
+        return Ok(true);
+    }
+    cpu.set_workers(2);
+    cpu.set_printf_output(Box::new(std::io::sink()));
+    let mut rng = Rng::new(seed);
+    let mut all_ok = true;
+    for f in module.functions.iter().filter(|f| f.kind == FunctionKind::Kernel) {
+        let types: Vec<&Type> = f
+            .params
+            .iter()
+            .map(|p| &f.locals[p.local.0 as usize].ty)
+            .collect();
+        let buffers: Vec<DeviceBuffer> = types
+            .iter()
+            .filter(|t| matches!(t, Type::Pointer(_)))
+            .map(|_| DeviceBuffer::from_bytes(&[0; 1024]).expect("a 1 KiB buffer"))
+            .collect();
+        let mut buffers = buffers.iter();
+        let mut args = Vec::new();
+        for ty in types {
+            let arg = match ty {
+                Type::Pointer(_) => KernelArg::Buffer(buffers.next().expect("one per pointer")),
+                Type::Bool => KernelArg::Value {
+                    ty: Type::Bool,
+                    bytes: vec![rng.below(2) as u8],
+                },
+                Type::Scalar(s) => KernelArg::Value {
+                    ty: ty.clone(),
+                    bytes: small_value_bytes(&mut rng, s.size()),
+                },
+                Type::Vector(v) => KernelArg::Value {
+                    ty: ty.clone(),
+                    bytes: (0..v.size()).map(|_| rng.next_u64() as u8).collect(),
+                },
+                _ => return Ok(false),
+            };
+            args.push(arg);
+        }
+        let config = LaunchConfig::linear(1 + rng.below(2) as u32, 1 + rng.below(64) as u32);
+        all_ok &= cpu.launch(&f.name, &config, &args).is_ok();
+    }
+    Ok(all_ok)
+}
+
+/// Random bytes for a scalar: usually a small number (so loops over `n` stay short), now and
+/// then any bits.
+fn small_value_bytes(rng: &mut Rng, size: usize) -> Vec<u8> {
+    let value = if rng.one_in(4) {
+        rng.next_u64()
+    } else {
+        rng.below(70) as u64
+    };
+    value.to_le_bytes()[..size].to_vec()
+}
