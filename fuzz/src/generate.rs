@@ -40,25 +40,106 @@ struct Helper {
 /// Names a kernel may use that stress the namers: C and CUDA keywords, names that mangle to
 /// the same C identifier (`a-b` and `a_b`), CUDA's own built-in names, non-ASCII letters.
 const ODD_NAMES: &[&str] = &[
-    "a-b", "a_b", "a--b", "a__b", "auto", "register", "default", "signed", "int8_t", "threadIdx",
-    "blockIdx", "printf", "main", "__global__", "_x", "x_", "x-", "*star*", "+plus+", "%pct",
-    "?q", "x.y", "x->y", "λ", "π2", "A", "a", "nan", "inf", "float4-x", "ret", "result", "tmp",
+    "a-b",
+    "a_b",
+    "a--b",
+    "a__b",
+    "auto",
+    "register",
+    "default",
+    "signed",
+    "int8_t",
+    "threadIdx",
+    "blockIdx",
+    "printf",
+    "main",
+    "__global__",
+    "_x",
+    "x_",
+    "x-",
+    "*star*",
+    "+plus+",
+    "%pct",
+    "?q",
+    "x.y",
+    "x->y",
+    "λ",
+    "π2",
+    "A",
+    "a",
+    "nan",
+    "inf",
+    "float4-x",
+    "ret",
+    "result",
+    "tmp",
 ];
 
 /// Integer literals near the edges of the integer types, in every radix the reader takes.
 const INT_LITERALS: &[&str] = &[
-    "0", "1", "-1", "2", "7", "31", "32", "33", "63", "64", "255", "256", "65535", "65536",
-    "2147483647", "-2147483648", "2147483648", "4294967295", "4294967296",
-    "9223372036854775807", "-9223372036854775808", "18446744073709551615",
-    "18446744073709551616", "#xff", "#xFFFFFFFF", "#b101", "#o777", "#x-1", "+5", "-0", "1u",
-    "1l", "0x10", "1_000",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "7",
+    "31",
+    "32",
+    "33",
+    "63",
+    "64",
+    "255",
+    "256",
+    "65535",
+    "65536",
+    "2147483647",
+    "-2147483648",
+    "2147483648",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+    "#xff",
+    "#xFFFFFFFF",
+    "#b101",
+    "#o777",
+    "#x-1",
+    "+5",
+    "-0",
+    "1u",
+    "1l",
+    "0x10",
+    "1_000",
 ];
 
 /// Floating literals: signed zeros, denormals, the edges of `float` and `double`, exponents.
 const FLOAT_LITERALS: &[&str] = &[
-    "0.0", "-0.0", "1.0", "0.5", "1.5", "-2.25", "3.4028235e38", "3.5e38", "1e39", "1.4e-45",
-    "1e-50", "1e30", "6.02e23", "1.0e0", ".5", "5.", "1d0", "1.7976931348623157d308",
-    "1d309", "4.9d-324", "2.5f0", "1e", "1.0e+", "nan", "inf",
+    "0.0",
+    "-0.0",
+    "1.0",
+    "0.5",
+    "1.5",
+    "-2.25",
+    "3.4028235e38",
+    "3.5e38",
+    "1e39",
+    "1.4e-45",
+    "1e-50",
+    "1e30",
+    "6.02e23",
+    "1.0e0",
+    ".5",
+    "5.",
+    "1d0",
+    "1.7976931348623157d308",
+    "1d309",
+    "4.9d-324",
+    "2.5f0",
+    "1e",
+    "1.0e+",
+    "nan",
+    "inf",
 ];
 
 /// Format strings for `printf`: ordinary, and hostile (huge widths and precisions, `%n`, a
@@ -66,8 +147,14 @@ const FLOAT_LITERALS: &[&str] = &[
 const FORMATS: &[(&str, &[Ty])] = &[
     ("%d\\n", &[Ty::Int]),
     ("%d %f\\n", &[Ty::Int, Ty::Float]),
-    ("%5.2f|%-8d|%x|%u\\n", &[Ty::Float, Ty::Int, Ty::Int, Ty::Int]),
-    ("%e %g %E %G\\n", &[Ty::Double, Ty::Double, Ty::Float, Ty::Float]),
+    (
+        "%5.2f|%-8d|%x|%u\\n",
+        &[Ty::Float, Ty::Int, Ty::Int, Ty::Int],
+    ),
+    (
+        "%e %g %E %G\\n",
+        &[Ty::Double, Ty::Double, Ty::Float, Ty::Float],
+    ),
     ("%.70000f\\n", &[Ty::Float]),
     ("%2147483647d\\n", &[Ty::Int]),
     ("%*d\\n", &[Ty::Int, Ty::Int]),
@@ -86,10 +173,10 @@ const FORMATS: &[(&str, &[Ty])] = &[
 
 /// Macros every generated module may use, so the expander runs user macros: body splicing,
 /// gensyms, macros expanding to macros.
-const MACROS: &str = "(defmacro fz-twice (&body body) `(progn ,@body ,@body))
-(defmacro fz-swap (a b) (let ((tmp (gensym))) `(let ((,tmp ,a)) (set ,a ,b) (set ,b ,tmp))))
-(defmacro fz-unless-zero (x &body body) `(unless (= ,x 0) ,@body))
-(defmacro fz-square (x) `(* ,x ,x))
+const MACROS: &str = "(defkernelmacro fz-twice (&body body) `(progn ,@body ,@body))
+(defkernelmacro fz-swap (a b) (let ((tmp (gensym))) `(let ((,tmp ,a)) (set ,a ,b) (set ,b ,tmp))))
+(defkernelmacro fz-unless-zero (x &body body) `(unless (= ,x 0) ,@body))
+(defkernelmacro fz-square (x) `(* ,x ,x))
 ";
 
 /// Writes one random module (a few device functions, globals and kernels).
@@ -103,6 +190,8 @@ pub fn module(rng: &mut Rng) -> String {
         next_id: 0,
         fuel: 200 + rng.below(400),
         in_loop: false,
+        in_helper: false,
+        clean: rng.one_in(2),
     };
     g.top_level();
     *rng = g.rng;
@@ -120,11 +209,17 @@ struct Generator {
     /// Bounds the size of the module: each statement and expression spends one.
     fuel: usize,
     in_loop: bool,
+    /// In a device function, whose `return` needs a value.
+    in_helper: bool,
+    /// A clean module: no hostile literal, format, bound or nesting, so that (bar the
+    /// generator's own type slips) it passes the checker and reaches the printer and the
+    /// executor. Other modules each have a fair chance of an error somewhere.
+    clean: bool,
 }
 
 impl Generator {
     fn top_level(&mut self) {
-        if self.rng.one_in(2) {
+        if self.clean || self.rng.one_in(2) {
             self.out.push_str(MACROS);
         }
         let mut globals = Vec::new();
@@ -149,7 +244,7 @@ impl Generator {
         for _ in 0..1 + self.rng.below(2) {
             self.kernel(&globals);
         }
-        if self.rng.one_in(30) {
+        if !self.clean && self.rng.one_in(10) {
             self.mistake();
         }
     }
@@ -158,7 +253,7 @@ impl Generator {
     /// colliding after mangling, or a keyword of C).
     fn fresh(&mut self, prefix: &str) -> String {
         self.next_id += 1;
-        if self.rng.one_in(6) {
+        if self.rng.one_in(if self.clean { 20 } else { 6 }) {
             let odd = *self.rng.pick(ODD_NAMES);
             if self.rng.one_in(2) {
                 return odd.to_string();
@@ -192,9 +287,11 @@ impl Generator {
             "(defkernel ({name} :device) ({} ({list}))",
             type_name(ret)
         );
+        self.in_helper = true;
         for _ in 0..self.rng.below(3) {
             self.statement(1);
         }
+        self.in_helper = false;
         self.out.push_str("  (return ");
         self.expr(ret, 0);
         self.out.push_str("))\n");
@@ -215,7 +312,9 @@ impl Generator {
             "(defkernel {name} (void ((out int*) (fout float*) (n int)))"
         );
         if self.rng.one_in(4) {
-            let bound = *self.rng.pick(&["64", "128", "1024", "1025", "0", "100000", "-1"]);
+            let bound = *self
+                .rng
+                .pick(&["64", "128", "1024", "1025", "0", "100000", "-1"]);
             let _ = writeln!(self.out, "  (declare (launch-bounds {bound}))");
         }
         let statements = 1 + self.rng.below(6);
@@ -366,18 +465,29 @@ impl Generator {
                     self.body(depth);
                 }
             }
-            13 => {
+            13 if !self.arrays.is_empty() => {
                 let (array, ty) = self.rng.pick(&self.arrays).clone();
-                let op = *self.rng.pick(&[
-                    "atomic-add",
-                    "atomic-sub",
-                    "atomic-max",
-                    "atomic-min",
-                    "atomic-exch",
-                    "atomic-and",
-                    "atomic-or",
-                    "atomic-xor",
-                ]);
+                let ops: &[&str] = if ty == Ty::Float {
+                    &[
+                        "atomic-add",
+                        "atomic-sub",
+                        "atomic-max",
+                        "atomic-min",
+                        "atomic-exch",
+                    ]
+                } else {
+                    &[
+                        "atomic-add",
+                        "atomic-sub",
+                        "atomic-max",
+                        "atomic-min",
+                        "atomic-exch",
+                        "atomic-and",
+                        "atomic-or",
+                        "atomic-xor",
+                    ]
+                };
+                let op = *self.rng.pick(ops);
                 let _ = write!(self.out, "({op} (pointer (aref {array} ");
                 self.index();
                 self.out.push_str(")) ");
@@ -385,7 +495,8 @@ impl Generator {
                 self.out.push(')');
             }
             14 => {
-                let (format, args) = *self.rng.pick(FORMATS);
+                let formats = if self.clean { &FORMATS[..4] } else { FORMATS };
+                let (format, args) = *self.rng.pick(formats);
                 let _ = write!(self.out, "(printf \"{format}\"");
                 for &ty in args {
                     self.out.push(' ');
@@ -397,9 +508,14 @@ impl Generator {
                 let word = *self.rng.pick(&["(break)", "(continue)"]);
                 self.out.push_str(word);
             }
-            16 if self.rng.one_in(3) => self.out.push_str("(return)"),
+            16 if !self.in_helper && self.rng.one_in(3) => self.out.push_str("(return)"),
             17 if self.scope.iter().filter(|v| v.assignable).count() >= 2 => {
-                let vars: Vec<Var> = self.scope.iter().filter(|v| v.assignable).cloned().collect();
+                let vars: Vec<Var> = self
+                    .scope
+                    .iter()
+                    .filter(|v| v.assignable)
+                    .cloned()
+                    .collect();
                 let a = self.rng.pick(&vars).clone();
                 let b = self.rng.pick(&vars).clone();
                 let _ = write!(self.out, "(fz-swap {} {})", a.name, b.name);
@@ -435,7 +551,12 @@ impl Generator {
 
     /// An assignment or a store.
     fn simple_statement(&mut self) {
-        let vars: Vec<Var> = self.scope.iter().filter(|v| v.assignable).cloned().collect();
+        let vars: Vec<Var> = self
+            .scope
+            .iter()
+            .filter(|v| v.assignable)
+            .cloned()
+            .collect();
         if !vars.is_empty() && self.rng.one_in(2) {
             let var = self.rng.pick(&vars).clone();
             let _ = write!(self.out, "(set {} ", var.name);
@@ -472,19 +593,26 @@ impl Generator {
 
     fn literal(&mut self, ty: Ty) -> String {
         match ty {
-            Ty::Int if self.rng.one_in(3) => self.rng.pick(INT_LITERALS).to_string(),
+            Ty::Int if !self.clean && self.rng.one_in(20) => {
+                self.rng.pick(INT_LITERALS).to_string()
+            }
             Ty::Int => (self.rng.below(20) as i64 - 5).to_string(),
-            Ty::Float if self.rng.one_in(4) => self.rng.pick(FLOAT_LITERALS).to_string(),
+            Ty::Float if !self.clean && self.rng.one_in(20) => {
+                self.rng.pick(FLOAT_LITERALS).to_string()
+            }
             Ty::Float => format!("{}.{}", self.rng.below(10), self.rng.below(100)),
             Ty::Double => format!("{}.{}d0", self.rng.below(100), self.rng.below(10)),
-            Ty::Bool => self.rng.pick(&["t", "nil", "true", "false"]).to_string(),
+            Ty::Bool if !self.clean && self.rng.one_in(20) => {
+                self.rng.pick(&["true", "false", "0"]).to_string()
+            }
+            Ty::Bool => self.rng.pick(&["t", "nil"]).to_string(),
         }
     }
 
     /// An expression of type `ty` (or now and then of the wrong type).
     fn expr(&mut self, ty: Ty, depth: usize) {
         self.fuel = self.fuel.saturating_sub(1);
-        if self.rng.one_in(400) {
+        if self.rng.one_in(if self.clean { 2000 } else { 400 }) {
             self.deep(ty);
             return;
         }
@@ -533,10 +661,24 @@ impl Generator {
             self.out.push(')');
             return;
         }
+        // Built-ins return many types (int64, uint, double): a conversion to the wanted type
+        // keeps most modules well-typed, and leaving it out now and then tests the checker's
+        // type errors.
+        let convert = if ty == Ty::Bool || (!self.clean && self.rng.one_in(10)) {
+            None
+        } else {
+            Some(type_name(ty))
+        };
+        if let Some(name) = convert {
+            let _ = write!(self.out, "({name} ");
+        }
         match ty {
             Ty::Int => self.int_expr(d),
             Ty::Float | Ty::Double => self.float_expr(ty, d),
             Ty::Bool => self.bool_expr(d),
+        }
+        if convert.is_some() {
+            self.out.push(')');
         }
     }
 
@@ -553,16 +695,22 @@ impl Generator {
         use Ty::*;
         match self.rng.below(16) {
             0 => {
-                let head = *self.rng.pick(&["+", "*", "-", "logand", "logior", "logxor"]);
+                let head = *self
+                    .rng
+                    .pick(&["+", "*", "-", "logand", "logior", "logxor"]);
                 let n = 1 + self.rng.below(4);
                 self.call(head, &vec![Int; n], d);
             }
             1 => {
-                let head = *self.rng.pick(&["/", "mod", "rem", "min", "max", "shl", "shr"]);
+                let head = *self
+                    .rng
+                    .pick(&["/", "mod", "rem", "min", "max", "shl", "shr"]);
                 self.call(head, &[Int, Int], d);
             }
             2 => {
-                let head = *self.rng.pick(&["abs", "lognot", "popc", "clz", "ffs", "brev", "-"]);
+                let head = *self
+                    .rng
+                    .pick(&["abs", "lognot", "popc", "clz", "ffs", "brev", "-"]);
                 self.call(head, &[Int], d);
             }
             3 => {
@@ -660,10 +808,10 @@ impl Generator {
             6 => self.call("fma", &[ty, ty, ty], d),
             7 => {
                 let head = if ty == Ty::Float { "float" } else { "double" };
-                let arg = *self.rng.pick(&[Ty::Int, Ty::Float, Ty::Double, Ty::Bool]);
+                let arg = *self.rng.pick(&[Ty::Int, Ty::Float, Ty::Double]);
                 self.call(head, &[arg], d);
             }
-            8 if ty == Ty::Float => {
+            8 if ty == Ty::Float && self.arrays.iter().any(|(a, _)| a == "fout") => {
                 let _ = write!(self.out, "(aref fout ");
                 self.index();
                 self.out.push(')');
@@ -694,7 +842,7 @@ impl Generator {
     /// A deeply nested or very wide expression (up to a few hundred levels: below every
     /// pass's depth budget, so it must compile, print and run).
     fn deep(&mut self, ty: Ty) {
-        let depth = 1 + self.rng.below(300);
+        let depth = 1 + self.rng.below(if self.clean { 200 } else { 300 });
         let (one, op) = match ty {
             Ty::Int => ("1", "+"),
             Ty::Float | Ty::Double => ("1.0", "*"),

@@ -91,14 +91,21 @@ thread_local! {
     /// Where and why the last panic on this thread happened (the hook records it; the
     /// payload alone has no location).
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Set on the fuzz worker, whose panics are findings, not test failures to print.
+    static IS_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn install_panic_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
-            let text = info.to_string();
-            LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IS_WORKER.with(|w| w.get()) {
+                let text = info.to_string();
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
+            } else {
+                default(info);
+            }
         }));
     });
 }
@@ -174,18 +181,18 @@ pub fn run(target: Target, budget: Budget) -> Report {
         .name(format!("fuzz-{target:?}"))
         .stack_size(256 << 20)
         .spawn(move || {
+            IS_WORKER.with(|w| w.set(true));
             for (text, launchable, seed) in inputs {
                 alloc::reset_peak();
                 let before = alloc::live();
-                let outcome = std::panic::catch_unwind(|| {
-                    targets::run_one(target, &text, launchable, seed)
-                })
-                .unwrap_or_else(|_| {
-                    let message = LAST_PANIC
-                        .with(|p| p.borrow_mut().take())
-                        .unwrap_or_else(|| "a panic".into());
-                    Err(("panic", message))
-                });
+                let outcome =
+                    std::panic::catch_unwind(|| targets::run_one(target, &text, launchable, seed))
+                        .unwrap_or_else(|_| {
+                            let message = LAST_PANIC
+                                .with(|p| p.borrow_mut().take())
+                                .unwrap_or_else(|| "a panic".into());
+                            Err(("panic", message))
+                        });
                 let used = alloc::peak().saturating_sub(before);
                 let outcome = match outcome {
                     Ok(_) if used > MAX_INPUT_MEMORY + 64 * text.len() => Err((

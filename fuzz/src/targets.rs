@@ -71,7 +71,10 @@ fn refused(text: &str, e: &Error) -> Outcome {
             && column as usize <= lines[line as usize - 1].chars().count() + 1
     };
     let ordered = (s.line, s.column) <= (s.end_line, s.end_column);
-    if &*s.file != INPUT_FILE || !fits(s.line, s.column) || !fits(s.end_line, s.end_column) || !ordered
+    if &*s.file != INPUT_FILE
+        || !fits(s.line, s.column)
+        || !fits(s.end_line, s.end_column)
+        || !ordered
     {
         return Err((
             "span",
@@ -111,7 +114,11 @@ fn cpu(module: Module, launchable: bool, seed: u64) -> Outcome {
     cpu.set_printf_output(Box::new(std::io::sink()));
     let mut rng = Rng::new(seed);
     let mut all_ok = true;
-    for f in module.functions.iter().filter(|f| f.kind == FunctionKind::Kernel) {
+    for f in module
+        .functions
+        .iter()
+        .filter(|f| f.kind == FunctionKind::Kernel)
+    {
         let types: Vec<&Type> = f
             .params
             .iter()

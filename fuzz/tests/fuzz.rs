@@ -39,12 +39,16 @@ fn fuzz(target: Target) {
     );
     if let Some(dir) = std::env::var_os("CHORUS_FUZZ_FINDINGS") {
         for (i, f) in report.findings.iter().enumerate() {
-            let path = std::path::Path::new(&dir).join(format!("{target:?}-{}-{i}.lisp", budget.seed));
+            let path =
+                std::path::Path::new(&dir).join(format!("{target:?}-{}-{i}.lisp", budget.seed));
             let _ = std::fs::write(path, &f.input);
         }
     }
     for f in &report.findings {
-        eprintln!("--- {} in {target:?}: {}\ninput: {:?}\n", f.kind, f.message, f.input);
+        eprintln!(
+            "--- {} in {target:?}: {}\ninput: {:?}\n",
+            f.kind, f.message, f.input
+        );
     }
     assert!(report.inputs > 0, "the fuzzer ran no input");
     assert!(

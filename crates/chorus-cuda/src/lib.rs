@@ -21,7 +21,6 @@
 //! | program | [`Program`]: kernel text, IR or CUDA C → loaded module, typed globals |
 //! | [`manager`] | the seed's kernel manager and its four states |
 
-
 /// The driver layer this crate stands on.
 pub use chorus_driver as driver;
 /// The raw CUDA driver API (cudarc's `sys` bindings, loaded at run time). Call

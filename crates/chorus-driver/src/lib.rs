@@ -20,7 +20,6 @@
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
 
-
 /// The raw CUDA driver API (cudarc's `sys` bindings, loaded at run time). Call
 /// [`ensure_driver`] before calling into it: a binding called without a loaded driver panics.
 pub use cudarc::driver::sys;

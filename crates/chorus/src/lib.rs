@@ -64,7 +64,6 @@
 //! | `synchronize-context` | [`synchronize`], [`Device::synchronize`] |
 //! | `with-cuda`, the driver API, `*sdk-not-found*` | [`cuda`] |
 
-
 // Lets the code `defkernel!` generates (which names `::chorus`) compile inside this crate too.
 extern crate self as chorus;
 
