@@ -58,7 +58,7 @@ pub struct Budget {
 /// An input that broke an invariant.
 #[derive(Clone, Debug)]
 pub struct Finding {
-    /// Which invariant: `panic`, `hang`, `memory`, `span`, `printer`.
+    /// Which invariant: `panic`, `hang`, `memory`, `span`, `printer`, `nvcc`.
     pub kind: &'static str,
     /// What happened.
     pub message: String,

@@ -7,6 +7,7 @@ use chorus_lang::ir::{FunctionKind, Module};
 use chorus_lang::types::Type;
 use chorus_lang::{Error, Expander, check, read_str};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a run fuzzes; each target also runs the stages before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,18 +89,69 @@ fn refused(text: &str, e: &Error) -> Outcome {
 }
 
 fn print(module: &Module) -> Outcome {
+    let mut source = String::new();
     for printed in [
         chorus_lang::cuda::print_module(module),
         chorus_lang::cuda::print_module_for_compiler(module),
     ] {
-        if let Err(e) = printed {
-            return Err((
-                "printer",
-                format!("a module the checker accepts does not print: {e}"),
-            ));
+        match printed {
+            Ok(printed) => source = printed.code,
+            Err(e) => {
+                return Err((
+                    "printer",
+                    format!("a module the checker accepts does not print: {e}"),
+                ));
+            }
         }
     }
-    Ok(true)
+    compile_sample(&source)
+}
+
+/// Printed modules seen, for [`compile_sample`]'s sampling.
+static PRINTED: AtomicU64 = AtomicU64::new(0);
+
+/// With `CHORUS_FUZZ_NVCC=N`, compiles every Nth printed module with `nvcc` (for sm_90): a
+/// module the checker accepts must be valid CUDA C. Without it, or without `nvcc` on the
+/// `PATH`, does nothing.
+fn compile_sample(source: &str) -> Outcome {
+    let Some(every) = std::env::var("CHORUS_FUZZ_NVCC")
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .filter(|&n| n > 0)
+    else {
+        return Ok(true);
+    };
+    if !PRINTED
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(every)
+    {
+        return Ok(true);
+    }
+    let dir = std::env::temp_dir().join(format!("chorus-fuzz-nvcc-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Ok(true);
+    }
+    let file = dir.join("module.cu");
+    if std::fs::write(&file, source).is_err() {
+        return Ok(true);
+    }
+    let output = std::process::Command::new("nvcc")
+        .args(["-arch=sm_90", "-c", "-o"])
+        .arg(dir.join("module.o"))
+        .arg(&file)
+        .output();
+    match output {
+        // No nvcc here: nothing to check.
+        Err(_) => Ok(true),
+        Ok(out) if out.status.success() => Ok(true),
+        Ok(out) => Err((
+            "nvcc",
+            format!(
+                "nvcc refuses a printed module: {}\n{source}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )),
+    }
 }
 
 fn cpu(module: Module, launchable: bool, seed: u64) -> Outcome {
