@@ -236,11 +236,19 @@ pub fn run(target: Target, budget: Budget) -> Report {
 }
 
 fn record(report: &mut Report, kind: &'static str, message: String, input: String) {
-    let first_line = message.lines().next().unwrap_or("").to_string();
+    // One bug found at many places is one finding: compare first lines without their numbers.
+    let key = |m: &str| -> String {
+        m.lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect()
+    };
     let seen = report
         .findings
         .iter()
-        .any(|f| f.kind == kind && f.message.lines().next() == Some(&first_line));
+        .any(|f| f.kind == kind && key(&f.message) == key(&message));
     if !seen {
         report.findings.push(Finding {
             kind,
