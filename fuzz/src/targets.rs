@@ -218,3 +218,50 @@ fn small_value_bytes(rng: &mut Rng, size: usize) -> Vec<u8> {
     };
     value.to_le_bytes()[..size].to_vec()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chorus_lang::Span;
+
+    fn error_at(line: u32, column: u32, end_line: u32, end_column: u32) -> Error {
+        let span = Span {
+            file: INPUT_FILE.into(),
+            line,
+            column,
+            end_line,
+            end_column,
+        };
+        Error::new(&span, "an error")
+    }
+
+    #[test]
+    fn an_error_inside_the_input_is_a_refusal() {
+        assert_eq!(refused("(a b)\n(c)", &error_at(2, 1, 2, 4)), Ok(false));
+        assert_eq!(refused("(a", &error_at(1, 3, 1, 3)), Ok(false));
+    }
+
+    #[test]
+    fn an_error_outside_the_input_is_a_finding() {
+        for e in [
+            error_at(3, 1, 3, 2),
+            error_at(1, 7, 1, 8),
+            error_at(0, 1, 1, 1),
+            error_at(2, 2, 2, 1),
+        ] {
+            assert!(matches!(refused("(a b)\n(c)", &e), Err(("span", _))), "{e}");
+        }
+        let mut other_file = error_at(1, 1, 1, 2);
+        other_file.span.file = "other.lisp".into();
+        assert!(matches!(refused("(a b)", &other_file), Err(("span", _))));
+    }
+
+    #[test]
+    fn a_generated_kernel_runs_on_the_cpu() {
+        let text = "(defkernel k (void ((out int*) (fout float*) (n int)))
+                      (set (aref out (logand n 63)) n))";
+        assert_eq!(run_one(Target::Cpu, text, true, 7), Ok(true));
+        assert_eq!(run_one(Target::CudaPrinter, text, true, 7), Ok(true));
+        assert_eq!(run_one(Target::Checker, "(defkernel)", true, 7), Ok(false));
+    }
+}
