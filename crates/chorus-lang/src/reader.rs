@@ -476,6 +476,15 @@ impl Reader {
                 "`#:` (uninterned symbols) is not supported; names starting with `#:` are reserved \
                  for gensyms",
             )),
+            // A line break after `#` would put the span's end past its line, and the message
+            // would show an invisible character: name it and point at the `#` alone.
+            _ if sub.is_whitespace() || sub.is_control() => Err(Error::new(
+                &self.span_len(start, 1),
+                format!(
+                    "`#` followed by `{}` is not a reader syntax; `#` starts `#'f`, `#x`, `#b` or `#o`",
+                    sub.escape_default()
+                ),
+            )),
             _ => Err(Error::new(
                 &self.span_len(start, 2),
                 format!("the reader syntax `#{sub}` is not supported"),

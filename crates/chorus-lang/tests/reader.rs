@@ -365,6 +365,20 @@ fn string_escape_errors() {
     assert_eq!(error("\"abc\\"), "1:5-1:6 unterminated string escape");
 }
 
+/// Found by fuzzing (fuzz/README.md): `#` before a line break gave a span ending past its
+/// line and a message with a raw line break in it.
+#[test]
+fn hash_before_whitespace_is_located_on_its_own_line() {
+    assert_eq!(
+        error("(a #\n b)"),
+        "1:4-1:5 `#` followed by `\\n` is not a reader syntax; `#` starts `#'f`, `#x`, `#b` or `#o`"
+    );
+    assert_eq!(
+        error("#\t"),
+        "1:1-1:2 `#` followed by `\\t` is not a reader syntax; `#` starts `#'f`, `#x`, `#b` or `#o`"
+    );
+}
+
 #[test]
 fn dispatch_errors() {
     assert_eq!(

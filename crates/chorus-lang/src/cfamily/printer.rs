@@ -718,7 +718,9 @@ impl<'m> Emitter<'m> {
     }
 
     fn switch_stmt(&mut self, scrutinee: &Expr, cases: &[SwitchCase], default: Option<&Block>) {
-        let s = self.value(scrutinee);
+        // Exact, not only the right value: C converts the labels to the condition's type, so
+        // `switch (threadIdx.x)` (unsigned in C, int here) would refuse `case -1:`.
+        let s = self.exact(scrutinee);
         self.line(&format!("switch ({}) {{", s.bare()));
         self.depth += 1;
         for case in cases {
