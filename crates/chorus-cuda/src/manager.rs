@@ -185,8 +185,7 @@ impl KernelManager {
         }
         let forms: Vec<Form> = self.definitions.iter().map(|d| d.form.clone()).collect();
         let ir = crate::frontend::compile_forms(&forms)?;
-        crate::frontend::validate_for_arch(&ir, crate::compile::target_arch())?;
-        let printed = crate::frontend::print_module(&ir)?;
+        let printed = crate::frontend::print_for_arch(&ir, crate::compile::target_arch())?;
         let source = printed.code;
         // Compile now (a compile error belongs to this step); loading reuses the cached image.
         crate::compile::compile(&source, &self.name, None)?;

@@ -41,8 +41,7 @@ impl Program {
     /// (shared, not copied: the program's kernels keep it for their signatures).
     pub fn from_ir(module: impl Into<Arc<ir::Module>>, name: &str) -> Result<Program> {
         let module = module.into();
-        crate::frontend::validate_for_arch(&module, crate::compile::target_arch())?;
-        let printed = crate::frontend::print_module(&module)?;
+        let printed = crate::frontend::print_for_arch(&module, crate::compile::target_arch())?;
         let source = printed.code;
         let (loaded, image) = compile_and_load(&source, name)?;
         Ok(Program {

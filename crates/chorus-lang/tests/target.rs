@@ -553,3 +553,23 @@ fn validation_of_deep_expressions_needs_no_big_stack() {
         .unwrap();
     result.unwrap();
 }
+
+#[test]
+fn printing_for_a_target_validates_first_and_picks_its_dialect() {
+    use chorus_lang::cfamily::{PrintOptions, print_for_target};
+    let src = "(defkernel k (void ((a int*)))\n  (cuda-asm \"membar.gl;\"))";
+    let module = checked(src);
+    let options = PrintOptions::default();
+    let printed = print_for_target(&module, &Target::cuda(9, 0), &options).unwrap();
+    assert!(printed.code.contains("membar.gl;"), "{}", printed.code);
+    assert_eq!(printed.names.function("k"), Some("k"));
+    // The CPU executor lacks inline assembly: validation refuses at the statement, before printing.
+    let error = print_for_target(&module, &Target::cpu(), &options).unwrap_err();
+    assert_eq!((error.span.line, error.span.column), (2, 3), "{error}");
+    // A target this build has no dialect for is an error at the module's first definition.
+    let plain = checked("(defkernel k (void ((a int*)))\n  (set (aref a 0) 1))");
+    let gfx942 = Target::hip("gfx942").unwrap();
+    let error = print_for_target(&plain, &gfx942, &options).unwrap_err();
+    assert_eq!((error.span.line, error.span.column), (1, 1), "{error}");
+    assert!(error.message.contains("no C-family dialect"), "{error}");
+}

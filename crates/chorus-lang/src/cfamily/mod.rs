@@ -23,6 +23,7 @@ mod printer;
 
 use crate::error::{Error, Result};
 use crate::ir::{self, FunctionId, GlobalId, GlobalQualifier, IndexVar, LaunchBounds};
+use crate::target::{Target, TargetKind};
 use crate::types::{Type, VectorType};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -231,6 +232,39 @@ pub fn print_module(
     options: &PrintOptions,
 ) -> Result<PrintedModule> {
     printer::print(module, dialect, options)
+}
+
+/// Prints `module` for `target`: validates it against the target first (a feature the target
+/// lacks or a limit it exceeds is an error at its span, before any C is written), then prints it
+/// with the target's dialect, whose warp width is the target's. A module checked once prints for
+/// every target whose validation it passes. Targets with no C-family dialect in this build (HIP
+/// and Metal, until their back ends add theirs; the CPU executor, which reads the IR) are an
+/// error at the module's first definition.
+pub fn print_for_target(
+    module: &ir::Module,
+    target: &Target,
+    options: &PrintOptions,
+) -> Result<PrintedModule> {
+    crate::check::validate(module, target)?;
+    let dialect: &(dyn Dialect + Sync) = match target.kind {
+        TargetKind::Cuda => &cuda::Cuda,
+        TargetKind::Hip | TargetKind::Metal | TargetKind::Cpu => {
+            let span = module
+                .functions
+                .first()
+                .map(|f| &f.span)
+                .or(module.globals.first().map(|g| &g.span))
+                .or(module.structs.first().map(|s| &s.span))
+                .cloned()
+                .unwrap_or_else(|| crate::span::Span::point(Arc::from("<module>"), 1, 1));
+            return Err(Error::new(
+                &span,
+                format!("this build has no C-family dialect for the {target}"),
+            ));
+        }
+    };
+    debug_assert_eq!(dialect.warp_width(), target.warp_width);
+    print_module(module, dialect, options)
 }
 
 /// An error at `span` saying the dialect cannot express `what`.
