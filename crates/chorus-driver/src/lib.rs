@@ -12,6 +12,7 @@
 //! | [`sys`] | the raw driver API (cudarc's bindings; call [`ensure_driver`] first) |
 //! | [`loader`] | probing libcuda and other CUDA libraries without panicking |
 //! | [`toolkit`] | where a toolkit lives (`CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda*`, pip) |
+//! | [`search`] | what those searches read ([`search::SearchEnv`]): Unix and Windows conventions |
 //! | call | [`ensure_driver`], [`check`]: `CUresult` to [`Error`] with its name and message |
 //! | context | [`with_cuda`], [`Context`], devices and their attributes |
 //! | memory | [`MemoryBlock`], pinned and managed blocks, raw memory, memset, device copies |
@@ -30,6 +31,7 @@ mod error;
 pub mod loader;
 mod memory;
 mod messages;
+pub mod search;
 mod stream;
 pub mod toolkit;
 

@@ -11,6 +11,7 @@
 //! [`probe_library`].
 
 use crate::messages::message;
+use crate::search::{BINDINGS_VERSION, Platform, SearchEnv, library_file_names};
 use crate::toolkit;
 use libloading::Library;
 use std::path::{Path, PathBuf};
@@ -126,7 +127,7 @@ pub fn probe_library(
     symbols: &[&str],
     found_by_name: impl Fn() -> bool,
 ) -> Probe {
-    let file_names = cudarc::get_lib_name_candidates(name);
+    let file_names = library_file_names(Platform::HOST, name, BINDINGS_VERSION);
     let mut path = None;
     if !found_by_name() {
         match preload(&file_names, dirs) {
@@ -171,7 +172,7 @@ pub fn preload(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
                 continue;
             }
             // SAFETY: loading a CUDA library runs its initialisers, which is what cudarc would do.
-            if let Ok(lib) = unsafe { Library::new(&candidate) } {
+            if let Ok(lib) = unsafe { load_by_path(&candidate) } {
                 KEPT.lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(lib);
@@ -220,12 +221,44 @@ const SYSTEM_LIB_DIRS: &[&str] = &[
 ];
 
 /// Where the driver library may be when the system loader does not find it: the system's
-/// library directories, then the toolkits' ([`toolkit::lib_dirs`] of [`toolkit::toolkit_roots`]).
+/// library directories (on Windows `System32`, where the display driver puts `nvcuda.dll`),
+/// then the toolkits' ([`toolkit::lib_dirs`] of [`toolkit::toolkit_roots`]).
 pub fn driver_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = SYSTEM_LIB_DIRS.iter().map(PathBuf::from).collect();
-    // A toolkit's lib64 holds only a stub libcuda under stubs/, which is not searched.
-    dirs.extend(toolkit::lib_dirs(&toolkit::toolkit_roots()));
+    driver_dirs_in(&SearchEnv::host())
+}
+
+/// [`driver_dirs`] in `env`.
+pub fn driver_dirs_in(env: &SearchEnv) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = match env.platform() {
+        Platform::Unix => SYSTEM_LIB_DIRS.iter().map(|d| env.unix_path(d)).collect(),
+        Platform::Windows => vec![env.system32()],
+    };
+    // A toolkit's lib64 holds only a stub libcuda under stubs/, which is not searched (nor
+    // its lib\x64, which holds import libraries).
+    dirs.extend(toolkit::lib_dirs_in(env, &toolkit::toolkit_roots_in(env)));
     dirs
+}
+
+/// The first file of `file_names` in `dirs` (directory by directory), found without loading
+/// anything: where [`preload`] would load the library from.
+pub fn find_library_file(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter()
+        .flat_map(|dir| file_names.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The directories the system loader searches by name before any of ours: `LD_LIBRARY_PATH`
+/// on Unix; on Windows the program's own folder (`program_dir`) and `PATH` (`System32` is
+/// among [`driver_dirs_in`]).
+fn loader_path_dirs(env: &SearchEnv, program_dir: Option<&Path>) -> Vec<PathBuf> {
+    match env.platform() {
+        Platform::Unix => env.paths_var("LD_LIBRARY_PATH"),
+        Platform::Windows => {
+            let mut dirs: Vec<PathBuf> = program_dir.map(Path::to_path_buf).into_iter().collect();
+            dirs.extend(env.paths_var("PATH"));
+            dirs
+        }
+    }
 }
 
 /// The system loader's cache of library paths.
@@ -236,21 +269,24 @@ const LOADER_CACHE: &str = "/etc/ld.so.cache";
 /// system loader's cache; `None` when no candidate file exists in the places searched.
 ///
 /// The candidates are cudarc's file names in `LD_LIBRARY_PATH`, [`driver_dirs`], and the paths
-/// the system loader's cache lists for those names. Whichever of them the loader picks,
+/// the system loader's cache lists for those names (on Windows: in the program's folder, on
+/// `PATH` and in [`driver_dirs`]; there is no loader cache). Whichever of them the loader picks,
 /// another installation (another path, or a library replaced in place) changes the listing,
 /// and asking costs a few `stat` calls instead of loading the library. `chorus-cuda` keys its
 /// compile cache by NVRTC's listing.
 pub fn library_files_listing(name: &str) -> Option<String> {
-    let file_names = cudarc::get_lib_name_candidates(name);
-    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.extend(driver_dirs());
+    let env = SearchEnv::host();
+    let file_names = library_file_names(env.platform(), name, BINDINGS_VERSION);
+    let program = std::env::current_exe().ok();
+    let mut dirs = loader_path_dirs(&env, program.as_deref().and_then(Path::parent));
+    dirs.extend(driver_dirs_in(&env));
     let mut paths: Vec<PathBuf> = dirs
         .iter()
         .flat_map(|dir| file_names.iter().map(|name| dir.join(name)))
         .collect();
-    paths.extend(loader_cache_paths(LOADER_CACHE, &file_names));
+    if env.platform() == Platform::Unix {
+        paths.extend(loader_cache_paths(LOADER_CACHE, &file_names));
+    }
     let listing = files_listing(&paths)?;
     let loader_cache = files_listing(&[PathBuf::from(LOADER_CACHE)]).unwrap_or_default();
     Some(listing + &loader_cache)
@@ -295,6 +331,39 @@ pub fn files_listing(paths: &[PathBuf]) -> Option<String> {
         listing.push_str(&format!("{} {} {modified}\n", path.display(), meta.len()));
     }
     (!listing.is_empty()).then_some(listing)
+}
+
+/// Loads the library at `path` by that path.
+///
+/// On Windows the library's own folder is searched for the DLLs it imports
+/// (`LoadLibraryExW` with `LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR`, plus the default folders), so that
+/// a DLL found in a toolkit's `bin\x64` or a wheel's `bin\x86_64` finds its neighbours (cuBLAS
+/// needs cuBLASLt) without that folder on `PATH`; failing that (a dependency elsewhere on
+/// `PATH`), the standard search. The process-wide search path (`SetDllDirectoryW`,
+/// `AddDllDirectory`) is left alone: it belongs to the application. Libraries a DLL opens by
+/// name later (NVRTC its builtins) are preloaded by path instead: Windows then finds them among
+/// the loaded modules.
+///
+/// # Safety
+///
+/// Loading a library runs its initialisers (see [`Library::new`]).
+unsafe fn load_by_path(path: &Path) -> Result<Library, libloading::Error> {
+    #[cfg(windows)]
+    {
+        use libloading::os::windows::{
+            LOAD_LIBRARY_SEARCH_DEFAULT_DIRS, LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR,
+            Library as WindowsLibrary,
+        };
+        // The flag needs an absolute path.
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let flags = LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR | LOAD_LIBRARY_SEARCH_DEFAULT_DIRS;
+        // SAFETY: the caller's.
+        if let Ok(lib) = unsafe { WindowsLibrary::load_with_flags(&absolute, flags) } {
+            return Ok(lib.into());
+        }
+    }
+    // SAFETY: the caller's.
+    unsafe { Library::new(path) }
 }
 
 #[cfg(test)]
