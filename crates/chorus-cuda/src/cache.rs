@@ -18,7 +18,9 @@
 //! memory level misses (before a file read or a compile).
 //!
 //! On disk (`CHORUS_CACHE_DIR`, else `$XDG_CACHE_HOME/chorus`, else `~/.cache/chorus`, else
-//! `chorus-cache-UID` in the temp dir; made with mode 0700) each entry is `KEY.ptx` or
+//! `chorus-cache-UID` in the temp dir; made with mode 0700; on Windows `CHORUS_CACHE_DIR`, else
+//! `%LOCALAPPDATA%\chorus\cache`, else `chorus-cache-USERNAME` in the temp dir) each entry is
+//! `KEY.ptx` or
 //! `KEY.cubin` (`KEY` 64 hex digits): a header (magic, kind, payload length, SHA-256 of the
 //! payload) and the image. Entries are written to a temporary file `KEY.EXT.RANDOM.tmp` and
 //! renamed into place, so readers see a whole entry or none; an entry whose header or checksum
@@ -29,7 +31,13 @@
 //! - **The directory must be the user's own**: on Unix, owned by this process's effective user
 //!   and writable by no one else (no group or other write bit). One that is not is not used: the
 //!   disk level is off for that lookup, with a `tracing` warning (once per process), and compiles
-//!   go on without it; [`clear`] refuses it with an error.
+//!   go on without it; [`clear`] refuses it with an error. On Windows, where access is a matter
+//!   of ACLs rather than owner and mode bits, the default places are the user's own by
+//!   construction: `%LOCALAPPDATA%` and the temp dir (`%LOCALAPPDATA%\Temp`) lie in the user's
+//!   profile, which grants access to the user, SYSTEM and the administrators only, and a new
+//!   directory inherits that. Only the is-a-directory check applies there: reading a
+//!   directory's ACL would take the Win32 security API (a `windows-sys` dependency) to guard
+//!   a `CHORUS_CACHE_DIR` the user chose.
 //! - **Entries are opened without following links and without blocking** (`O_NOFOLLOW |
 //!   O_NONBLOCK` on Unix), must be regular files, and are read up to [`MAX_ENTRY_BYTES`]; anything
 //!   else at an entry's path is ignored (and replaced by the next write), never deleted.
@@ -40,6 +48,7 @@
 use crate::error::{Error, Result};
 use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::settings::message;
+use chorus_driver::search::Platform;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -224,7 +233,8 @@ pub fn stats() -> Stats {
 /// The disk cache directory: the override ([`set_dir`]), `CHORUS_CACHE_DIR`,
 /// `$XDG_CACHE_HOME/chorus`, `~/.cache/chorus`, or, when there is no home, the temp dir's
 /// `chorus-cache-UID` (one per user; like every cache directory, used only when it is the
-/// user's own: see the module documentation).
+/// user's own: see the module documentation). On Windows: the override, `CHORUS_CACHE_DIR`,
+/// `%LOCALAPPDATA%\chorus\cache`, or the temp dir's `chorus-cache-USERNAME`.
 pub fn dir() -> PathBuf {
     if let Some(d) = DIR_OVERRIDE
         .read()
@@ -233,19 +243,30 @@ pub fn dir() -> PathBuf {
     {
         return d;
     }
-    dir_from_env(|name| std::env::var_os(name))
+    dir_from_env(Platform::HOST, |name| std::env::var_os(name))
 }
 
-/// [`dir`] from the variables `get` gives.
-fn dir_from_env(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
-    let var = |name| get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("CHORUS_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("chorus")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache").join("chorus")))
-        .unwrap_or_else(|| {
-            let user = effective_uid().map_or_else(|| "user".to_owned(), |uid| uid.to_string());
-            std::env::temp_dir().join(format!("chorus-cache-{user}"))
-        })
+/// [`dir`] on `platform` from the variables `get` gives.
+fn dir_from_env(platform: Platform, get: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    let var = |name| get(name).filter(|v| !v.is_empty());
+    let path = |name| var(name).map(PathBuf::from);
+    let configured = match platform {
+        Platform::Unix => path("CHORUS_CACHE_DIR")
+            .or_else(|| path("XDG_CACHE_HOME").map(|d| d.join("chorus")))
+            .or_else(|| path("HOME").map(|d| d.join(".cache").join("chorus"))),
+        Platform::Windows => path("CHORUS_CACHE_DIR")
+            .or_else(|| path("LOCALAPPDATA").map(|d| d.join("chorus").join("cache"))),
+    };
+    configured.unwrap_or_else(|| {
+        // Built as an OsString: a user name need not be ASCII (nor, on Windows, valid UTF-16).
+        let mut name = std::ffi::OsString::from("chorus-cache-");
+        match (platform, effective_uid(), var("USERNAME")) {
+            (Platform::Unix, Some(uid), _) => name.push(uid.to_string()),
+            (Platform::Windows, _, Some(user)) => name.push(user),
+            _ => name.push("user"),
+        }
+        std::env::temp_dir().join(name)
+    })
 }
 
 /// This process's effective user id (`None` where there are no user ids).
@@ -718,7 +739,7 @@ mod tests {
             "PATH" => Some("/usr/bin".into()),
             _ => None,
         };
-        let dir = dir_from_env(vars);
+        let dir = dir_from_env(Platform::Unix, vars);
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         #[cfg(unix)]
         assert_eq!(
@@ -726,8 +747,42 @@ mod tests {
             format!("chorus-cache-{}", rustix::process::geteuid().as_raw())
         );
         assert!(name.starts_with("chorus-cache-"), "{name}");
-        let home = dir_from_env(|name| (name == "HOME").then(|| "/home/u".into()));
+        let home = dir_from_env(Platform::Unix, |name| {
+            (name == "HOME").then(|| "/home/u".into())
+        });
         assert_eq!(home, Path::new("/home/u/.cache/chorus"));
+    }
+
+    #[test]
+    fn the_windows_cache_is_under_localappdata() {
+        let profile = Path::new("/c").join("Users").join("Zoë Ångström");
+        let local = profile.join("AppData").join("Local");
+        let vars = |name: &str| match name {
+            "LOCALAPPDATA" => Some(local.clone().into_os_string()),
+            "USERNAME" => Some("Zoë Ångström".into()),
+            // Unix's variables do not count on Windows.
+            "XDG_CACHE_HOME" | "HOME" => Some("/unix".into()),
+            _ => None,
+        };
+        assert_eq!(
+            dir_from_env(Platform::Windows, vars),
+            local.join("chorus").join("cache")
+        );
+        let chosen = |name: &str| (name == "CHORUS_CACHE_DIR").then(|| "D:\\caches\\mine".into());
+        assert_eq!(
+            dir_from_env(Platform::Windows, |n| chosen(n).or_else(|| vars(n))),
+            Path::new("D:\\caches\\mine")
+        );
+        // No LOCALAPPDATA: the temp dir, one per user name.
+        let without = dir_from_env(Platform::Windows, |n| {
+            (n != "LOCALAPPDATA").then(|| vars(n)).flatten()
+        });
+        assert_eq!(
+            without,
+            std::env::temp_dir().join("chorus-cache-Zoë Ångström")
+        );
+        let nobody = dir_from_env(Platform::Windows, |_| None);
+        assert_eq!(nobody, std::env::temp_dir().join("chorus-cache-user"));
     }
 
     #[cfg(unix)]

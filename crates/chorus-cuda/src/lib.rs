@@ -37,6 +37,7 @@ mod image;
 mod launch;
 pub mod manager;
 mod module;
+mod msvc;
 mod nvcc;
 mod nvrtc;
 mod nvrtc_loader;

@@ -5,18 +5,21 @@ use crate::error::{Error, Result};
 use crate::image::ImageKind;
 use crate::settings::{Settings, message, settings};
 use crate::tempdir::PrivateTempDir;
+use chorus_driver::search::SearchEnv;
+use chorus_driver::toolkit;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
-const NVCC: &str = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
-
 /// The absolute path of nvcc, or `None`.
 ///
 /// Looks at, in order: the settings' nvcc binary (unless it is `"nvcc"`/`"nvcc.exe"`, which
-/// mean auto-detect), `PATH`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `$CUDA_PATH_V*/bin`,
-/// `/usr/local/cuda/bin`, `/usr/local/cuda-*/bin` (newest version first) and `/opt/cuda/bin`.
+/// mean auto-detect), `PATH`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`, `$CUDA_ROOT/bin`,
+/// `$CUDA_PATH_VX_Y/bin` (newest version first), the install directories' `bin`
+/// (`/usr/local/cuda`, `/usr/local/cuda-*` newest first, `/opt/cuda`; on Windows
+/// `C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v*` newest first) and pip's
+/// `nvidia/cu13/bin`, `nvidia/cu12/bin`, `nvidia/cuda_nvcc/bin` (see [`toolkit`]).
 pub fn find_nvcc() -> Option<PathBuf> {
     find_nvcc_with(&settings())
 }
@@ -26,7 +29,7 @@ pub fn find_nvcc_with(settings: &Settings) -> Option<PathBuf> {
     if let Some(explicit) = settings.explicit_nvcc() {
         return is_executable(explicit).then(|| absolute(explicit));
     }
-    nvcc_candidates()
+    nvcc_candidates(&SearchEnv::host())
         .into_iter()
         .find(|p| is_executable(p))
         .map(|p| absolute(&p))
@@ -112,8 +115,11 @@ fn parse_nvcc_version(text: &str) -> Option<(u32, u32)> {
 /// they are, before `-ptx`/`-cubin`: put an architecture option in them (see
 /// [`with_arch_option`]); cubin needs a real one (`-arch=sm_90`, not `compute_90`). The files
 /// live in a private temporary directory under the settings' `tmp_dir` (else the OS temp dir),
-/// created with mode 0700 under a fresh name and removed afterwards. On failure the error has
-/// nvcc's log and the source lines it points at.
+/// created with mode 0700 under a fresh name and removed afterwards; nvcc runs in it and is
+/// given the files by their plain ASCII names, so that a temporary directory whose path has
+/// spaces or non-ASCII characters (a Windows user name) never passes through nvcc's command
+/// line. On Windows, MSVC's `cl.exe` is passed as `-ccbin` when needed (see the `msvc`
+/// module). On failure the error has nvcc's log and the source lines it points at.
 pub fn nvcc_compile(
     source: &str,
     name: &str,
@@ -138,16 +144,18 @@ pub fn nvcc_compile_with(
     let input = dir.path().join(&file);
     let output = input.with_extension(kind.extension());
     std::fs::write(&input, source).map_err(|e| Error::io_path("writing", &input, e))?;
+    let output_name = Path::new(&file).with_extension(kind.extension());
     let mut command = Command::new(&nvcc);
     command
+        .args(crate::msvc::host_compiler_args(options))
         .args(options)
         .arg(match kind {
             ImageKind::Ptx => "-ptx",
             ImageKind::Cubin => "-cubin",
         })
         .arg("-o")
-        .arg(&output)
-        .arg(&input)
+        .arg(&output_name)
+        .arg(&file)
         .current_dir(dir.path());
     message(format!("compiling {name}: {command:?}"));
     let out = command
@@ -170,31 +178,26 @@ pub fn nvcc_compile_with(
     std::fs::read(&output).map_err(|e| Error::io_path("reading", &output, e))
 }
 
-/// Where nvcc may be, in search order.
-fn nvcc_candidates() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Some(path) = std::env::var_os("PATH") {
-        out.extend(std::env::split_paths(&path).map(|d| d.join(NVCC)));
+/// Where nvcc may be in `env`, in search order (see [`find_nvcc`]).
+fn nvcc_candidates(env: &SearchEnv) -> Vec<PathBuf> {
+    let nvcc = env.platform().executable("nvcc");
+    let mut dirs = env.paths_var("PATH");
+    dirs.extend(
+        toolkit::toolkit_roots_in(env)
+            .iter()
+            .map(|root| root.join("bin")),
+    );
+    for site in toolkit::site_packages_in(env) {
+        let nvidia = site.join("nvidia");
+        dirs.extend(["cu13", "cu12", "cuda_nvcc"].map(|p| nvidia.join(p).join("bin")));
     }
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            out.push(PathBuf::from(root).join("bin").join(NVCC));
+    let mut candidates: Vec<PathBuf> = Vec::with_capacity(dirs.len());
+    for candidate in dirs.iter().map(|dir| dir.join(&nvcc)) {
+        if !candidates.contains(&candidate) {
+            candidates.push(candidate);
         }
     }
-    let mut versioned: Vec<(String, std::ffi::OsString)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-        .filter(|(k, _)| k.starts_with("CUDA_PATH_V"))
-        .collect();
-    versioned.sort_by(|a, b| b.0.cmp(&a.0));
-    out.extend(
-        versioned
-            .into_iter()
-            .map(|(_, v)| PathBuf::from(v).join("bin").join(NVCC)),
-    );
-    for root in chorus_driver::toolkit::install_roots() {
-        out.push(root.join("bin").join(NVCC));
-    }
-    out
+    candidates
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -269,5 +272,89 @@ mod tests {
         let e =
             nvcc_compile_with(&s, "__global__ void k() {}", "k", ImageKind::Ptx, &[]).unwrap_err();
         assert!(matches!(e, Error::NvccNotFound), "{e}");
+    }
+
+    #[test]
+    fn nvcc_is_searched_on_path_then_in_the_windows_toolkits_then_in_wheels() {
+        use chorus_driver::search::Platform;
+        let c = tempfile::tempdir().unwrap();
+        let cuda = c
+            .path()
+            .join("Program Files")
+            .join("NVIDIA GPU Computing Toolkit")
+            .join("CUDA");
+        for v in ["v12.9", "v13.10", "v13.0"] {
+            std::fs::create_dir_all(cuda.join(v).join("bin")).unwrap();
+        }
+        let venv = c.path().join("Users").join("Zoë Ångström").join("venv");
+        let wheel = venv.join("Lib").join("site-packages").join("nvidia");
+        std::fs::create_dir_all(wheel.join("cu13").join("bin")).unwrap();
+        let path = c.path().join("bin dir");
+        let env = SearchEnv::new(
+            Platform::Windows,
+            [
+                ("Path", path.clone().into_os_string()),
+                ("CUDA_PATH", cuda.join("v13.0").into_os_string()),
+                ("CUDA_PATH_V12_9", cuda.join("v12.9").into_os_string()),
+                ("VIRTUAL_ENV", venv.clone().into_os_string()),
+            ],
+            c.path(),
+        );
+        let exe = |dir: PathBuf| dir.join("nvcc.exe");
+        assert_eq!(
+            nvcc_candidates(&env),
+            [
+                exe(path),
+                exe(cuda.join("v13.0").join("bin")),
+                exe(cuda.join("v12.9").join("bin")),
+                exe(cuda.join("v13.10").join("bin")),
+                exe(wheel.join("cu13").join("bin")),
+                exe(wheel.join("cu12").join("bin")),
+                exe(wheel.join("cuda_nvcc").join("bin")),
+            ]
+        );
+        let unix = SearchEnv::new(Platform::Unix, [("PATH", "/a:/b")], c.path());
+        let found = nvcc_candidates(&unix);
+        assert_eq!(
+            found[..2],
+            [PathBuf::from("/a/nvcc"), PathBuf::from("/b/nvcc")]
+        );
+        assert_eq!(
+            found[2],
+            c.path()
+                .join("usr")
+                .join("local")
+                .join("cuda")
+                .join("bin")
+                .join("nvcc")
+        );
+    }
+
+    #[test]
+    fn nvcc_compiles_in_a_temporary_directory_with_spaces_and_non_ascii_characters() {
+        let Some(nvcc) = find_nvcc() else {
+            assert!(std::env::var_os("CI").is_none(), "CI needs nvcc");
+            eprintln!("skipped: no nvcc");
+            return;
+        };
+        let parent = tempfile::tempdir().unwrap();
+        let tmp = parent.path().join("Zoë's temp dir");
+        std::fs::create_dir(&tmp).unwrap();
+        let s = Settings {
+            nvcc_binary: Some(nvcc),
+            tmp_dir: Some(tmp.clone()),
+            ..Settings::default()
+        };
+        let options = with_arch_option(&[], Some((9, 0)));
+        let ptx = nvcc_compile_with(
+            &s,
+            "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }",
+            "spaced kernel",
+            ImageKind::Ptx,
+            &options,
+        )
+        .unwrap();
+        assert!(String::from_utf8_lossy(&ptx).contains(".entry k"));
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "cleaned up");
     }
 }

@@ -3,7 +3,12 @@
 
 use crate::cache;
 use crate::nvcc::find_nvcc;
-use chorus_driver::loader::{Probe, files_listing, library_files_listing, preload, probe_library};
+use chorus_driver::loader::{
+    Probe, files_listing, find_library_file, library_files_listing, preload, probe_library,
+};
+use chorus_driver::search::{
+    BINDINGS_VERSION, Platform, library_file_names, nvrtc_builtins_file_name,
+};
 use chorus_driver::toolkit;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -33,8 +38,10 @@ pub(crate) fn nvrtc() -> &'static Probe {
             // SAFETY: only asks the system loader whether cudarc's names resolve.
             unsafe { cudarc::nvrtc::sys::is_culib_present() }
         });
-        // NVRTC opens its builtins library by soname at compile time; next to a library
-        // loaded by path, the system loader would not find it.
+        // NVRTC opens its builtins library by name at compile time; next to a library
+        // loaded by path, the system loader would not find it (on Windows neither: the
+        // folder of a DLL is not searched for the DLLs it loads at run time). Preloaded by
+        // path, it is found among the loaded libraries.
         if let Some(dir) = probe.path.as_ref().and_then(|p| p.parent()) {
             preload_builtins(dir);
         }
@@ -76,14 +83,12 @@ pub(crate) fn files_identity(paths: &[PathBuf]) -> Option<String> {
 /// The first of NVRTC's file names present in the toolkit's library directories, found
 /// without loading it (where the probe loads it from when the system loader does not find it).
 fn nvrtc_in_toolkit() -> Option<PathBuf> {
-    let file_names = cudarc::get_lib_name_candidates("nvrtc");
-    toolkit_lib_dirs()
-        .iter()
-        .flat_map(|dir| file_names.iter().map(move |name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
+    let file_names = library_file_names(Platform::HOST, "nvrtc", BINDINGS_VERSION);
+    find_library_file(&file_names, &toolkit_lib_dirs())
 }
 
-/// Preloads `libnvrtc-builtins.so.X.Y` from `dir` (not the `.alt` variant).
+/// Preloads NVRTC's builtins library from `dir` (`libnvrtc-builtins.so.X.Y`,
+/// `nvrtc-builtins64_XY.dll`; not the `.alt` variant).
 fn preload_builtins(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -91,11 +96,24 @@ fn preload_builtins(dir: &Path) {
     let names: Vec<String> = entries
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with("libnvrtc-builtins.so") || n.starts_with("nvrtc-builtins64"))
         .collect();
-    if preload(&names, &[dir.to_path_buf()]).is_none() {
+    let builtins = nvrtc_builtins_file_name(Platform::HOST, names.iter().map(String::as_str));
+    let loaded =
+        builtins.is_some_and(|name| preload(&[name.to_owned()], &[dir.to_path_buf()]).is_some());
+    if !loaded {
         crate::settings::message(format!("no NVRTC builtins library in {}", dir.display()));
     }
+}
+
+/// The `include` folders of the toolkit whose library folder is `lib`, nearest first: beside
+/// it (`lib64`, `lib`, `bin`), or one level higher (`targets/x86_64-linux/lib`'s, Windows's
+/// `bin\x64` in CUDA 13, a wheel's `bin\x86_64`).
+fn include_dirs_near(lib: &Path) -> Vec<PathBuf> {
+    lib.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("include"))
+        .collect()
 }
 
 /// `$CUDA_PATH`, `$CUDA_HOME`, `$CUDA_ROOT`, the directory above the nvcc the settings find,
@@ -128,11 +146,27 @@ fn find_toolkit_include_dirs() -> Vec<PathBuf> {
     // Found without loading NVRTC: compile options (and so cache keys) are known before a
     // cache hit decides whether NVRTC is needed at all.
     if let Some(lib) = nvrtc_in_toolkit().as_deref().and_then(Path::parent) {
-        dirs.push(lib.with_file_name("include"));
+        dirs.extend(include_dirs_near(lib));
     }
     dirs.extend(toolkit::include_dirs(&toolkit_roots()));
     dirs.retain(|d| d.join("cuda_fp16.h").is_file());
-    dirs.dedup();
+    // NVRTC takes options as text: a path that is not Unicode cannot be passed whole.
+    dirs.retain(|d| {
+        let whole = d.to_str().is_some();
+        if !whole {
+            crate::settings::message(format!(
+                "skipping the include directory {}: not Unicode",
+                d.display()
+            ));
+        }
+        whole
+    });
+    let mut seen = Vec::new();
+    dirs.retain(|d| {
+        let first = !seen.contains(d);
+        seen.push(d.clone());
+        first
+    });
     // CUDA 13 keeps libcu++ (`<cuda/std/...>`, which curand_kernel.h includes) under
     // include/cccl; nvcc adds it through nvcc.profile, NVRTC needs it named.
     let cccl: Vec<PathBuf> = dirs
@@ -198,5 +232,21 @@ mod tests {
                     .is_some_and(|p| p.join("cuda_fp16.h").is_file());
             assert!(toolkit || cccl, "{}", dir.display());
         }
+    }
+
+    #[test]
+    fn include_dirs_are_found_near_the_library_folder_of_each_layout() {
+        let root = Path::new("/r");
+        let near = |lib: &Path| include_dirs_near(lib);
+        assert_eq!(near(&root.join("lib64"))[0], root.join("include"));
+        let targets = root.join("targets").join("x86_64-linux");
+        assert_eq!(near(&targets.join("lib"))[0], targets.join("include"));
+        // Windows: CUDA 12's bin, CUDA 13's bin\x64, the cu13 wheel's bin\x86_64.
+        assert_eq!(near(&root.join("bin"))[0], root.join("include"));
+        assert_eq!(near(&root.join("bin").join("x64"))[1], root.join("include"));
+        assert_eq!(
+            near(&root.join("bin").join("x86_64"))[1],
+            root.join("include")
+        );
     }
 }

@@ -53,6 +53,7 @@ impl Drop for PrivateTempDir {
 
 /// Creates one directory (not its parents) readable only by its owner.
 pub(crate) fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    #[cfg_attr(not(unix), expect(unused_mut, reason = "only Unix sets a mode"))]
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
