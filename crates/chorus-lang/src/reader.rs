@@ -704,7 +704,11 @@ impl Reader {
                 self.bump();
                 let token = self.read_token_text()?;
                 let span = self.span_from(start);
-                let what = if sub == '*' { "a bit vector" } else { "a label reference" };
+                let what = if sub == '*' {
+                    "a bit vector"
+                } else {
+                    "a label reference"
+                };
                 self.host_only(&span, &format!("`{written}{}` ({what})", token.text))?;
                 Ok(Form::new(
                     FormKind::Str(format!("{written}{}", token.text)),
@@ -811,7 +815,10 @@ impl Reader {
             Some(Err(message)) => Err(Error::new(&span, message)),
             None => Err(Error::new(
                 &span,
-                format!("`{written}{}` is not an integer in base {radix}", token.text),
+                format!(
+                    "`{written}{}` is not an integer in base {radix}",
+                    token.text
+                ),
             )),
         }
     }
@@ -991,7 +998,9 @@ fn character(name: &str) -> Option<char> {
         "bell" | "bel" => '\u{7}',
         "escape" | "esc" | "altmode" => '\u{1b}',
         _ => {
-            let hex = lower.strip_prefix("u+").or_else(|| lower.strip_prefix('u'))?;
+            let hex = lower
+                .strip_prefix("u+")
+                .or_else(|| lower.strip_prefix('u'))?;
             return u32::from_str_radix(hex, 16).ok().and_then(char::from_u32);
         }
     };

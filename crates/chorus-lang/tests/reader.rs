@@ -390,7 +390,10 @@ fn dispatch_errors() {
         "1:1-1:4 `#\\a` (a character) is not part of the kernel language; Common Lisp data \
          syntax is read only in the host code of a whole source file, outside kernel definitions"
     );
-    assert_eq!(error("#?"), "1:1-1:3 the reader syntax `#?` is not supported");
+    assert_eq!(
+        error("#?"),
+        "1:1-1:3 the reader syntax `#?` is not supported"
+    );
     assert_eq!(error("x #"), "1:3-1:4 `#` at the end of the text");
     assert_eq!(error("#xfg"), "1:1-1:5 `#xfg` is not an integer in base 16");
     assert_eq!(
