@@ -332,10 +332,11 @@ impl Reader {
             ));
         }
         // Feature expressions are read in the keyword package, where anything is a name.
-        let saved_host = self.host;
+        let (saved_host, saved_suppress) = (self.host, self.suppress);
         self.host = true;
+        self.suppress = 0;
         let expression = self.read_form();
-        self.host = saved_host;
+        (self.host, self.suppress) = (saved_host, saved_suppress);
         let expression = expression?;
         let holds = features::holds(&expression)?;
         let span = prefix_span.to(&expression.span);
@@ -348,7 +349,18 @@ impl Reader {
         }
         if holds != wanted {
             self.suppress += 1;
-            let skipped = self.read_form();
+            // A conditional in front of the skipped form applies first (`#+a #+b x` skips x
+            // when a is missing, whatever b is).
+            let skipped = self.skip_trivia().and_then(|()| {
+                if matches!(self.peek(), None | Some(')')) {
+                    Err(Error::new(
+                        &span,
+                        format!("expected a form after `#{sign}{expression}`"),
+                    ))
+                } else {
+                    self.read_form()
+                }
+            });
             self.suppress -= 1;
             skipped?;
         }
@@ -644,6 +656,9 @@ impl Reader {
                 self.bump();
                 let name = self.read_character_name()?;
                 let span = self.span_from(start);
+                if self.suppress > 0 {
+                    return Ok(Form::symbol("nil", span));
+                }
                 let c = character(&name).ok_or_else(|| {
                     Error::new(&span, format!("`#\\{name}` is not a character name Chorus knows (one character, a name such as Space, Newline, Tab, or U+XXXX)"))
                 })?;
