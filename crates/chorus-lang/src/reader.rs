@@ -34,7 +34,8 @@
 //!
 //! [`read_source`] reads a whole Common Lisp file (a CL-Cuda or Chorus source with its host
 //! code around the kernels). Outside the kernel definitions ([`KERNEL_DEFINITIONS`]: a list
-//! whose head is one of them is kernel code, wherever it appears) it also reads the Common
+//! whose head is one of them, at top level or in a top-level `progn` or `eval-when`, is kernel
+//! code; elsewhere, such as in a host macro's template, it is host data) it also reads the Common
 //! Lisp syntax that host code uses: characters (`#\a`, `#\Space`), vectors (`#(1 2)`), ratios
 //! (`1/2`), integers beyond 64 bits, `#.form` (read, never evaluated), `#:name`, `#p"path"`,
 //! `#*101`, `#c(1 2)`, `#2A(…)`, `#1=`/`#1#`. These read as placeholders (a character as a
@@ -196,6 +197,10 @@ struct Reader {
     suppress: usize,
     /// How many host-only data were read so far.
     host_syntax: usize,
+    /// Whether a list read here is a top-level form, or one inside a top-level `progn` or
+    /// `eval-when`: where a kernel definition is kernel code (elsewhere, in a host function or
+    /// a host macro's template, it is data of the host code).
+    collectable: bool,
 }
 
 /// A position in the text: what a span is made of.
@@ -224,6 +229,7 @@ impl Reader {
             host: false,
             suppress: 0,
             host_syntax: 0,
+            collectable: true,
         }
     }
 
@@ -493,6 +499,14 @@ impl Reader {
 
     /// `'x` and friends: the head symbol gets the span of the prefix characters.
     fn read_prefixed(&mut self, start: Mark, prefix: &str, head: &str) -> Result<Form> {
+        // Quoted data is never a top-level form.
+        let saved_collectable = std::mem::replace(&mut self.collectable, false);
+        let form = self.read_prefixed_here(start, prefix, head);
+        self.collectable = saved_collectable;
+        form
+    }
+
+    fn read_prefixed_here(&mut self, start: Mark, prefix: &str, head: &str) -> Result<Form> {
         let head_span = self.span_from(start);
         self.skip_trivia()?;
         match self.peek() {
@@ -511,7 +525,9 @@ impl Reader {
     fn read_list(&mut self) -> Result<Form> {
         let start = self.mark();
         self.bump();
-        let saved_host = self.host;
+        let (saved_host, saved_collectable) = (self.host, self.collectable);
+        let at_top = self.collectable;
+        self.collectable = false;
         let mut items = Vec::new();
         loop {
             self.skip_trivia()?;
@@ -526,19 +542,19 @@ impl Reader {
                     self.bump();
                     // Memory is proportional to the text: no spare capacity is kept.
                     items.shrink_to_fit();
-                    self.host = saved_host;
+                    (self.host, self.collectable) = (saved_host, saved_collectable);
                     return Ok(Form::list(items, self.span_from(start)));
                 }
                 Some(_) => {
                     items.push(self.read_form()?);
-                    // A kernel definition is kernel code, wherever it appears.
-                    if items.len() == 1
-                        && self.suppress == 0
-                        && items[0]
-                            .as_symbol()
-                            .is_some_and(|head| KERNEL_DEFINITIONS.contains(&head))
-                    {
-                        self.host = false;
+                    if items.len() == 1 && at_top && self.suppress == 0 {
+                        match items[0].as_symbol() {
+                            // A kernel definition where it is one is kernel code.
+                            Some(head) if KERNEL_DEFINITIONS.contains(&head) => self.host = false,
+                            // Their forms are top-level forms.
+                            Some("progn" | "eval-when") => self.collectable = true,
+                            _ => {}
+                        }
                     }
                 }
             }

@@ -351,3 +351,25 @@ fn plain_kernel_text_is_read_as_before() {
     let e = chorus_lang::compile_str("(defun f ())", "t.lisp").unwrap_err();
     assert!(e.message.starts_with("expected defkernel"), "{}", e.message);
 }
+
+#[test]
+fn a_kernel_definition_inside_host_code_is_host_data() {
+    // In a host macro's template (or a host function) a kernel definition is data of the host
+    // code: host syntax there is read, and the macro is not expanded (a warning), not an error.
+    let text = "(defmacro def-k (name)\n  `(defkernel ,name (void ()) ,(progn #\\a nil)))\n(def-k k1)\n\
+                (defun f () '(defkernel g (void ()) #(1 2)))\n\
+                (progn (defkernel h (void ((a float*))) (set (aref a 0) 1.0)))\n";
+    let (module, skipped) = compile_source(text, "t.lisp").unwrap();
+    let kernels: Vec<&str> = module.functions.iter().map(|f| &*f.name).collect();
+    assert_eq!(kernels, ["h"]);
+    let warning = skipped.iter().find_map(|s| s.warning.as_deref()).unwrap();
+    assert!(
+        warning.contains("its text uses Common Lisp syntax that has no kernel meaning"),
+        "{warning}"
+    );
+    // In a top-level progn or eval-when it is kernel code again.
+    assert!(
+        error("(eval-when (:execute) (defkernel h (void ()) #\\a))")
+            .starts_with("1:46-1:49 `#\\a` (a character)")
+    );
+}
