@@ -112,8 +112,19 @@ fn every_kernel_of_every_file_compiles_unchanged() {
             skipped.iter().any(|s| s.what == "in-package"),
             "{file}: {skipped:?}"
         );
-        // Every kernel prints as CUDA C, and the facade takes the file whole.
-        chorus::lang::cuda::print_module(&module).unwrap_or_else(|e| panic!("{file}: {e}"));
+        // Every kernel prints as CUDA C, which nvcc compiles (where there is one) for sm_90,
+        // and the facade takes the file whole.
+        let code = chorus::lang::cuda::print_module(&module)
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .code;
+        match chorus::cuda::find_nvcc() {
+            Some(_) => {
+                let arch = chorus::cuda::nvcc_arch_option(9, 0);
+                chorus::cuda::nvcc_compile(&code, file, chorus::cuda::ImageKind::Ptx, &[arch])
+                    .unwrap_or_else(|e| panic!("{file}: nvcc: {e}"));
+            }
+            None => println!("{file}: not compiled with nvcc: no nvcc found"),
+        }
         let program = program(&dir, file);
         assert_eq!(
             program.module().unwrap().functions.len(),
