@@ -1,13 +1,19 @@
 //! The `chorus` command.
 //!
 //! ```text
-//! chorus compile FILE [-o OUT.cu]   print (or write) the CUDA C of a kernel file
+//! chorus compile FILE [-o OUT.cu] [--verbose]
+//!                                   print (or write) the CUDA C of a kernel file
 //! chorus expand FILE                print the kernel file after macro expansion
 //! chorus devices                    list the CUDA devices
 //! chorus cache path                 print the kernel cache directory
 //! chorus cache clear                delete the cached kernel images
 //! chorus --version | --help         (and `chorus COMMAND --help`)
 //! ```
+//!
+//! A kernel file may be a whole CL-Cuda or Chorus Lisp source: its kernel definitions are
+//! compiled and its host code (`in-package`, `defun`, …) is skipped (`chorus_lang::source`);
+//! `--verbose` lists what was skipped, on standard error, as `FILE:LINE:COL: skipped WHAT`.
+//! A host macro call that could not be expanded is a warning, printed always.
 //!
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
 //! command line that cannot be understood prints the usage and exits with status 2.
@@ -32,10 +38,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print (or write) the CUDA C of a kernel file.
+    /// Print (or write) the CUDA C of a kernel file (a whole CL-Cuda or Chorus source: its host
+    /// code is skipped).
     Compile {
         /// The kernel file (`-` reads standard input).
         file: String,
+        /// List the host forms that were skipped (on standard error).
+        #[arg(short, long)]
+        verbose: bool,
         /// Write the CUDA C to this file (replaced whole; never the kernel file itself) instead of
         /// standard output.
         #[arg(short, long, value_name = "OUT.cu")]
@@ -82,21 +92,27 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<(), Failure> {
     match command {
-        Command::Compile { file, output } => compile(&file, output.as_deref()),
+        Command::Compile {
+            file,
+            output,
+            verbose,
+        } => compile(&file, output.as_deref(), verbose),
         Command::Expand { file } => expand(&file),
         Command::Devices => devices(),
         Command::Cache { action } => cache(action),
     }
 }
 
-/// `compile FILE [-o OUT]`.
-fn compile(file: &str, output: Option<&str>) -> Result<(), Failure> {
+/// `compile FILE [-o OUT] [--verbose]`.
+fn compile(file: &str, output: Option<&str>, verbose: bool) -> Result<(), Failure> {
     // Refused before anything is read, so the kernel file is never at risk.
     if let Some(path) = output {
         refuse_output_that_is_input(file, path).map_err(Failure)?;
     }
     let text = read(file).map_err(Failure)?;
-    let module = chorus_lang::compile_str(&text, file).map_err(|e| Failure(e.to_string()))?;
+    let (module, skipped) =
+        chorus_lang::compile_source(&text, file).map_err(|e| Failure(e.to_string()))?;
+    report_skipped(&skipped, verbose);
     let code = chorus_lang::cuda::print_module(&module)
         .map_err(|e| Failure(e.to_string()))?
         .code;
@@ -107,10 +123,26 @@ fn compile(file: &str, output: Option<&str>) -> Result<(), Failure> {
     }
 }
 
+/// Prints the skipped host forms (`verbose`) and the warnings (always) to standard error.
+fn report_skipped(skipped: &[chorus_lang::source::Skipped], verbose: bool) {
+    for s in skipped {
+        match &s.warning {
+            Some(warning) => eprintln!("{}: warning: {warning}", s.span),
+            None if verbose => eprintln!("{}: skipped {}", s.span, s.what),
+            None => {}
+        }
+    }
+}
+
 /// `expand FILE`.
 fn expand(file: &str) -> Result<(), Failure> {
     let text = read(file).map_err(Failure)?;
-    let forms = chorus_lang::expand_str(&text, file).map_err(|e| Failure(e.to_string()))?;
+    let source =
+        chorus_lang::source::read_source(&text, file).map_err(|e| Failure(e.to_string()))?;
+    report_skipped(&source.skipped, false);
+    let forms = chorus_lang::Expander::new()
+        .expand_unit(&source.forms)
+        .map_err(|e| Failure(e.to_string()))?;
     let forms = gensyms::readable(forms);
     let printed: Vec<String> = forms.iter().map(|f| f.pretty(100) + "\n").collect();
     write_stdout(&printed.join("\n"))

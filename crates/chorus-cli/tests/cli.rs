@@ -408,3 +408,50 @@ fn expand_reports_errors_with_their_position() {
     );
     assert_eq!(stdout(&out), "");
 }
+
+#[test]
+fn compile_takes_a_whole_source_file_and_lists_the_skipped_forms_with_verbose() {
+    let out = chorus(&["compile", "--verbose", "whole-file.lisp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("__global__ void twice(float* a, int n)"));
+    assert_eq!(
+        stderr(&out),
+        "whole-file.lisp:2:1: skipped in-package\n\
+         whole-file.lisp:3:1: skipped defpackage whole-file\n\
+         whole-file.lisp:4:1: skipped in-package\n\
+         whole-file.lisp:6:1: skipped defvar *n*\n\
+         whole-file.lisp:7:1: skipped defun init\n\
+         whole-file.lisp:14:1: skipped defmacro host-only\n\
+         whole-file.lisp:15:1: warning: the host macro `host-only` could not be expanded, so any \
+         kernel it defines is missing: whole-file.lisp:14:37: in macro `host-only` (expanding the \
+         call at whole-file.lisp:15:1): unknown macro-time function `host-function`; macro code \
+         runs at expansion time and can call only the built-in list, number and string functions \
+         and its own local functions (flet, labels)\n\
+         whole-file.lisp:17:1: skipped defun main\n"
+    );
+    // Without --verbose only the warning is printed, and the CUDA C is the same.
+    let quiet = chorus(&["compile", "whole-file.lisp"]);
+    assert!(quiet.status.success());
+    assert_eq!(stdout(&quiet), stdout(&out));
+    assert_eq!(stderr(&quiet).lines().count(), 1);
+    assert!(stderr(&quiet).starts_with("whole-file.lisp:15:1: warning: the host macro"));
+}
+
+#[test]
+fn a_misspelled_kernel_definition_in_a_whole_file_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("chorus-cli-typo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("typo.lisp");
+    std::fs::write(&file, "(in-package :x)\n(defkernal f (void ()) (return))\n").unwrap();
+    let out = chorus(&["compile", "--verbose", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "typo.lisp:2:2: `defkernal` is not a kernel definition (did you mean `defkernel`?)"
+        ),
+        "{err}"
+    );
+}

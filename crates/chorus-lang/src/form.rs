@@ -178,6 +178,11 @@ fn needs_bar(name: &str) -> bool {
     if name.chars().any(special) {
         return true;
     }
+    // A colon after the first character would read as a package marker; a lone `:` is no
+    // keyword.
+    if name == ":" || name.char_indices().any(|(i, c)| c == ':' && i > 0) {
+        return true;
+    }
     // A token of dots alone is no symbol to the reader.
     if name.chars().all(|c| c == '.') {
         return true;

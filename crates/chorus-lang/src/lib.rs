@@ -8,6 +8,8 @@
 //!
 //! * [`span`] and [`form`]: S-expressions that remember where they came from.
 //! * [`reader`]: kernel text to forms.
+//! * [`source`]: the kernel definitions of a whole CL-Cuda or Chorus source file, its host code
+//!   skipped.
 //! * [`expand`]: the macro expander and the macro-time Lisp it runs macros with.
 //! * [`error`]: the one error type of the front end; every error names a [`span::Span`].
 //! * [`types`]: the kernel types, their sizes and alignments.
@@ -29,6 +31,7 @@ pub mod form;
 pub mod host;
 pub mod ir;
 pub mod reader;
+pub mod source;
 pub mod span;
 pub mod stack;
 pub mod target;
@@ -81,4 +84,23 @@ pub fn compile_forms(forms: &[Form]) -> Result<ir::Module> {
 /// [`compile_forms`] (for the default CUDA target).
 pub fn compile_str(text: &str, file: &str) -> Result<ir::Module> {
     compile_str_for(text, file, &target::Target::default_cuda())
+}
+
+/// Compiles the kernel definitions of a whole source file (a CL-Cuda or Chorus Lisp file with
+/// its host code: see [`source`]) for `target`; returns the module and the host forms that were
+/// skipped. `file` names the text in spans and messages.
+pub fn compile_source_for(
+    text: &str,
+    file: &str,
+    target: &target::Target,
+) -> Result<(ir::Module, Vec<source::Skipped>)> {
+    let source::Source { forms, skipped } = source::read_source(text, file)?;
+    let expanded = Expander::new().expand_unit(&forms)?;
+    drop(forms);
+    Ok((check_expanded(expanded, target)?, skipped))
+}
+
+/// [`compile_source_for`] the default CUDA target ([`target::Target::default_cuda`]).
+pub fn compile_source(text: &str, file: &str) -> Result<(ir::Module, Vec<source::Skipped>)> {
+    compile_source_for(text, file, &target::Target::default_cuda())
 }

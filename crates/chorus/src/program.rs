@@ -26,6 +26,9 @@ type Text = Cow<'static, str>;
 pub struct Program {
     text: Text,
     file: Text,
+    /// Whether `text` is a whole source file (read by [`Program::from_file`]): its host code is
+    /// skipped ([`chorus_lang::source`]).
+    whole_file: bool,
     module: OnceLock<std::result::Result<Arc<Module>, chorus_lang::Error>>,
     /// Per backend (by [`Backend::slot`]), per device (by its ordinal), the compiled program
     /// once it exists: a launch reads it without a lock.
@@ -54,14 +57,21 @@ impl Program {
         Ok(program)
     }
 
-    /// A program of the kernel text in the file at `path`.
+    /// A program of the file at `path`, which may be a whole CL-Cuda or Chorus Lisp source: its
+    /// kernel definitions are compiled and its host code (`in-package`, `defun`, `defvar`, …)
+    /// is skipped, as `chorus compile` does ([`chorus_lang::source`] has the rules). It is read,
+    /// expanded and checked now.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Program> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Program::new(text, path.display().to_string())
+        let mut program =
+            Program::unchecked(Cow::Owned(text), Cow::Owned(path.display().to_string()));
+        program.whole_file = true;
+        program.module()?;
+        Ok(program)
     }
 
     /// The program of a `defkernel!` block: its rebuilt text, already checked at compile time.
@@ -74,6 +84,7 @@ impl Program {
         Program {
             text,
             file,
+            whole_file: false,
             module: OnceLock::new(),
             compiled: [const { OnceLock::new() }; Backend::ALL.len()],
             compiling: Mutex::new(()),
@@ -94,7 +105,13 @@ impl Program {
     /// The checked module (the typed IR every backend compiles).
     pub fn module(&self) -> Result<&Arc<Module>> {
         self.module
-            .get_or_init(|| chorus_lang::compile_str(&self.text, &self.file).map(Arc::new))
+            .get_or_init(|| {
+                if self.whole_file {
+                    chorus_lang::compile_source(&self.text, &self.file).map(|(m, _)| Arc::new(m))
+                } else {
+                    chorus_lang::compile_str(&self.text, &self.file).map(Arc::new)
+                }
+            })
             .as_ref()
             .map_err(|e| Error::Lang(e.clone()))
     }

@@ -387,6 +387,11 @@ fn build() -> Table {
         homogeneous(Builtin::Math(MathFn::Atan2), &FLOATS, 2),
     );
     add("expt", homogeneous(Builtin::Math(MathFn::Pow), &FLOATS, 2));
+    // CL-Cuda's earlier spelling, kept by its nbody example: `rsqrt` of a float.
+    add(
+        "rsqrtf",
+        vec![sig(Builtin::Math(MathFn::Rsqrt), &[s(Float)], s(Float))],
+    );
     add(
         "hypot",
         homogeneous(Builtin::Math(MathFn::Hypot), &FLOATS, 2),

@@ -167,7 +167,22 @@ impl FnCx<'_> {
                     format!("`{name_str}` is bound twice in one let"),
                 );
             }
-            let e = self.value(init)?;
+            let e = match self.value(init) {
+                Ok(e) => e,
+                // CL-Cuda's earlier `let` bound sequentially, and its examples rely on it (nbody's
+                // `(let ((r …) (dist-sqr (… r …))) …)`): an init that names an earlier binding of
+                // the same let, where no outer variable has that name, sees that binding.
+                Err(error)
+                    if inits.iter().any(|(n, _)| {
+                        error
+                            .message
+                            .starts_with(&format!("unknown variable `{n}`"))
+                    }) =>
+                {
+                    return self.let_stmt(&sequential_let(bindings, body, f), f);
+                }
+                Err(error) => return Err(error),
+            };
             inits.push((name_str, e));
         }
         let block = self.scoped(|cx| {
@@ -736,6 +751,27 @@ impl FnCx<'_> {
             f,
         ))
     }
+}
+
+/// `(let (b1 b2 …) body…)` as `((b1) (let (b2 …) body…))`: the arguments of a let whose first
+/// binding is seen by the rest (see `let_stmt`).
+fn sequential_let(bindings: &Form, body: &[Form], f: &Form) -> Vec<Form> {
+    let items = bindings.as_list().unwrap_or_default();
+    let Some((first, rest)) = items.split_first() else {
+        return std::iter::once(bindings.clone())
+            .chain(body.iter().cloned())
+            .collect();
+    };
+    let first = Form::list(vec![first.clone()], bindings.span.clone());
+    if rest.is_empty() {
+        return std::iter::once(first).chain(body.iter().cloned()).collect();
+    }
+    let mut inner = vec![
+        Form::symbol("let", f.span.clone()),
+        Form::list(rest.to_vec(), bindings.span.clone()),
+    ];
+    inner.extend(body.iter().cloned());
+    vec![first, Form::list(inner, f.span.clone())]
 }
 
 /// The items of a binding list (`()` and `nil` are empty).

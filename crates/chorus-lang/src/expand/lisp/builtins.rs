@@ -106,6 +106,7 @@ pub const BUILTINS: &[&str] = &[
     "string=",
     "string-equal",
     "symbolicate",
+    "princ-to-string",
     "gensym",
     "error",
 ];
@@ -655,6 +656,8 @@ impl<'a, 'c> Interp<'a, 'c> {
                 let control = self.string_arg(&args[1], span)?;
                 Ok(self.data(FormKind::Str(self.format(&control, &args[2..], span)?)))
             }
+            // (princ-to-string x) is (format nil "~a" x): CL-Cuda's examples name kernels with it.
+            "princ-to-string" => Ok(self.data(FormKind::Str(self.format("~a", &args, span)?))),
             "intern" => {
                 let name = self.string_arg(&args[0], span)?;
                 let folded: String = name.chars().flat_map(char::to_lowercase).collect();
