@@ -34,6 +34,12 @@ mod types;
 
 #[cfg(feature = "cublas")]
 pub mod cublas;
+#[cfg(feature = "cufft")]
+pub mod cufft;
+#[cfg(feature = "curand")]
+pub mod curand;
+#[cfg(feature = "cusolver")]
+pub mod cusolver;
 
 pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
