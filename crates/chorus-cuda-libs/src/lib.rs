@@ -40,6 +40,8 @@ pub mod cufft;
 pub mod curand;
 #[cfg(feature = "cusolver")]
 pub mod cusolver;
+#[cfg(feature = "cusparse")]
+pub mod cusparse;
 
 pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
