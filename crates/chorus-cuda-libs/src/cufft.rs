@@ -27,8 +27,16 @@ pub fn is_available() -> bool {
 }
 
 const SYMBOLS: &[&str] = &[
-    "cufftCreate", "cufftDestroy", "cufftMakePlanMany64", "cufftSetStream", "cufftExecC2C",
-    "cufftExecZ2Z", "cufftExecR2C", "cufftExecD2Z", "cufftExecC2R", "cufftExecZ2D",
+    "cufftCreate",
+    "cufftDestroy",
+    "cufftMakePlanMany64",
+    "cufftSetStream",
+    "cufftExecC2C",
+    "cufftExecZ2Z",
+    "cufftExecR2C",
+    "cufftExecD2Z",
+    "cufftExecC2R",
+    "cufftExecZ2D",
 ];
 
 /// A cuFFT result as an error naming `call`.
@@ -173,13 +181,27 @@ impl PlanShape {
             return Ok(points * self.batch);
         };
         if layout.embed.len() != logical.len() || layout.stride == 0 {
-            return Err(Error::invalid("fft plan", format!("a layout of {} dimensions and stride {} for a {}-D transform", layout.embed.len(), layout.stride, logical.len())));
+            return Err(Error::invalid(
+                "fft plan",
+                format!(
+                    "a layout of {} dimensions and stride {} for a {}-D transform",
+                    layout.embed.len(),
+                    layout.stride,
+                    logical.len()
+                ),
+            ));
         }
         let mut last = 0usize;
         let mut pitch = 1usize;
         for d in (0..logical.len()).rev() {
             if d > 0 && layout.embed[d] < logical[d] {
-                return Err(Error::invalid("fft plan", format!("embedding dimension {d} = {} < the transform's {}", layout.embed[d], logical[d])));
+                return Err(Error::invalid(
+                    "fft plan",
+                    format!(
+                        "embedding dimension {d} = {} < the transform's {}",
+                        layout.embed[d], logical[d]
+                    ),
+                ));
             }
             last += (logical[d] - 1) * pitch;
             pitch *= layout.embed[d];
@@ -188,8 +210,15 @@ impl PlanShape {
     }
 
     fn check(&self) -> Result<()> {
-        if self.dims.is_empty() || self.dims.len() > 3 || self.dims.contains(&0) || self.batch == 0 {
-            return Err(Error::invalid("fft plan", format!("{:?} × batch {}: transforms are 1-D to 3-D with nonzero sizes and batch", self.dims, self.batch)));
+        if self.dims.is_empty() || self.dims.len() > 3 || self.dims.contains(&0) || self.batch == 0
+        {
+            return Err(Error::invalid(
+                "fft plan",
+                format!(
+                    "{:?} × batch {}: transforms are 1-D to 3-D with nonzero sizes and batch",
+                    self.dims, self.batch
+                ),
+            ));
         }
         if self.input.is_some() != self.output.is_some() {
             return Err(Error::invalid("fft plan", "give both layouts or neither"));
@@ -234,7 +263,13 @@ impl<'s> Plan<'s> {
         let bound = Bound::current(stream)?;
         let mut raw = 0;
         fft!(cufftCreate(&mut raw))?;
-        let plan = Plan { raw, shape, input_len, output_len, bound };
+        let plan = Plan {
+            raw,
+            shape,
+            input_len,
+            output_len,
+            bound,
+        };
         let mut n: Vec<i64> = plan.shape.dims.iter().map(|&d| d as i64).collect();
         let batch = plan.shape.batch as i64;
         let mut work = 0usize;
@@ -242,11 +277,40 @@ impl<'s> Plan<'s> {
             (Some(i), Some(o)) => {
                 let mut inembed: Vec<i64> = i.embed.iter().map(|&d| d as i64).collect();
                 let mut onembed: Vec<i64> = o.embed.iter().map(|&d| d as i64).collect();
-                fft!(cufftMakePlanMany64(raw, n.len() as i32, n.as_mut_ptr(), inembed.as_mut_ptr(), i.stride as i64, i.dist as i64, onembed.as_mut_ptr(), o.stride as i64, o.dist as i64, plan.shape.raw_type(), batch, &mut work))?;
+                fft!(cufftMakePlanMany64(
+                    raw,
+                    n.len() as i32,
+                    n.as_mut_ptr(),
+                    inembed.as_mut_ptr(),
+                    i.stride as i64,
+                    i.dist as i64,
+                    onembed.as_mut_ptr(),
+                    o.stride as i64,
+                    o.dist as i64,
+                    plan.shape.raw_type(),
+                    batch,
+                    &mut work
+                ))?;
             }
             _ => {
-                let (idist, odist) = (in_dims.iter().product::<usize>() as i64, out_dims.iter().product::<usize>() as i64);
-                fft!(cufftMakePlanMany64(raw, n.len() as i32, n.as_mut_ptr(), std::ptr::null_mut(), 1, idist, std::ptr::null_mut(), 1, odist, plan.shape.raw_type(), batch, &mut work))?;
+                let (idist, odist) = (
+                    in_dims.iter().product::<usize>() as i64,
+                    out_dims.iter().product::<usize>() as i64,
+                );
+                fft!(cufftMakePlanMany64(
+                    raw,
+                    n.len() as i32,
+                    n.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                    1,
+                    idist,
+                    std::ptr::null_mut(),
+                    1,
+                    odist,
+                    plan.shape.raw_type(),
+                    batch,
+                    &mut work
+                ))?;
             }
         }
         fft!(cufftSetStream(raw, stream.raw() as sys::cudaStream_t))?;
@@ -268,21 +332,51 @@ impl<'s> Plan<'s> {
         self.output_len
     }
 
-    fn expect(&self, call: &'static str, kind: FftKind, precision: Precision, input: usize, output: usize) -> Result<()> {
+    fn expect(
+        &self,
+        call: &'static str,
+        kind: FftKind,
+        precision: Precision,
+        input: usize,
+        output: usize,
+    ) -> Result<()> {
         if self.shape.kind != kind || self.shape.precision != precision {
-            return Err(Error::invalid(call, format!("the plan is {:?} {:?}", self.shape.kind, self.shape.precision)));
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the plan is {:?} {:?}",
+                    self.shape.kind, self.shape.precision
+                ),
+            ));
         }
         if input < self.input_len {
-            return Err(Error::invalid(call, format!("the input has {input} elements, the plan reads {}", self.input_len)));
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the input has {input} elements, the plan reads {}",
+                    self.input_len
+                ),
+            ));
         }
         if output < self.output_len {
-            return Err(Error::invalid(call, format!("the output has {output} elements, the plan writes {}", self.output_len)));
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the output has {output} elements, the plan writes {}",
+                    self.output_len
+                ),
+            ));
         }
         self.bound.enter()
     }
 
     /// A complex-to-complex transform from `input` into `output`.
-    pub fn c2c<T: FftFloat>(&mut self, input: &impl AsDeviceSlice<Complex<T>>, output: &mut impl AsDeviceSliceMut<Complex<T>>, direction: Direction) -> Result<()> {
+    pub fn c2c<T: FftFloat>(
+        &mut self,
+        input: &impl AsDeviceSlice<Complex<T>>,
+        output: &mut impl AsDeviceSliceMut<Complex<T>>,
+        direction: Direction,
+    ) -> Result<()> {
         let (i, o) = (input.as_device_slice()?, output.as_device_slice_mut()?);
         self.expect("c2c", FftKind::C2C, T::PRECISION, i.len(), o.len())?;
         // SAFETY: both sides hold the plan's extents (checked); cuFFT does not write the input
@@ -291,18 +385,29 @@ impl<'s> Plan<'s> {
     }
 
     /// A complex-to-complex transform in place.
-    pub fn c2c_in_place<T: FftFloat>(&mut self, data: &mut impl AsDeviceSliceMut<Complex<T>>, direction: Direction) -> Result<()> {
+    pub fn c2c_in_place<T: FftFloat>(
+        &mut self,
+        data: &mut impl AsDeviceSliceMut<Complex<T>>,
+        direction: Direction,
+    ) -> Result<()> {
         let d = data.as_device_slice_mut()?;
         self.expect("c2c_in_place", FftKind::C2C, T::PRECISION, d.len(), d.len())?;
         if self.shape.input != self.shape.output {
-            return Err(Error::invalid("c2c_in_place", "in place needs the same input and output layouts"));
+            return Err(Error::invalid(
+                "c2c_in_place",
+                "in place needs the same input and output layouts",
+            ));
         }
         // SAFETY: as above, in place.
         unsafe { T::c2c(self.raw, d.ptr(), d.ptr(), direction) }
     }
 
     /// A real-to-complex (forward) transform.
-    pub fn r2c<T: FftFloat>(&mut self, input: &impl AsDeviceSlice<T>, output: &mut impl AsDeviceSliceMut<Complex<T>>) -> Result<()> {
+    pub fn r2c<T: FftFloat>(
+        &mut self,
+        input: &impl AsDeviceSlice<T>,
+        output: &mut impl AsDeviceSliceMut<Complex<T>>,
+    ) -> Result<()> {
         let (i, o) = (input.as_device_slice()?, output.as_device_slice_mut()?);
         self.expect("r2c", FftKind::R2C, T::PRECISION, i.len(), o.len())?;
         // SAFETY: as above.
@@ -311,7 +416,11 @@ impl<'s> Plan<'s> {
 
     /// A complex-to-real (inverse) transform. cuFFT overwrites the input, so it is taken
     /// writable.
-    pub fn c2r<T: FftFloat>(&mut self, input: &mut impl AsDeviceSliceMut<Complex<T>>, output: &mut impl AsDeviceSliceMut<T>) -> Result<()> {
+    pub fn c2r<T: FftFloat>(
+        &mut self,
+        input: &mut impl AsDeviceSliceMut<Complex<T>>,
+        output: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
         let (i, o) = (input.as_device_slice_mut()?, output.as_device_slice_mut()?);
         self.expect("c2r", FftKind::C2R, T::PRECISION, i.len(), o.len())?;
         // SAFETY: as above.
@@ -338,7 +447,12 @@ pub trait FftFloat: bytemuck::Pod + sealed::Sealed {
     /// The precision.
     const PRECISION: Precision;
     #[doc(hidden)]
-    unsafe fn c2c(plan: sys::cufftHandle, input: u64, output: u64, direction: Direction) -> Result<()>;
+    unsafe fn c2c(
+        plan: sys::cufftHandle,
+        input: u64,
+        output: u64,
+        direction: Direction,
+    ) -> Result<()>;
     #[doc(hidden)]
     unsafe fn r2c(plan: sys::cufftHandle, input: u64, output: u64) -> Result<()>;
     #[doc(hidden)]
@@ -358,8 +472,18 @@ impl sealed::Sealed for f64 {}
 // SAFETY (each method): the caller passes a live plan and device extents checked against it.
 impl FftFloat for f32 {
     const PRECISION: Precision = Precision::Single;
-    unsafe fn c2c(plan: sys::cufftHandle, input: u64, output: u64, direction: Direction) -> Result<()> {
-        fft!(cufftExecC2C(plan, input as *mut _, output as *mut _, sign(direction)))
+    unsafe fn c2c(
+        plan: sys::cufftHandle,
+        input: u64,
+        output: u64,
+        direction: Direction,
+    ) -> Result<()> {
+        fft!(cufftExecC2C(
+            plan,
+            input as *mut _,
+            output as *mut _,
+            sign(direction)
+        ))
     }
     unsafe fn r2c(plan: sys::cufftHandle, input: u64, output: u64) -> Result<()> {
         fft!(cufftExecR2C(plan, input as *mut _, output as *mut _))
@@ -372,8 +496,18 @@ impl FftFloat for f32 {
 // SAFETY (each method): as for f32.
 impl FftFloat for f64 {
     const PRECISION: Precision = Precision::Double;
-    unsafe fn c2c(plan: sys::cufftHandle, input: u64, output: u64, direction: Direction) -> Result<()> {
-        fft!(cufftExecZ2Z(plan, input as *mut _, output as *mut _, sign(direction)))
+    unsafe fn c2c(
+        plan: sys::cufftHandle,
+        input: u64,
+        output: u64,
+        direction: Direction,
+    ) -> Result<()> {
+        fft!(cufftExecZ2Z(
+            plan,
+            input as *mut _,
+            output as *mut _,
+            sign(direction)
+        ))
     }
     unsafe fn r2c(plan: sys::cufftHandle, input: u64, output: u64) -> Result<()> {
         fft!(cufftExecD2Z(plan, input as *mut _, output as *mut _))
@@ -393,7 +527,10 @@ pub struct PlanCache<'s> {
 impl<'s> PlanCache<'s> {
     /// An empty cache whose plans execute on `stream` (in the current context).
     pub fn new(stream: &'s Stream) -> PlanCache<'s> {
-        PlanCache { stream, plans: HashMap::new() }
+        PlanCache {
+            stream,
+            plans: HashMap::new(),
+        }
     }
 
     /// The plan for `shape`, made now if it is not cached.
@@ -429,16 +566,38 @@ mod tests {
     fn extents_follow_the_kind_and_the_layout() {
         let c2c = PlanShape::new(&[4, 8], FftKind::C2C, Precision::Single, 3);
         let (i, o) = c2c.side_dims();
-        assert_eq!((c2c.extent(&i, None).unwrap(), c2c.extent(&o, None).unwrap()), (96, 96));
+        assert_eq!(
+            (c2c.extent(&i, None).unwrap(), c2c.extent(&o, None).unwrap()),
+            (96, 96)
+        );
         let r2c = PlanShape::new(&[4, 8], FftKind::R2C, Precision::Double, 2);
         let (i, o) = r2c.side_dims();
-        assert_eq!((r2c.extent(&i, None).unwrap(), r2c.extent(&o, None).unwrap()), (64, 40));
+        assert_eq!(
+            (r2c.extent(&i, None).unwrap(), r2c.extent(&o, None).unwrap()),
+            (64, 40)
+        );
         // Padded rows of 10 for a 4 × 8 real input, stride 1, batches 40 apart.
-        let padded = Embedding { embed: vec![4, 10], stride: 1, dist: 40 };
+        let padded = Embedding {
+            embed: vec![4, 10],
+            stride: 1,
+            dist: 40,
+        };
         assert_eq!(r2c.extent(&i, Some(&padded)).unwrap(), 40 + 3 * 10 + 7 + 1);
-        let narrow = Embedding { embed: vec![4, 6], stride: 1, dist: 40 };
+        let narrow = Embedding {
+            embed: vec![4, 6],
+            stride: 1,
+            dist: 40,
+        };
         assert!(r2c.extent(&i, Some(&narrow)).is_err());
-        assert!(PlanShape::new(&[], FftKind::C2C, Precision::Single, 1).check().is_err());
-        assert!(PlanShape::new(&[2, 2, 2, 2], FftKind::C2C, Precision::Single, 1).check().is_err());
+        assert!(
+            PlanShape::new(&[], FftKind::C2C, Precision::Single, 1)
+                .check()
+                .is_err()
+        );
+        assert!(
+            PlanShape::new(&[2, 2, 2, 2], FftKind::C2C, Precision::Single, 1)
+                .check()
+                .is_err()
+        );
     }
 }

@@ -144,7 +144,10 @@ impl<'s> Generator<'s> {
     /// Seeds a pseudo-random generator (an error for Sobol32).
     pub fn set_seed(&mut self, seed: u64) -> Result<()> {
         if self.kind.is_quasi() {
-            return Err(Error::invalid("set_seed", "a quasi-random generator takes no seed"));
+            return Err(Error::invalid(
+                "set_seed",
+                "a quasi-random generator takes no seed",
+            ));
         }
         self.bound.enter()?;
         rand!(curandSetPseudoRandomGeneratorSeed(self.raw, seed))
@@ -160,10 +163,15 @@ impl<'s> Generator<'s> {
     /// dimension-major: all numbers of dimension 0, then of dimension 1, …
     pub fn set_dimensions(&mut self, dimensions: u32) -> Result<()> {
         if !self.kind.is_quasi() {
-            return Err(Error::invalid("set_dimensions", "only quasi-random generators have dimensions"));
+            return Err(Error::invalid(
+                "set_dimensions",
+                "only quasi-random generators have dimensions",
+            ));
         }
         self.bound.enter()?;
-        rand!(curandSetQuasiRandomGeneratorDimensions(self.raw, dimensions))?;
+        rand!(curandSetQuasiRandomGeneratorDimensions(
+            self.raw, dimensions
+        ))?;
         self.dimensions = dimensions;
         Ok(())
     }
@@ -172,10 +180,19 @@ impl<'s> Generator<'s> {
     /// numbers of pseudo generators (cuRAND makes them in pairs).
     fn check_count(&self, call: &'static str, n: usize, pairs: bool) -> Result<()> {
         if self.kind.is_quasi() && n % self.dimensions as usize != 0 {
-            return Err(Error::invalid(call, format!("{n} numbers are not a multiple of the {} dimensions", self.dimensions)));
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "{n} numbers are not a multiple of the {} dimensions",
+                    self.dimensions
+                ),
+            ));
         }
         if pairs && !self.kind.is_quasi() && n % 2 != 0 {
-            return Err(Error::invalid(call, format!("normal numbers come in pairs: {n} is odd")));
+            return Err(Error::invalid(
+                call,
+                format!("normal numbers come in pairs: {n} is odd"),
+            ));
         }
         Ok(())
     }
@@ -198,7 +215,12 @@ impl<'s> Generator<'s> {
     }
 
     /// Fills `out` with normally distributed numbers of `mean` and `stddev`.
-    pub fn fill_normal<T: RandFloat>(&mut self, out: &mut impl AsDeviceSliceMut<T>, mean: T, stddev: T) -> Result<()> {
+    pub fn fill_normal<T: RandFloat>(
+        &mut self,
+        out: &mut impl AsDeviceSliceMut<T>,
+        mean: T,
+        stddev: T,
+    ) -> Result<()> {
         let out = out.as_device_slice_mut()?;
         self.check_count("fill_normal", out.len(), true)?;
         self.bound.enter()?;
@@ -207,7 +229,12 @@ impl<'s> Generator<'s> {
     }
 
     /// Fills `out` with log-normal numbers: `exp` of normal numbers of `mean` and `stddev`.
-    pub fn fill_log_normal<T: RandFloat>(&mut self, out: &mut impl AsDeviceSliceMut<T>, mean: T, stddev: T) -> Result<()> {
+    pub fn fill_log_normal<T: RandFloat>(
+        &mut self,
+        out: &mut impl AsDeviceSliceMut<T>,
+        mean: T,
+        stddev: T,
+    ) -> Result<()> {
         let out = out.as_device_slice_mut()?;
         self.check_count("fill_log_normal", out.len(), true)?;
         self.bound.enter()?;
@@ -216,14 +243,26 @@ impl<'s> Generator<'s> {
     }
 
     /// Fills `out` with Poisson-distributed counts of mean `lambda` (> 0).
-    pub fn fill_poisson(&mut self, out: &mut impl AsDeviceSliceMut<u32>, lambda: f64) -> Result<()> {
+    pub fn fill_poisson(
+        &mut self,
+        out: &mut impl AsDeviceSliceMut<u32>,
+        lambda: f64,
+    ) -> Result<()> {
         let out = out.as_device_slice_mut()?;
         if lambda.is_nan() || lambda <= 0.0 {
-            return Err(Error::invalid("fill_poisson", format!("lambda = {lambda} is not positive")));
+            return Err(Error::invalid(
+                "fill_poisson",
+                format!("lambda = {lambda} is not positive"),
+            ));
         }
         self.check_count("fill_poisson", out.len(), false)?;
         self.bound.enter()?;
-        rand!(curandGeneratePoisson(self.raw, out.ptr() as *mut _, out.len(), lambda))
+        rand!(curandGeneratePoisson(
+            self.raw,
+            out.ptr() as *mut _,
+            out.len(),
+            lambda
+        ))
     }
 }
 
@@ -231,7 +270,9 @@ impl Drop for Generator<'_> {
     fn drop(&mut self) {
         let _ = self.bound.enter();
         // SAFETY: the generator was created by `new` and is destroyed once.
-        if let Err(e) = check("curandDestroyGenerator", unsafe { sys::curandDestroyGenerator(self.raw) }) {
+        if let Err(e) = check("curandDestroyGenerator", unsafe {
+            sys::curandDestroyGenerator(self.raw)
+        }) {
             tracing::debug!(target: "chorus_cuda_libs", "{e}");
         }
     }
@@ -246,9 +287,21 @@ pub trait RandFloat: bytemuck::Pod + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn uniform(g: sys::curandGenerator_t, out: u64, n: usize) -> Result<()>;
     #[doc(hidden)]
-    unsafe fn normal(g: sys::curandGenerator_t, out: u64, n: usize, mean: Self, stddev: Self) -> Result<()>;
+    unsafe fn normal(
+        g: sys::curandGenerator_t,
+        out: u64,
+        n: usize,
+        mean: Self,
+        stddev: Self,
+    ) -> Result<()>;
     #[doc(hidden)]
-    unsafe fn log_normal(g: sys::curandGenerator_t, out: u64, n: usize, mean: Self, stddev: Self) -> Result<()>;
+    unsafe fn log_normal(
+        g: sys::curandGenerator_t,
+        out: u64,
+        n: usize,
+        mean: Self,
+        stddev: Self,
+    ) -> Result<()>;
 }
 
 macro_rules! rand_float {
@@ -259,15 +312,37 @@ macro_rules! rand_float {
             unsafe fn uniform(g: sys::curandGenerator_t, out: u64, n: usize) -> Result<()> {
                 rand!($uniform(g, out as *mut $t, n))
             }
-            unsafe fn normal(g: sys::curandGenerator_t, out: u64, n: usize, mean: $t, stddev: $t) -> Result<()> {
+            unsafe fn normal(
+                g: sys::curandGenerator_t,
+                out: u64,
+                n: usize,
+                mean: $t,
+                stddev: $t,
+            ) -> Result<()> {
                 rand!($normal(g, out as *mut $t, n, mean, stddev))
             }
-            unsafe fn log_normal(g: sys::curandGenerator_t, out: u64, n: usize, mean: $t, stddev: $t) -> Result<()> {
+            unsafe fn log_normal(
+                g: sys::curandGenerator_t,
+                out: u64,
+                n: usize,
+                mean: $t,
+                stddev: $t,
+            ) -> Result<()> {
                 rand!($log_normal(g, out as *mut $t, n, mean, stddev))
             }
         }
     };
 }
 
-rand_float!(f32, curandGenerateUniform, curandGenerateNormal, curandGenerateLogNormal);
-rand_float!(f64, curandGenerateUniformDouble, curandGenerateNormalDouble, curandGenerateLogNormalDouble);
+rand_float!(
+    f32,
+    curandGenerateUniform,
+    curandGenerateNormal,
+    curandGenerateLogNormal
+);
+rand_float!(
+    f64,
+    curandGenerateUniformDouble,
+    curandGenerateNormalDouble,
+    curandGenerateLogNormalDouble
+);

@@ -30,15 +30,35 @@ pub fn is_available() -> bool {
 }
 
 const SYMBOLS: &[&str] = &[
-    "cusparseCreate", "cusparseDestroy", "cusparseSetStream", "cusparseGetErrorName",
-    "cusparseGetErrorString", "cusparseCreateCsr", "cusparseCreateCoo", "cusparseCreateCsc",
-    "cusparseDestroySpMat", "cusparseCreateDnVec", "cusparseDestroyDnVec", "cusparseCreateDnMat",
-    "cusparseDestroyDnMat", "cusparseSpMV_bufferSize", "cusparseSpMV", "cusparseSpMM_bufferSize",
-    "cusparseSpMM", "cusparseSparseToDense_bufferSize", "cusparseSparseToDense",
-    "cusparseDenseToSparse_bufferSize", "cusparseDenseToSparse_analysis",
-    "cusparseDenseToSparse_convert", "cusparseSpMatGetSize", "cusparseCsrSetPointers",
-    "cusparseSpGEMM_createDescr", "cusparseSpGEMM_destroyDescr", "cusparseSpGEMM_workEstimation",
-    "cusparseSpGEMM_compute", "cusparseSpGEMM_copy",
+    "cusparseCreate",
+    "cusparseDestroy",
+    "cusparseSetStream",
+    "cusparseGetErrorName",
+    "cusparseGetErrorString",
+    "cusparseCreateCsr",
+    "cusparseCreateCoo",
+    "cusparseCreateCsc",
+    "cusparseDestroySpMat",
+    "cusparseCreateDnVec",
+    "cusparseDestroyDnVec",
+    "cusparseCreateDnMat",
+    "cusparseDestroyDnMat",
+    "cusparseSpMV_bufferSize",
+    "cusparseSpMV",
+    "cusparseSpMM_bufferSize",
+    "cusparseSpMM",
+    "cusparseSparseToDense_bufferSize",
+    "cusparseSparseToDense",
+    "cusparseDenseToSparse_bufferSize",
+    "cusparseDenseToSparse_analysis",
+    "cusparseDenseToSparse_convert",
+    "cusparseSpMatGetSize",
+    "cusparseCsrSetPointers",
+    "cusparseSpGEMM_createDescr",
+    "cusparseSpGEMM_destroyDescr",
+    "cusparseSpGEMM_workEstimation",
+    "cusparseSpGEMM_compute",
+    "cusparseSpGEMM_copy",
 ];
 
 /// A cuSPARSE status as an error naming `call`, with cuSPARSE's name and description.
@@ -52,7 +72,12 @@ pub fn check(call: &'static str, status: cusparseStatus_t) -> Result<()> {
     };
     let (name, message) = if LIBRARY.is_available() {
         // SAFETY: the library is loaded with both symbols (probed).
-        unsafe { (text(sys::cusparseGetErrorName(status)), text(sys::cusparseGetErrorString(status))) }
+        unsafe {
+            (
+                text(sys::cusparseGetErrorName(status)),
+                text(sys::cusparseGetErrorString(status)),
+            )
+        }
     } else {
         (None, None)
     };
@@ -140,19 +165,33 @@ pub enum Format {
 }
 
 /// Checks compressed offsets (`outer + 1` of them) and the index and value arrays of `nnz`.
-fn check_sparse(call: &'static str, format: Format, rows: usize, cols: usize, first: usize, second: usize, values: usize) -> Result<usize> {
+fn check_sparse(
+    call: &'static str,
+    format: Format,
+    rows: usize,
+    cols: usize,
+    first: usize,
+    second: usize,
+    values: usize,
+) -> Result<usize> {
     let nnz = values;
     match format {
         Format::Csr => check_len(call, "row offsets", first, rows + 1)?,
         Format::Csc => check_len(call, "column offsets", first, cols + 1)?,
         Format::Coo => {
             if first != nnz {
-                return Err(Error::invalid(call, format!("{first} row indices for {nnz} values")));
+                return Err(Error::invalid(
+                    call,
+                    format!("{first} row indices for {nnz} values"),
+                ));
             }
         }
     }
     if second != nnz {
-        return Err(Error::invalid(call, format!("{second} indices for {nnz} values")));
+        return Err(Error::invalid(
+            call,
+            format!("{second} indices for {nnz} values"),
+        ));
     }
     Ok(nnz)
 }
@@ -172,34 +211,134 @@ pub struct SparseMatrix<'a, T> {
 unsafe impl<T> Send for SparseMatrix<'_, T> {}
 
 impl<'a, T: SparseScalar> SparseMatrix<'a, T> {
-    fn create(format: Format, rows: usize, cols: usize, first: DeviceSlice<'a, i32>, second: DeviceSlice<'a, i32>, values: DeviceSlice<'a, T>) -> Result<SparseMatrix<'a, T>> {
+    fn create(
+        format: Format,
+        rows: usize,
+        cols: usize,
+        first: DeviceSlice<'a, i32>,
+        second: DeviceSlice<'a, i32>,
+        values: DeviceSlice<'a, T>,
+    ) -> Result<SparseMatrix<'a, T>> {
         LIBRARY.ensure()?;
         let call = "sparse matrix";
-        let nnz = check_sparse(call, format, rows, cols, first.len(), second.len(), values.len())?;
+        let nnz = check_sparse(
+            call,
+            format,
+            rows,
+            cols,
+            first.len(),
+            second.len(),
+            values.len(),
+        )?;
         let (r, c, z) = (rows as i64, cols as i64, nnz as i64);
-        let (p, q, v) = (first.ptr() as *mut _, second.ptr() as *mut _, values.ptr() as *mut _);
+        let (p, q, v) = (
+            first.ptr() as *mut _,
+            second.ptr() as *mut _,
+            values.ptr() as *mut _,
+        );
         let mut raw = std::ptr::null_mut();
         match format {
-            Format::Csr => sparse!(cusparseCreateCsr(&mut raw, r, c, z, p, q, v, I32, I32, BASE0, T::DATA_TYPE))?,
-            Format::Coo => sparse!(cusparseCreateCoo(&mut raw, r, c, z, p, q, v, I32, BASE0, T::DATA_TYPE))?,
-            Format::Csc => sparse!(cusparseCreateCsc(&mut raw, r, c, z, p, q, v, I32, I32, BASE0, T::DATA_TYPE))?,
+            Format::Csr => sparse!(cusparseCreateCsr(
+                &mut raw,
+                r,
+                c,
+                z,
+                p,
+                q,
+                v,
+                I32,
+                I32,
+                BASE0,
+                T::DATA_TYPE
+            ))?,
+            Format::Coo => sparse!(cusparseCreateCoo(
+                &mut raw,
+                r,
+                c,
+                z,
+                p,
+                q,
+                v,
+                I32,
+                BASE0,
+                T::DATA_TYPE
+            ))?,
+            Format::Csc => sparse!(cusparseCreateCsc(
+                &mut raw,
+                r,
+                c,
+                z,
+                p,
+                q,
+                v,
+                I32,
+                I32,
+                BASE0,
+                T::DATA_TYPE
+            ))?,
         }
-        Ok(SparseMatrix { raw, format, rows, cols, nnz, borrow: PhantomData })
+        Ok(SparseMatrix {
+            raw,
+            format,
+            rows,
+            cols,
+            nnz,
+            borrow: PhantomData,
+        })
     }
 
     /// A CSR matrix: `row_offsets` (`rows + 1`), `col_indices` and `values` (`nnz` each).
-    pub fn csr(rows: usize, cols: usize, row_offsets: &'a impl AsDeviceSlice<i32>, col_indices: &'a impl AsDeviceSlice<i32>, values: &'a impl AsDeviceSlice<T>) -> Result<SparseMatrix<'a, T>> {
-        SparseMatrix::create(Format::Csr, rows, cols, row_offsets.as_device_slice()?, col_indices.as_device_slice()?, values.as_device_slice()?)
+    pub fn csr(
+        rows: usize,
+        cols: usize,
+        row_offsets: &'a impl AsDeviceSlice<i32>,
+        col_indices: &'a impl AsDeviceSlice<i32>,
+        values: &'a impl AsDeviceSlice<T>,
+    ) -> Result<SparseMatrix<'a, T>> {
+        SparseMatrix::create(
+            Format::Csr,
+            rows,
+            cols,
+            row_offsets.as_device_slice()?,
+            col_indices.as_device_slice()?,
+            values.as_device_slice()?,
+        )
     }
 
     /// A COO matrix: `row_indices`, `col_indices` and `values` (`nnz` each).
-    pub fn coo(rows: usize, cols: usize, row_indices: &'a impl AsDeviceSlice<i32>, col_indices: &'a impl AsDeviceSlice<i32>, values: &'a impl AsDeviceSlice<T>) -> Result<SparseMatrix<'a, T>> {
-        SparseMatrix::create(Format::Coo, rows, cols, row_indices.as_device_slice()?, col_indices.as_device_slice()?, values.as_device_slice()?)
+    pub fn coo(
+        rows: usize,
+        cols: usize,
+        row_indices: &'a impl AsDeviceSlice<i32>,
+        col_indices: &'a impl AsDeviceSlice<i32>,
+        values: &'a impl AsDeviceSlice<T>,
+    ) -> Result<SparseMatrix<'a, T>> {
+        SparseMatrix::create(
+            Format::Coo,
+            rows,
+            cols,
+            row_indices.as_device_slice()?,
+            col_indices.as_device_slice()?,
+            values.as_device_slice()?,
+        )
     }
 
     /// A CSC matrix: `col_offsets` (`cols + 1`), `row_indices` and `values` (`nnz` each).
-    pub fn csc(rows: usize, cols: usize, col_offsets: &'a impl AsDeviceSlice<i32>, row_indices: &'a impl AsDeviceSlice<i32>, values: &'a impl AsDeviceSlice<T>) -> Result<SparseMatrix<'a, T>> {
-        SparseMatrix::create(Format::Csc, rows, cols, col_offsets.as_device_slice()?, row_indices.as_device_slice()?, values.as_device_slice()?)
+    pub fn csc(
+        rows: usize,
+        cols: usize,
+        col_offsets: &'a impl AsDeviceSlice<i32>,
+        row_indices: &'a impl AsDeviceSlice<i32>,
+        values: &'a impl AsDeviceSlice<T>,
+    ) -> Result<SparseMatrix<'a, T>> {
+        SparseMatrix::create(
+            Format::Csc,
+            rows,
+            cols,
+            col_offsets.as_device_slice()?,
+            row_indices.as_device_slice()?,
+            values.as_device_slice()?,
+        )
     }
 
     /// The format.
@@ -221,7 +360,9 @@ impl<'a, T: SparseScalar> SparseMatrix<'a, T> {
 impl<T> Drop for SparseMatrix<'_, T> {
     fn drop(&mut self) {
         // SAFETY: made by `create`, destroyed once.
-        if let Err(e) = check("cusparseDestroySpMat", unsafe { sys::cusparseDestroySpMat(self.raw) }) {
+        if let Err(e) = check("cusparseDestroySpMat", unsafe {
+            sys::cusparseDestroySpMat(self.raw)
+        }) {
             tracing::debug!(target: "chorus_cuda_libs", "{e}");
         }
     }
@@ -252,12 +393,22 @@ pub struct Dense {
 impl Dense {
     /// A packed column-major `rows × cols` matrix.
     pub fn column_major(rows: usize, cols: usize) -> Dense {
-        Dense { rows, cols, ld: rows, order: Order::ColumnMajor }
+        Dense {
+            rows,
+            cols,
+            ld: rows,
+            order: Order::ColumnMajor,
+        }
     }
 
     /// A packed row-major `rows × cols` matrix.
     pub fn row_major(rows: usize, cols: usize) -> Dense {
-        Dense { rows, cols, ld: cols, order: Order::RowMajor }
+        Dense {
+            rows,
+            cols,
+            ld: cols,
+            order: Order::RowMajor,
+        }
     }
 
     fn check(&self, call: &'static str, name: &str, len: usize) -> Result<()> {
@@ -280,7 +431,12 @@ struct DnVec(sys::cusparseDnVecDescr_t);
 impl DnVec {
     fn new<T: SparseScalar>(ptr: u64, len: usize) -> Result<DnVec> {
         let mut raw = std::ptr::null_mut();
-        sparse!(cusparseCreateDnVec(&mut raw, len as i64, ptr as *mut _, T::DATA_TYPE))?;
+        sparse!(cusparseCreateDnVec(
+            &mut raw,
+            len as i64,
+            ptr as *mut _,
+            T::DATA_TYPE
+        ))?;
         Ok(DnVec(raw))
     }
 }
@@ -294,7 +450,15 @@ struct DnMat(sys::cusparseDnMatDescr_t);
 impl DnMat {
     fn new<T: SparseScalar>(ptr: u64, d: &Dense) -> Result<DnMat> {
         let mut raw = std::ptr::null_mut();
-        sparse!(cusparseCreateDnMat(&mut raw, d.rows as i64, d.cols as i64, d.ld as i64, ptr as *mut _, T::DATA_TYPE, d.raw_order()))?;
+        sparse!(cusparseCreateDnMat(
+            &mut raw,
+            d.rows as i64,
+            d.cols as i64,
+            d.ld as i64,
+            ptr as *mut _,
+            T::DATA_TYPE,
+            d.raw_order()
+        ))?;
         Ok(DnMat(raw))
     }
 }
@@ -361,7 +525,14 @@ impl<T: SparseScalar> OwnedCsr<T> {
 
     /// A descriptor over it, for further calls.
     pub fn matrix(&self) -> Result<SparseMatrix<'_, T>> {
-        SparseMatrix::create(Format::Csr, self.rows, self.cols, self.row_offsets(), self.col_indices(), self.values())
+        SparseMatrix::create(
+            Format::Csr,
+            self.rows,
+            self.cols,
+            self.row_offsets(),
+            self.col_indices(),
+            self.values(),
+        )
     }
 
     /// The three arrays copied to the host (waits for the copies).
@@ -369,9 +540,12 @@ impl<T: SparseScalar> OwnedCsr<T> {
         let mut offsets = vec![0i32; self.rows + 1];
         let mut cols = vec![0i32; self.nnz];
         let mut values = vec![T::zeroed(); self.nnz];
-        self.row_offsets.copy_to_host(bytemuck::cast_slice_mut(&mut offsets))?;
-        self.col_indices.copy_to_host(bytemuck::cast_slice_mut(&mut cols))?;
-        self.values.copy_to_host(bytemuck::cast_slice_mut(&mut values))?;
+        self.row_offsets
+            .copy_to_host(bytemuck::cast_slice_mut(&mut offsets))?;
+        self.col_indices
+            .copy_to_host(bytemuck::cast_slice_mut(&mut cols))?;
+        self.values
+            .copy_to_host(bytemuck::cast_slice_mut(&mut values))?;
         Ok((offsets, cols, values))
     }
 }
@@ -394,7 +568,11 @@ impl<'s> Sparse<'s> {
         let bound = Bound::current(stream)?;
         let mut raw = std::ptr::null_mut();
         sparse!(cusparseCreate(&mut raw))?;
-        let handle = Sparse { raw, bound, buffer: RefCell::new(None) };
+        let handle = Sparse {
+            raw,
+            bound,
+            buffer: RefCell::new(None),
+        };
         sparse!(cusparseSetStream(raw, stream.raw() as sys::cudaStream_t))?;
         Ok(handle)
     }
@@ -418,57 +596,153 @@ impl<'s> Sparse<'s> {
     }
 
     /// `y ← alpha·op(A)·x + beta·y`.
-    pub fn spmv<T: SparseScalar>(&self, trans: Transpose, alpha: T, a: &SparseMatrix<'_, T>, x: &impl AsDeviceSlice<T>, beta: T, y: &mut impl AsDeviceSliceMut<T>) -> Result<()> {
+    pub fn spmv<T: SparseScalar>(
+        &self,
+        trans: Transpose,
+        alpha: T,
+        a: &SparseMatrix<'_, T>,
+        x: &impl AsDeviceSlice<T>,
+        beta: T,
+        y: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
         let (x, y) = (x.as_device_slice()?, y.as_device_slice_mut()?);
         let (rows, cols) = trans.apply(a.rows, a.cols);
         check_len("spmv", "x", x.len(), cols)?;
         check_len("spmv", "y", y.len(), rows)?;
         self.bound.enter()?;
-        let (vx, vy) = (DnVec::new::<T>(x.ptr(), cols)?, DnVec::new::<T>(y.ptr(), rows)?);
+        let (vx, vy) = (
+            DnVec::new::<T>(x.ptr(), cols)?,
+            DnVec::new::<T>(y.ptr(), rows)?,
+        );
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
         let (pa, pb) = ((&alpha.0 as *const T).cast(), (&beta.0 as *const T).cast());
         let alg = sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT;
         let mut size = 0usize;
-        sparse!(cusparseSpMV_bufferSize(self.raw, op(trans), pa, a.raw, vx.0, pb, vy.0, T::DATA_TYPE, alg, &mut size))?;
+        sparse!(cusparseSpMV_bufferSize(
+            self.raw,
+            op(trans),
+            pa,
+            a.raw,
+            vx.0,
+            pb,
+            vy.0,
+            T::DATA_TYPE,
+            alg,
+            &mut size
+        ))?;
         let buffer = self.buffer(size)?;
-        sparse!(cusparseSpMV(self.raw, op(trans), pa, a.raw, vx.0, pb, vy.0, T::DATA_TYPE, alg, buffer as *mut _))
+        sparse!(cusparseSpMV(
+            self.raw,
+            op(trans),
+            pa,
+            a.raw,
+            vx.0,
+            pb,
+            vy.0,
+            T::DATA_TYPE,
+            alg,
+            buffer as *mut _
+        ))
     }
 
     /// `C ← alpha·op(A)·op(B) + beta·C` for sparse `A` and dense `B`, `C`.
-    pub fn spmm<T: SparseScalar>(&self, trans_a: Transpose, trans_b: Transpose, alpha: T, a: &SparseMatrix<'_, T>, b: &impl AsDeviceSlice<T>, b_dense: Dense, beta: T, c: &mut impl AsDeviceSliceMut<T>, c_dense: Dense) -> Result<()> {
+    pub fn spmm<T: SparseScalar>(
+        &self,
+        trans_a: Transpose,
+        trans_b: Transpose,
+        alpha: T,
+        a: &SparseMatrix<'_, T>,
+        b: &impl AsDeviceSlice<T>,
+        b_dense: Dense,
+        beta: T,
+        c: &mut impl AsDeviceSliceMut<T>,
+        c_dense: Dense,
+    ) -> Result<()> {
         let (b, c) = (b.as_device_slice()?, c.as_device_slice_mut()?);
         b_dense.check("spmm", "B", b.len())?;
         c_dense.check("spmm", "C", c.len())?;
         let (ar, ac) = trans_a.apply(a.rows, a.cols);
         let (br, bc) = trans_b.apply(b_dense.rows, b_dense.cols);
         if ac != br || c_dense.rows != ar || c_dense.cols != bc {
-            return Err(Error::invalid("spmm", format!("op(A) is {ar} × {ac}, op(B) {br} × {bc}, C {} × {}", c_dense.rows, c_dense.cols)));
+            return Err(Error::invalid(
+                "spmm",
+                format!(
+                    "op(A) is {ar} × {ac}, op(B) {br} × {bc}, C {} × {}",
+                    c_dense.rows, c_dense.cols
+                ),
+            ));
         }
         self.bound.enter()?;
-        let (mb, mc) = (DnMat::new::<T>(b.ptr(), &b_dense)?, DnMat::new::<T>(c.ptr(), &c_dense)?);
+        let (mb, mc) = (
+            DnMat::new::<T>(b.ptr(), &b_dense)?,
+            DnMat::new::<T>(c.ptr(), &c_dense)?,
+        );
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
         let (pa, pb) = ((&alpha.0 as *const T).cast(), (&beta.0 as *const T).cast());
         let alg = sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT;
         let mut size = 0usize;
-        sparse!(cusparseSpMM_bufferSize(self.raw, op(trans_a), op(trans_b), pa, a.raw, mb.0, pb, mc.0, T::DATA_TYPE, alg, &mut size))?;
+        sparse!(cusparseSpMM_bufferSize(
+            self.raw,
+            op(trans_a),
+            op(trans_b),
+            pa,
+            a.raw,
+            mb.0,
+            pb,
+            mc.0,
+            T::DATA_TYPE,
+            alg,
+            &mut size
+        ))?;
         let buffer = self.buffer(size)?;
-        sparse!(cusparseSpMM(self.raw, op(trans_a), op(trans_b), pa, a.raw, mb.0, pb, mc.0, T::DATA_TYPE, alg, buffer as *mut _))
+        sparse!(cusparseSpMM(
+            self.raw,
+            op(trans_a),
+            op(trans_b),
+            pa,
+            a.raw,
+            mb.0,
+            pb,
+            mc.0,
+            T::DATA_TYPE,
+            alg,
+            buffer as *mut _
+        ))
     }
 
     /// `C = A·B` for CSR `A` and `B`; `C` is a new CSR matrix (its size known only after the
     /// product, so this waits for the stream).
-    pub fn spgemm<T: SparseScalar>(&self, a: &SparseMatrix<'_, T>, b: &SparseMatrix<'_, T>) -> Result<OwnedCsr<T>> {
+    pub fn spgemm<T: SparseScalar>(
+        &self,
+        a: &SparseMatrix<'_, T>,
+        b: &SparseMatrix<'_, T>,
+    ) -> Result<OwnedCsr<T>> {
         if a.format != Format::Csr || b.format != Format::Csr {
             return Err(Error::invalid("spgemm", "SpGEMM takes CSR matrices"));
         }
         if a.cols != b.rows {
-            return Err(Error::invalid("spgemm", format!("A is {} × {}, B {} × {}", a.rows, a.cols, b.rows, b.cols)));
+            return Err(Error::invalid(
+                "spgemm",
+                format!("A is {} × {}, B {} × {}", a.rows, a.cols, b.rows, b.cols),
+            ));
         }
         self.bound.enter()?;
         let (m, n) = (a.rows, b.cols);
         let mut c = OwnedCsr::<T>::alloc(m, n, 0)?;
         let mut mat_c = std::ptr::null_mut();
-        sparse!(cusparseCreateCsr(&mut mat_c, m as i64, n as i64, 0, c.row_offsets.ptr() as *mut _, std::ptr::null_mut(), std::ptr::null_mut(), I32, I32, BASE0, T::DATA_TYPE))?;
+        sparse!(cusparseCreateCsr(
+            &mut mat_c,
+            m as i64,
+            n as i64,
+            0,
+            c.row_offsets.ptr() as *mut _,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            I32,
+            I32,
+            BASE0,
+            T::DATA_TYPE
+        ))?;
         let mat_c = SpMatGuard(mat_c);
         let mut descr = std::ptr::null_mut();
         sparse!(cusparseSpGEMM_createDescr(&mut descr))?;
@@ -478,20 +752,95 @@ impl<'s> Sparse<'s> {
         let no = op(Transpose::No);
         let alg = sys::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT;
         let mut size1 = 0usize;
-        sparse!(cusparseSpGEMM_workEstimation(self.raw, no, no, pa, a.raw, b.raw, pb, mat_c.0, T::DATA_TYPE, alg, descr.0, &mut size1, std::ptr::null_mut()))?;
+        sparse!(cusparseSpGEMM_workEstimation(
+            self.raw,
+            no,
+            no,
+            pa,
+            a.raw,
+            b.raw,
+            pb,
+            mat_c.0,
+            T::DATA_TYPE,
+            alg,
+            descr.0,
+            &mut size1,
+            std::ptr::null_mut()
+        ))?;
         let buffer1 = DeviceMemory::alloc(size1.max(1))?;
-        sparse!(cusparseSpGEMM_workEstimation(self.raw, no, no, pa, a.raw, b.raw, pb, mat_c.0, T::DATA_TYPE, alg, descr.0, &mut size1, buffer1.ptr() as *mut _))?;
+        sparse!(cusparseSpGEMM_workEstimation(
+            self.raw,
+            no,
+            no,
+            pa,
+            a.raw,
+            b.raw,
+            pb,
+            mat_c.0,
+            T::DATA_TYPE,
+            alg,
+            descr.0,
+            &mut size1,
+            buffer1.ptr() as *mut _
+        ))?;
         let mut size2 = 0usize;
-        sparse!(cusparseSpGEMM_compute(self.raw, no, no, pa, a.raw, b.raw, pb, mat_c.0, T::DATA_TYPE, alg, descr.0, &mut size2, std::ptr::null_mut()))?;
+        sparse!(cusparseSpGEMM_compute(
+            self.raw,
+            no,
+            no,
+            pa,
+            a.raw,
+            b.raw,
+            pb,
+            mat_c.0,
+            T::DATA_TYPE,
+            alg,
+            descr.0,
+            &mut size2,
+            std::ptr::null_mut()
+        ))?;
         let buffer2 = DeviceMemory::alloc(size2.max(1))?;
-        sparse!(cusparseSpGEMM_compute(self.raw, no, no, pa, a.raw, b.raw, pb, mat_c.0, T::DATA_TYPE, alg, descr.0, &mut size2, buffer2.ptr() as *mut _))?;
+        sparse!(cusparseSpGEMM_compute(
+            self.raw,
+            no,
+            no,
+            pa,
+            a.raw,
+            b.raw,
+            pb,
+            mat_c.0,
+            T::DATA_TYPE,
+            alg,
+            descr.0,
+            &mut size2,
+            buffer2.ptr() as *mut _
+        ))?;
         let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
-        sparse!(cusparseSpMatGetSize(mat_c.0, &mut rows, &mut cols, &mut nnz))?;
+        sparse!(cusparseSpMatGetSize(
+            mat_c.0, &mut rows, &mut cols, &mut nnz
+        ))?;
         let offsets = std::mem::replace(&mut c.row_offsets, DeviceMemory::alloc(4)?);
         c = OwnedCsr::alloc(m, n, nnz.max(0) as usize)?;
         c.row_offsets = offsets;
-        sparse!(cusparseCsrSetPointers(mat_c.0, c.row_offsets.ptr() as *mut _, c.col_indices.ptr() as *mut _, c.values.ptr() as *mut _))?;
-        sparse!(cusparseSpGEMM_copy(self.raw, no, no, pa, a.raw, b.raw, pb, mat_c.0, T::DATA_TYPE, alg, descr.0))?;
+        sparse!(cusparseCsrSetPointers(
+            mat_c.0,
+            c.row_offsets.ptr() as *mut _,
+            c.col_indices.ptr() as *mut _,
+            c.values.ptr() as *mut _
+        ))?;
+        sparse!(cusparseSpGEMM_copy(
+            self.raw,
+            no,
+            no,
+            pa,
+            a.raw,
+            b.raw,
+            pb,
+            mat_c.0,
+            T::DATA_TYPE,
+            alg,
+            descr.0
+        ))?;
         // The buffers are freed when this returns: the work that uses them must be done.
         self.bound.stream().synchronize()?;
         drop((buffer1, buffer2));
@@ -499,24 +848,47 @@ impl<'s> Sparse<'s> {
     }
 
     /// Writes the sparse `a` into the dense `out` (zeros elsewhere).
-    pub fn sparse_to_dense<T: SparseScalar>(&self, a: &SparseMatrix<'_, T>, out: &mut impl AsDeviceSliceMut<T>, dense: Dense) -> Result<()> {
+    pub fn sparse_to_dense<T: SparseScalar>(
+        &self,
+        a: &SparseMatrix<'_, T>,
+        out: &mut impl AsDeviceSliceMut<T>,
+        dense: Dense,
+    ) -> Result<()> {
         let out = out.as_device_slice_mut()?;
         dense.check("sparse_to_dense", "the dense matrix", out.len())?;
         if (dense.rows, dense.cols) != (a.rows, a.cols) {
-            return Err(Error::invalid("sparse_to_dense", format!("a {} × {} matrix into {} × {}", a.rows, a.cols, dense.rows, dense.cols)));
+            return Err(Error::invalid(
+                "sparse_to_dense",
+                format!(
+                    "a {} × {} matrix into {} × {}",
+                    a.rows, a.cols, dense.rows, dense.cols
+                ),
+            ));
         }
         self.bound.enter()?;
         let mat = DnMat::new::<T>(out.ptr(), &dense)?;
         let alg = sys::cusparseSparseToDenseAlg_t::CUSPARSE_SPARSETODENSE_ALG_DEFAULT;
         let mut size = 0usize;
-        sparse!(cusparseSparseToDense_bufferSize(self.raw, a.raw, mat.0, alg, &mut size))?;
+        sparse!(cusparseSparseToDense_bufferSize(
+            self.raw, a.raw, mat.0, alg, &mut size
+        ))?;
         let buffer = self.buffer(size)?;
-        sparse!(cusparseSparseToDense(self.raw, a.raw, mat.0, alg, buffer as *mut _))
+        sparse!(cusparseSparseToDense(
+            self.raw,
+            a.raw,
+            mat.0,
+            alg,
+            buffer as *mut _
+        ))
     }
 
     /// The non-zeros of the dense `input` as a new CSR matrix (waits for the stream: the
     /// count is known only after the analysis).
-    pub fn dense_to_csr<T: SparseScalar>(&self, input: &impl AsDeviceSlice<T>, dense: Dense) -> Result<OwnedCsr<T>> {
+    pub fn dense_to_csr<T: SparseScalar>(
+        &self,
+        input: &impl AsDeviceSlice<T>,
+        dense: Dense,
+    ) -> Result<OwnedCsr<T>> {
         let input = input.as_device_slice()?;
         dense.check("dense_to_csr", "the dense matrix", input.len())?;
         self.bound.enter()?;
@@ -524,20 +896,51 @@ impl<'s> Sparse<'s> {
         let mat = DnMat::new::<T>(input.ptr(), &dense)?;
         let mut c = OwnedCsr::<T>::alloc(m, n, 0)?;
         let mut sp = std::ptr::null_mut();
-        sparse!(cusparseCreateCsr(&mut sp, m as i64, n as i64, 0, c.row_offsets.ptr() as *mut _, std::ptr::null_mut(), std::ptr::null_mut(), I32, I32, BASE0, T::DATA_TYPE))?;
+        sparse!(cusparseCreateCsr(
+            &mut sp,
+            m as i64,
+            n as i64,
+            0,
+            c.row_offsets.ptr() as *mut _,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            I32,
+            I32,
+            BASE0,
+            T::DATA_TYPE
+        ))?;
         let sp = SpMatGuard(sp);
         let alg = sys::cusparseDenseToSparseAlg_t::CUSPARSE_DENSETOSPARSE_ALG_DEFAULT;
         let mut size = 0usize;
-        sparse!(cusparseDenseToSparse_bufferSize(self.raw, mat.0, sp.0, alg, &mut size))?;
+        sparse!(cusparseDenseToSparse_bufferSize(
+            self.raw, mat.0, sp.0, alg, &mut size
+        ))?;
         let buffer = self.buffer(size)?;
-        sparse!(cusparseDenseToSparse_analysis(self.raw, mat.0, sp.0, alg, buffer as *mut _))?;
+        sparse!(cusparseDenseToSparse_analysis(
+            self.raw,
+            mat.0,
+            sp.0,
+            alg,
+            buffer as *mut _
+        ))?;
         let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
         sparse!(cusparseSpMatGetSize(sp.0, &mut rows, &mut cols, &mut nnz))?;
         let offsets = std::mem::replace(&mut c.row_offsets, DeviceMemory::alloc(4)?);
         c = OwnedCsr::alloc(m, n, nnz.max(0) as usize)?;
         c.row_offsets = offsets;
-        sparse!(cusparseCsrSetPointers(sp.0, c.row_offsets.ptr() as *mut _, c.col_indices.ptr() as *mut _, c.values.ptr() as *mut _))?;
-        sparse!(cusparseDenseToSparse_convert(self.raw, mat.0, sp.0, alg, buffer as *mut _))?;
+        sparse!(cusparseCsrSetPointers(
+            sp.0,
+            c.row_offsets.ptr() as *mut _,
+            c.col_indices.ptr() as *mut _,
+            c.values.ptr() as *mut _
+        ))?;
+        sparse!(cusparseDenseToSparse_convert(
+            self.raw,
+            mat.0,
+            sp.0,
+            alg,
+            buffer as *mut _
+        ))?;
         Ok(c)
     }
 }
@@ -577,10 +980,28 @@ mod tests {
     #[test]
     fn sparse_arrays_are_checked_against_the_format() {
         assert_eq!(check_sparse("t", Format::Csr, 3, 4, 4, 5, 5).unwrap(), 5);
-        assert!(check_sparse("t", Format::Csr, 3, 4, 3, 5, 5).is_err(), "offsets short");
-        assert!(check_sparse("t", Format::Csc, 3, 4, 4, 5, 5).is_err(), "cols + 1 offsets");
-        assert!(check_sparse("t", Format::Coo, 3, 4, 5, 4, 5).is_err(), "indices ≠ values");
+        assert!(
+            check_sparse("t", Format::Csr, 3, 4, 3, 5, 5).is_err(),
+            "offsets short"
+        );
+        assert!(
+            check_sparse("t", Format::Csc, 3, 4, 4, 5, 5).is_err(),
+            "cols + 1 offsets"
+        );
+        assert!(
+            check_sparse("t", Format::Coo, 3, 4, 5, 4, 5).is_err(),
+            "indices ≠ values"
+        );
         assert!(Dense::row_major(3, 4).check("t", "B", 12).is_ok());
-        assert!(Dense { rows: 3, cols: 4, ld: 3, order: Order::RowMajor }.check("t", "B", 100).is_err());
+        assert!(
+            Dense {
+                rows: 3,
+                cols: 4,
+                ld: 3,
+                order: Order::RowMajor
+            }
+            .check("t", "B", 100)
+            .is_err()
+        );
     }
 }

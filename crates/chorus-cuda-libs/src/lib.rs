@@ -34,6 +34,8 @@ mod types;
 
 #[cfg(feature = "cublas")]
 pub mod cublas;
+#[cfg(feature = "cublaslt")]
+pub mod cublaslt;
 #[cfg(feature = "cufft")]
 pub mod cufft;
 #[cfg(feature = "curand")]
@@ -47,4 +49,4 @@ pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
 pub use error::{Error, Result};
 pub use library::Library;
-pub use types::{C32, C64, Complex, Diagonal, Fill, Side, Transpose};
+pub use types::{C32, C64, Complex, Diagonal, F8E4M3, F8E5M2, Fill, Side, Transpose};

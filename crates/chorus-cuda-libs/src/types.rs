@@ -35,6 +35,89 @@ impl<T> Complex<T> {
     }
 }
 
+/// An 8-bit float in the E4M3 format (`__nv_fp8_e4m3`), as its raw bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(transparent)]
+pub struct F8E4M3(pub u8);
+
+/// An 8-bit float in the E5M2 format (`__nv_fp8_e5m2`), as its raw bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(transparent)]
+pub struct F8E5M2(pub u8);
+
+impl F8E4M3 {
+    /// The nearest E4M3 value to `x` (saturating at ±448; NaN stays NaN).
+    pub fn from_f32(x: f32) -> F8E4M3 {
+        F8E4M3(encode_fp8(x, 4, 3, 7, 448.0, true))
+    }
+
+    /// The value as f32.
+    pub fn to_f32(self) -> f32 {
+        decode_fp8(self.0, 4, 3, 7, true)
+    }
+}
+
+impl F8E5M2 {
+    /// The nearest E5M2 value to `x` (saturating at ±57344; NaN stays NaN).
+    pub fn from_f32(x: f32) -> F8E5M2 {
+        F8E5M2(encode_fp8(x, 5, 2, 15, 57344.0, false))
+    }
+
+    /// The value as f32.
+    pub fn to_f32(self) -> f32 {
+        decode_fp8(self.0, 5, 2, 15, false)
+    }
+}
+
+/// Decodes an 8-bit float with `e` exponent and `m` mantissa bits. E4M3 (`fn_` variant) has no
+/// infinities and one NaN pattern per sign (all ones); E5M2 follows IEEE.
+fn decode_fp8(bits: u8, e: u32, m: u32, bias: i32, finite_only: bool) -> f32 {
+    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((bits >> m) & ((1 << e) - 1)) as i32;
+    let man = (bits & ((1 << m) - 1)) as f32;
+    let max_exp = (1 << e) - 1;
+    if finite_only && exp == max_exp && man as u32 == (1 << m) - 1 {
+        return f32::NAN;
+    }
+    if !finite_only && exp == max_exp {
+        return if man == 0.0 {
+            sign * f32::INFINITY
+        } else {
+            f32::NAN
+        };
+    }
+    let scale = (1u32 << m) as f32;
+    if exp == 0 {
+        sign * man / scale * 2f32.powi(1 - bias)
+    } else {
+        sign * (1.0 + man / scale) * 2f32.powi(exp - bias)
+    }
+}
+
+/// The nearest 8-bit float to `x` (round to nearest even over the representable values).
+fn encode_fp8(x: f32, e: u32, m: u32, bias: i32, max: f32, finite_only: bool) -> u8 {
+    if x.is_nan() {
+        return 0x7f;
+    }
+    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+    let a = x.abs().min(max);
+    // Search the 127 non-negative finite codes for the nearest (ties to the even code).
+    let mut best = 0u8;
+    let mut best_err = f32::INFINITY;
+    for code in 0u8..0x80 {
+        let v = decode_fp8(code, e, m, bias, finite_only);
+        if !v.is_finite() {
+            continue;
+        }
+        let err = (v - a).abs();
+        if err < best_err || (err == best_err && code % 2 == 0) {
+            best = code;
+            best_err = err;
+        }
+    }
+    sign | best
+}
+
 /// How a matrix argument is used: as stored, transposed, or conjugate-transposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Transpose {
@@ -215,5 +298,20 @@ mod tests {
         check_vector("axpy", "x", 0, 0, 1).unwrap();
         assert!(to_int("gemm", "m", 1 << 40).is_err());
         assert_eq!(Transpose::Yes.apply(2, 3), (3, 2));
+    }
+
+    #[test]
+    fn fp8_round_trips_its_values_and_saturates() {
+        for x in [0.0f32, 1.0, -1.5, 0.015625, 448.0, 240.0] {
+            assert_eq!(F8E4M3::from_f32(x).to_f32(), x, "{x}");
+        }
+        assert_eq!(F8E4M3::from_f32(1000.0).to_f32(), 448.0);
+        assert_eq!(F8E4M3::from_f32(1.0).0, 0x38);
+        assert!(F8E4M3(0x7f).to_f32().is_nan());
+        for x in [0.0f32, 1.0, -3.0, 57344.0] {
+            assert_eq!(F8E5M2::from_f32(x).to_f32(), x, "{x}");
+        }
+        assert_eq!(F8E5M2::from_f32(1.0).0, 0x3c);
+        assert_eq!(F8E5M2(0x7c).to_f32(), f32::INFINITY);
     }
 }
