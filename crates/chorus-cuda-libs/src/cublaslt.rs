@@ -509,16 +509,15 @@ impl<'s> BlasLt<'s> {
             bias.is_some() as u32,
         );
         let mut prepared = self.prepared.borrow_mut();
-        if !prepared.contains_key(&key) {
-            let p = self.prepare(
+        let p = match prepared.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(self.prepare(
                 shape,
                 AB::DATA_TYPE,
                 Out::DATA_TYPE,
                 bias.as_ref().map(|_| Out::DATA_TYPE),
-            )?;
-            prepared.insert(key, p);
-        }
-        let p = &prepared[&key];
+            )?),
+        };
         use sys::cublasLtMatmulDescAttributes_t::*;
         let set = |attr, value: u64| {
             lt!(cublasLtMatmulDescSetAttribute(

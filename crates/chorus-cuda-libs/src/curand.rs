@@ -179,7 +179,7 @@ impl<'s> Generator<'s> {
     /// Checks a fill of `n` numbers: a multiple of the dimensions (quasi), even for normal
     /// numbers of pseudo generators (cuRAND makes them in pairs).
     fn check_count(&self, call: &'static str, n: usize, pairs: bool) -> Result<()> {
-        if self.kind.is_quasi() && n % self.dimensions as usize != 0 {
+        if self.kind.is_quasi() && !n.is_multiple_of(self.dimensions as usize) {
             return Err(Error::invalid(
                 call,
                 format!(
@@ -188,7 +188,7 @@ impl<'s> Generator<'s> {
                 ),
             ));
         }
-        if pairs && !self.kind.is_quasi() && n % 2 != 0 {
+        if pairs && !self.kind.is_quasi() && !n.is_multiple_of(2) {
             return Err(Error::invalid(
                 call,
                 format!("normal numbers come in pairs: {n} is odd"),

@@ -7,6 +7,8 @@
 //! failing pivot, minor or value; a negative `info` (an argument cuSOLVER rejects) is
 //! [`Error::InvalidArgument`].
 
+#![allow(clippy::too_many_arguments)] // LAPACK's calling convention
+
 use crate::bound::Bound;
 use crate::error::{Error, Result};
 use crate::library::Library;
@@ -132,7 +134,6 @@ mod sealed {
 
 /// `f32` or `f64`: the element types of the dense solvers. Its methods are the raw entry
 /// points; call [`Solver`]'s instead.
-#[allow(clippy::too_many_arguments)] // LAPACK's calling convention
 pub trait SolverScalar: bytemuck::Pod + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn getrf_size(

@@ -48,7 +48,10 @@ fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
 /// The same bytes as `len` elements of `U` instead of `T`, or an error when they do not divide.
 fn cast_len<T, U>(ptr: CUdeviceptr, len: usize) -> Result<usize> {
     let bytes = len * size_of::<T>();
-    if size_of::<U>() == 0 || bytes % size_of::<U>() != 0 || ptr % align_of::<U>() as u64 != 0 {
+    if size_of::<U>() == 0
+        || !bytes.is_multiple_of(size_of::<U>())
+        || !ptr.is_multiple_of(align_of::<U>() as u64)
+    {
         return Err(Error::InvalidArgument(format!(
             "{len} elements of {} bytes at {ptr:#x} are not whole, aligned elements of {} bytes",
             size_of::<T>(),
