@@ -28,7 +28,10 @@ fn level1_real() {
         assert!((blas.nrm2(1000, &dx, 1)? - want_dot.sqrt()).abs() < 1e-12);
         let asum: f64 = x.iter().map(|a| a.abs()).sum();
         assert!((blas.asum(1000, &dx, 1)? - asum).abs() < 1e-10);
-        let imax = x.iter().enumerate().fold(0, |b, (i, v)| if v.abs() > x[b].abs() { i } else { b });
+        let imax = x
+            .iter()
+            .enumerate()
+            .fold(0, |b, (i, v)| if v.abs() > x[b].abs() { i } else { b });
         assert_eq!(blas.iamax(1000, &dx, 1)?, Some(imax));
         // f32 with increments: every other element.
         let xs = f32s(&x);
@@ -61,23 +64,48 @@ fn level1_complex() {
         let mut rng = Lcg::new(2);
         let (x, y) = (rng.complex(300), rng.complex(300));
         let (dx, dy) = (upload(&x), upload(&y));
-        let dotu = x.iter().zip(&y).fold(Complex::new(0.0, 0.0), |s, (a, b)| cadd(s, cmul(*a, *b)));
-        let dotc = x.iter().zip(&y).fold(Complex::new(0.0, 0.0), |s, (a, b)| cadd(s, cmul(conj(*a), *b)));
+        let dotu = x
+            .iter()
+            .zip(&y)
+            .fold(Complex::new(0.0, 0.0), |s, (a, b)| cadd(s, cmul(*a, *b)));
+        let dotc = x.iter().zip(&y).fold(Complex::new(0.0, 0.0), |s, (a, b)| {
+            cadd(s, cmul(conj(*a), *b))
+        });
         let got = blas.dot(300, &dx, 1, &dy, 1)?;
-        assert!(rel_err(flat(&[got]), &flat(&[dotu])) < 1e-12, "{got:?} {dotu:?}");
+        assert!(
+            rel_err(flat(&[got]), &flat(&[dotu])) < 1e-12,
+            "{got:?} {dotu:?}"
+        );
         let got = blas.dotc(300, &dx, 1, &dy, 1)?;
         assert!(rel_err(flat(&[got]), &flat(&[dotc])) < 1e-12);
-        let norm = x.iter().map(|c| c.re * c.re + c.im * c.im).sum::<f64>().sqrt();
+        let norm = x
+            .iter()
+            .map(|c| c.re * c.re + c.im * c.im)
+            .sum::<f64>()
+            .sqrt();
         assert!((blas.nrm2(300, &dx, 1)? - norm).abs() < 1e-12);
         // Single precision.
-        let xs: Vec<C32> = x.iter().map(|c| Complex::new(c.re as f32, c.im as f32)).collect();
-        let ys: Vec<C32> = y.iter().map(|c| Complex::new(c.re as f32, c.im as f32)).collect();
+        let xs: Vec<C32> = x
+            .iter()
+            .map(|c| Complex::new(c.re as f32, c.im as f32))
+            .collect();
+        let ys: Vec<C32> = y
+            .iter()
+            .map(|c| Complex::new(c.re as f32, c.im as f32))
+            .collect();
         let dxs = upload(&xs);
         let mut dys = upload(&ys);
         let alpha = C32::new(0.5, -1.0);
         blas.axpy(300, alpha, &dxs, 1, &mut dys, 1)?;
-        let want: Vec<C64> = x.iter().zip(&y).map(|(a, b)| cadd(cmul(Complex::new(0.5, -1.0), *a), *b)).collect();
-        let got: Vec<f64> = download(&mut dys).iter().flat_map(|c| [c.re as f64, c.im as f64]).collect();
+        let want: Vec<C64> = x
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| cadd(cmul(Complex::new(0.5, -1.0), *a), *b))
+            .collect();
+        let got: Vec<f64> = download(&mut dys)
+            .iter()
+            .flat_map(|c| [c.re as f64, c.im as f64])
+            .collect();
         assert!(rel_err(got, &flat(&want)) < 1e-5);
         Ok(())
     });
@@ -98,7 +126,17 @@ fn level2_gemv_and_ger() {
             let dx = upload(&x[..cols]);
             let mut dy = upload(&y[..rows]);
             blas.gemv(trans, m, n, 2.0, &da, lda, &dx, 1, 0.5, &mut dy, 1)?;
-            let ax = matmul(trans == Transpose::Yes, false, rows, 1, cols, &a, lda, &x[..cols], cols);
+            let ax = matmul(
+                trans == Transpose::Yes,
+                false,
+                rows,
+                1,
+                cols,
+                &a,
+                lda,
+                &x[..cols],
+                cols,
+            );
             let want: Vec<f64> = (0..rows).map(|i| 2.0 * ax[i] + 0.5 * y[i]).collect();
             assert!(rel_err(download(&mut dy), &want) < 1e-13, "{trans:?}");
         }
@@ -116,15 +154,32 @@ fn level2_gemv_and_ger() {
         // gerc on complex: A += alpha·x·yᴴ.
         let (cx, cy, ca) = (rng.complex(4), rng.complex(3), rng.complex(12));
         let mut dca = upload(&ca);
-        blas.gerc(4, 3, C64::new(1.0, 0.0), &upload(&cx), 1, &upload(&cy), 1, &mut dca, 4)?;
+        blas.gerc(
+            4,
+            3,
+            C64::new(1.0, 0.0),
+            &upload(&cx),
+            1,
+            &upload(&cy),
+            1,
+            &mut dca,
+            4,
+        )?;
         let got = download(&mut dca);
-        let want: Vec<C64> = (0..12).map(|idx| cadd(ca[idx], cmul(cx[idx % 4], conj(cy[idx / 4])))).collect();
+        let want: Vec<C64> = (0..12)
+            .map(|idx| cadd(ca[idx], cmul(cx[idx % 4], conj(cy[idx / 4]))))
+            .collect();
         assert!(rel_err(flat(&got), &flat(&want)) < 1e-13);
         Ok(())
     });
 }
 
-fn check_gemm<T: chorus_cuda_libs::cublas::BlasScalar>(blas: &Blas<'_>, to: impl Fn(f64) -> T, from: impl Fn(T) -> f64, tol: f64) -> Result<(), Box<dyn std::error::Error>> {
+fn check_gemm<T: chorus_cuda_libs::cublas::BlasScalar>(
+    blas: &Blas<'_>,
+    to: impl Fn(f64) -> T,
+    from: impl Fn(T) -> f64,
+    tol: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Lcg::new(4);
     let (m, n, k) = (45, 31, 64);
     for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -137,7 +192,21 @@ fn check_gemm<T: chorus_cuda_libs::cublas::BlasScalar>(blas: &Blas<'_>, to: impl
         let db = upload(&b.iter().map(|&v| to(v)).collect::<Vec<T>>());
         let mut dc = upload(&c0.iter().map(|&v| to(v)).collect::<Vec<T>>());
         let t = |f| if f { Transpose::Yes } else { Transpose::No };
-        blas.gemm(t(ta), t(tb), m, n, k, to(1.5), &da, lda, &db, ldb, to(-0.5), &mut dc, m)?;
+        blas.gemm(
+            t(ta),
+            t(tb),
+            m,
+            n,
+            k,
+            to(1.5),
+            &da,
+            lda,
+            &db,
+            ldb,
+            to(-0.5),
+            &mut dc,
+            m,
+        )?;
         let ab = matmul(ta, tb, m, n, k, &a, lda, &b, ldb);
         let want: Vec<f64> = ab.iter().zip(&c0).map(|(p, c)| 1.5 * p - 0.5 * c).collect();
         let err = rel_err(download(&mut dc).into_iter().map(&from), &want);
@@ -173,7 +242,21 @@ fn level3_gemm_row_major_batched_trsm_syrk_symm() {
         // Row-major: A m×k, B k×n, C m×n stored row by row.
         let (a, b) = (rng.vec(m * k), rng.vec(k * n));
         let mut dc = upload(&vec![0.0f64; m * n]);
-        blas.gemm_row_major(Transpose::No, Transpose::No, m, n, k, 1.0, &upload(&a), k, &upload(&b), n, 0.0, &mut dc, n)?;
+        blas.gemm_row_major(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0,
+            &upload(&a),
+            k,
+            &upload(&b),
+            n,
+            0.0,
+            &mut dc,
+            n,
+        )?;
         let got = download(&mut dc);
         for i in 0..m {
             for j in 0..n {
@@ -185,46 +268,155 @@ fn level3_gemm_row_major_batched_trsm_syrk_symm() {
         let batch = 3;
         let (a, b) = (rng.vec(m * k * batch), rng.vec(k * n * batch));
         let mut dc = upload(&vec![0.0f64; m * n * batch]);
-        blas.gemm_strided_batched(Transpose::No, Transpose::No, m, n, k, 1.0, &upload(&a), m, m * k, &upload(&b), k, k * n, 0.0, &mut dc, m, m * n, batch)?;
+        blas.gemm_strided_batched(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0,
+            &upload(&a),
+            m,
+            m * k,
+            &upload(&b),
+            k,
+            k * n,
+            0.0,
+            &mut dc,
+            m,
+            m * n,
+            batch,
+        )?;
         let got = download(&mut dc);
         for q in 0..batch {
-            let want = matmul(false, false, m, n, k, &a[q * m * k..], m, &b[q * k * n..], k);
-            assert!(rel_err(got[q * m * n..(q + 1) * m * n].iter().copied(), &want) < 1e-13, "batch {q}");
+            let want = matmul(
+                false,
+                false,
+                m,
+                n,
+                k,
+                &a[q * m * k..],
+                m,
+                &b[q * k * n..],
+                k,
+            );
+            assert!(
+                rel_err(got[q * m * n..(q + 1) * m * n].iter().copied(), &want) < 1e-13,
+                "batch {q}"
+            );
         }
         let short = upload(&vec![0.0f64; m * k * batch - 1]);
-        let e = blas.gemm_strided_batched(Transpose::No, Transpose::No, m, n, k, 1.0, &short, m, m * k, &upload(&b), k, k * n, 0.0, &mut dc, m, m * n, batch).unwrap_err();
+        let e = blas
+            .gemm_strided_batched(
+                Transpose::No,
+                Transpose::No,
+                m,
+                n,
+                k,
+                1.0,
+                &short,
+                m,
+                m * k,
+                &upload(&b),
+                k,
+                k * n,
+                0.0,
+                &mut dc,
+                m,
+                m * n,
+                batch,
+            )
+            .unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
         // Pointer-batched over separate blocks.
-        let blocks_a: Vec<_> = (0..batch).map(|q| upload(&a[q * m * k..(q + 1) * m * k])).collect();
-        let blocks_b: Vec<_> = (0..batch).map(|q| upload(&b[q * k * n..(q + 1) * k * n])).collect();
+        let blocks_a: Vec<_> = (0..batch)
+            .map(|q| upload(&a[q * m * k..(q + 1) * m * k]))
+            .collect();
+        let blocks_b: Vec<_> = (0..batch)
+            .map(|q| upload(&b[q * k * n..(q + 1) * k * n]))
+            .collect();
         let mut blocks_c: Vec<_> = (0..batch).map(|_| upload(&vec![0.0f64; m * n])).collect();
-        blas.gemm_batched(Transpose::No, Transpose::No, m, n, k, 1.0, &blocks_a, m, &blocks_b, k, 0.0, &mut blocks_c, m)?;
+        blas.gemm_batched(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0,
+            &blocks_a,
+            m,
+            &blocks_b,
+            k,
+            0.0,
+            &mut blocks_c,
+            m,
+        )?;
         for (q, c) in blocks_c.iter_mut().enumerate() {
-            let want = matmul(false, false, m, n, k, &a[q * m * k..], m, &b[q * k * n..], k);
+            let want = matmul(
+                false,
+                false,
+                m,
+                n,
+                k,
+                &a[q * m * k..],
+                m,
+                &b[q * k * n..],
+                k,
+            );
             assert!(rel_err(download(c), &want) < 1e-13, "pointer batch {q}");
         }
         // trsm: lower-triangular L (m×m, well conditioned), solve L·X = 2·B.
         let mut l = vec![0.0f64; m * m];
         for j in 0..m {
             for i in j..m {
-                l[i + j * m] = if i == j { 2.0 + rng.next().abs() } else { 0.3 * rng.next() };
+                l[i + j * m] = if i == j {
+                    2.0 + rng.next().abs()
+                } else {
+                    0.3 * rng.next()
+                };
             }
         }
         let bm = rng.vec(m * n);
         let mut dx = upload(&bm);
-        blas.trsm(Side::Left, Fill::Lower, Transpose::No, Diagonal::NonUnit, m, n, 2.0, &upload(&l), m, &mut dx, m)?;
+        blas.trsm(
+            Side::Left,
+            Fill::Lower,
+            Transpose::No,
+            Diagonal::NonUnit,
+            m,
+            n,
+            2.0,
+            &upload(&l),
+            m,
+            &mut dx,
+            m,
+        )?;
         let x = download(&mut dx);
         let lx = matmul(false, false, m, n, m, &l, m, &x, m);
         assert!(rel_err(lx, &bm.iter().map(|v| 2.0 * v).collect::<Vec<_>>()) < 1e-12);
         // syrk: C = A·Aᵀ (n×n from n×k), lower triangle.
         let a = rng.vec(n * k);
         let mut dc = upload(&vec![0.0f64; n * n]);
-        blas.syrk(Fill::Lower, Transpose::No, n, k, 1.0, &upload(&a), n, 0.0, &mut dc, n)?;
+        blas.syrk(
+            Fill::Lower,
+            Transpose::No,
+            n,
+            k,
+            1.0,
+            &upload(&a),
+            n,
+            0.0,
+            &mut dc,
+            n,
+        )?;
         let got = download(&mut dc);
         let want = matmul(false, true, n, n, k, &a, n, &a, n);
         for j in 0..n {
             for i in j..n {
-                assert!((got[i + j * n] - want[i + j * n]).abs() < 1e-13, "syrk ({i},{j})");
+                assert!(
+                    (got[i + j * n] - want[i + j * n]).abs() < 1e-13,
+                    "syrk ({i},{j})"
+                );
             }
         }
         // symm: C = S·B with S symmetric m×m read from its upper triangle.
@@ -236,8 +428,26 @@ fn level3_gemm_row_major_batched_trsm_syrk_symm() {
         }
         let bm = rng.vec(m * n);
         let mut dc = upload(&vec![0.0f64; m * n]);
-        blas.symm(Side::Left, Fill::Upper, m, n, 1.0, &upload(&s), m, &upload(&bm), m, 0.0, &mut dc, m)?;
-        assert!(rel_err(download(&mut dc), &matmul(false, false, m, n, m, &s, m, &bm, m)) < 1e-13);
+        blas.symm(
+            Side::Left,
+            Fill::Upper,
+            m,
+            n,
+            1.0,
+            &upload(&s),
+            m,
+            &upload(&bm),
+            m,
+            0.0,
+            &mut dc,
+            m,
+        )?;
+        assert!(
+            rel_err(
+                download(&mut dc),
+                &matmul(false, false, m, n, m, &s, m, &bm, m)
+            ) < 1e-13
+        );
         Ok(())
     });
 }
@@ -253,16 +463,64 @@ fn gemm_ex_half_and_bfloat16_accumulate_in_f32() {
         // References from the rounded inputs, so only the accumulation and output differ.
         let ah: Vec<f16> = a.iter().map(|&v| f16::from_f64(v)).collect();
         let bh: Vec<f16> = b.iter().map(|&v| f16::from_f64(v)).collect();
-        let want = matmul(false, false, m, n, k, &ah.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), m, &bh.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), k);
+        let want = matmul(
+            false,
+            false,
+            m,
+            n,
+            k,
+            &ah.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            m,
+            &bh.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            k,
+        );
         let mut c = upload(&vec![0.0f32; m * n]);
-        blas.gemm_ex(Transpose::No, Transpose::No, m, n, k, 1.0, &upload(&ah), m, &upload(&bh), k, 0.0, &mut c, m)?;
+        blas.gemm_ex(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0,
+            &upload(&ah),
+            m,
+            &upload(&bh),
+            k,
+            0.0,
+            &mut c,
+            m,
+        )?;
         let err = rel_err(download(&mut c).into_iter().map(f64::from), &want);
         assert!(err < 1e-5, "f16 → f32: {err}");
         let ab: Vec<bf16> = a.iter().map(|&v| bf16::from_f64(v)).collect();
         let bb: Vec<bf16> = b.iter().map(|&v| bf16::from_f64(v)).collect();
-        let want = matmul(false, false, m, n, k, &ab.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), m, &bb.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), k);
+        let want = matmul(
+            false,
+            false,
+            m,
+            n,
+            k,
+            &ab.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            m,
+            &bb.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            k,
+        );
         let mut c = upload(&vec![bf16::ZERO; m * n]);
-        blas.gemm_ex(Transpose::No, Transpose::No, m, n, k, 1.0, &upload(&ab), m, &upload(&bb), k, 0.0, &mut c, m)?;
+        blas.gemm_ex(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0,
+            &upload(&ab),
+            m,
+            &upload(&bb),
+            k,
+            0.0,
+            &mut c,
+            m,
+        )?;
         let err = rel_err(download(&mut c).into_iter().map(|v| v.to_f64()), &want);
         assert!(err < 1e-2, "bf16 → bf16: {err}");
         Ok(())
@@ -278,41 +536,93 @@ fn bad_arguments_are_refused_before_the_call() {
         let b = upload(&vec![1.0f32; 12]);
         let mut c = upload(&vec![0.0f32; 16]);
         // Leading dimension smaller than the rows.
-        let e = blas.gemm(Transpose::No, Transpose::No, 4, 4, 3, 1.0, &a, 3, &b, 3, 0.0, &mut c, 4).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("leading dimension of A = 3")), "{e}");
+        let e = blas
+            .gemm(
+                Transpose::No,
+                Transpose::No,
+                4,
+                4,
+                3,
+                1.0,
+                &a,
+                3,
+                &b,
+                3,
+                0.0,
+                &mut c,
+                4,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("leading dimension of A = 3")),
+            "{e}"
+        );
         // A buffer too short for its matrix.
-        let e = blas.gemm(Transpose::No, Transpose::No, 4, 4, 4, 1.0, &a, 4, &b, 4, 0.0, &mut c, 4).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("needs 16 elements, has 12")), "{e}");
+        let e = blas
+            .gemm(
+                Transpose::No,
+                Transpose::No,
+                4,
+                4,
+                4,
+                1.0,
+                &a,
+                4,
+                &b,
+                4,
+                0.0,
+                &mut c,
+                4,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("needs 16 elements, has 12")),
+            "{e}"
+        );
         // Mismatched vector lengths.
         let mut y = upload(&vec![0.0f32; 5]);
         let e = blas.axpy(12, 1.0, &a, 1, &mut y, 1).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("y has 12 elements")), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("y has 12 elements")),
+            "{e}"
+        );
         let e = blas.axpy(3, 1.0, &a, 0, &mut y, 1).unwrap_err();
         assert!(e.to_string().contains("increment of x is 0"), "{e}");
         // Sub-slices are checked by their own length.
-        let e = blas.dot(12, &a.as_device_slice()?.slice(0..6)?, 1, &b, 1).unwrap_err();
+        let e = blas
+            .dot(12, &a.as_device_slice()?.slice(0..6)?, 1, &b, 1)
+            .unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
-        assert_eq!(blas.dot(6, &a.as_device_slice()?.slice(6..12)?, 1, &b, 1)?, 6.0);
+        assert_eq!(
+            blas.dot(6, &a.as_device_slice()?.slice(6..12)?, 1, &b, 1)?,
+            6.0
+        );
         Ok(())
     });
 }
 
 #[test]
 fn a_stream_of_another_context_is_refused() {
-    on_gpu("a_stream_of_another_context_is_refused", |first: &Context| {
-        let foreign = Stream::new()?; // made in `first`, current now
-        let second = Context::new(0)?; // current now
-        let e = Blas::new(&foreign).unwrap_err();
-        assert!(matches!(e, Error::StreamFromAnotherContext), "{e}");
-        // The null stream belongs to every context; a stream of this one is fine.
-        drop(Blas::new(&Stream::null())?);
-        let own = Stream::new()?;
-        let mut blas = Blas::new(&own)?;
-        assert!(matches!(blas.set_stream(&foreign), Err(Error::StreamFromAnotherContext)));
-        drop(blas);
-        drop(own);
-        drop(second);
-        first.make_current()?;
-        Ok(())
-    });
+    on_gpu(
+        "a_stream_of_another_context_is_refused",
+        |first: &Context| {
+            let foreign = Stream::new()?; // made in `first`, current now
+            let second = Context::new(0)?; // current now
+            let e = Blas::new(&foreign).unwrap_err();
+            assert!(matches!(e, Error::StreamFromAnotherContext), "{e}");
+            // The null stream belongs to every context; a stream of this one is fine.
+            drop(Blas::new(&Stream::null())?);
+            let own = Stream::new()?;
+            let mut blas = Blas::new(&own)?;
+            assert!(matches!(
+                blas.set_stream(&foreign),
+                Err(Error::StreamFromAnotherContext)
+            ));
+            drop(blas);
+            drop(own);
+            drop(second);
+            first.make_current()?;
+            Ok(())
+        },
+    );
 }

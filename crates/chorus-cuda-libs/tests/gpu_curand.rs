@@ -20,7 +20,12 @@ fn moments(v: &[f64]) -> (f64, f64) {
 fn every_generator_makes_every_distribution() {
     on_gpu("every_generator_makes_every_distribution", |_| {
         let stream = Stream::new()?;
-        for kind in [RngKind::Xorwow, RngKind::Philox4x32_10, RngKind::Mrg32k3a, RngKind::Sobol32] {
+        for kind in [
+            RngKind::Xorwow,
+            RngKind::Philox4x32_10,
+            RngKind::Mrg32k3a,
+            RngKind::Sobol32,
+        ] {
             let mut g = Generator::new(kind, &stream)?;
             if !kind.is_quasi() {
                 g.set_seed(1234)?;
@@ -28,21 +33,34 @@ fn every_generator_makes_every_distribution() {
             let mut u = MemoryBlock::<f32>::alloc(N)?;
             g.fill_uniform(&mut u)?;
             let v: Vec<f64> = download(&mut u).into_iter().map(f64::from).collect();
-            assert!(v.iter().all(|&x| x > 0.0 && x <= 1.0), "{kind:?}: uniform outside (0, 1]");
+            assert!(
+                v.iter().all(|&x| x > 0.0 && x <= 1.0),
+                "{kind:?}: uniform outside (0, 1]"
+            );
             let (mean, var) = moments(&v);
             assert!((mean - 0.5).abs() < 2e-3, "{kind:?} uniform mean {mean}");
-            assert!((var - 1.0 / 12.0).abs() < 1e-3, "{kind:?} uniform variance {var}");
+            assert!(
+                (var - 1.0 / 12.0).abs() < 1e-3,
+                "{kind:?} uniform variance {var}"
+            );
             let mut z = MemoryBlock::<f64>::alloc(N)?;
             g.fill_normal(&mut z, 2.0, 3.0)?;
             let (mean, var) = moments(&download(&mut z));
             assert!((mean - 2.0).abs() < 0.02, "{kind:?} normal mean {mean}");
-            assert!((var.sqrt() - 3.0).abs() < 0.02, "{kind:?} normal sd {}", var.sqrt());
+            assert!(
+                (var.sqrt() - 3.0).abs() < 0.02,
+                "{kind:?} normal sd {}",
+                var.sqrt()
+            );
             let mut l = MemoryBlock::<f32>::alloc(N)?;
             g.fill_log_normal(&mut l, 0.0, 0.5)?;
             let v: Vec<f64> = download(&mut l).into_iter().map(f64::from).collect();
             let (mean, _) = moments(&v);
             let want = (0.125f64).exp();
-            assert!((mean - want).abs() < 5e-3, "{kind:?} log-normal mean {mean} vs {want}");
+            assert!(
+                (mean - want).abs() < 5e-3,
+                "{kind:?} log-normal mean {mean} vs {want}"
+            );
             let mut p = MemoryBlock::<u32>::alloc(N)?;
             g.fill_poisson(&mut p, 4.0)?;
             let v: Vec<f64> = download(&mut p).into_iter().map(f64::from).collect();
@@ -90,20 +108,33 @@ fn bad_requests_are_refused() {
         let e = g.fill_normal(&mut odd, 0.0, 1.0).unwrap_err();
         assert!(e.to_string().contains("pairs"), "{e}");
         let mut p = MemoryBlock::<u32>::alloc(16)?;
-        assert!(matches!(g.fill_poisson(&mut p, 0.0), Err(Error::InvalidArgument { .. })));
-        assert!(g.set_dimensions(3).is_err(), "pseudo generators have no dimensions");
+        assert!(matches!(
+            g.fill_poisson(&mut p, 0.0),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(
+            g.set_dimensions(3).is_err(),
+            "pseudo generators have no dimensions"
+        );
         let mut sobol = Generator::new(RngKind::Sobol32, &stream)?;
         assert!(sobol.set_seed(1).is_err());
         sobol.set_dimensions(3)?;
         let mut u = MemoryBlock::<f32>::alloc(1000)?;
         let e = sobol.fill_uniform(&mut u).unwrap_err();
-        assert!(e.to_string().contains("multiple of the 3 dimensions"), "{e}");
+        assert!(
+            e.to_string().contains("multiple of the 3 dimensions"),
+            "{e}"
+        );
         // Sobol32 in 3 dimensions: each dimension's first 1024 points are evenly spread.
         let mut u = MemoryBlock::<f32>::alloc(3 * 1024)?;
         sobol.fill_uniform(&mut u)?;
         let v = download(&mut u);
         for d in 0..3 {
-            let mean = v[d * 1024..(d + 1) * 1024].iter().map(|&x| x as f64).sum::<f64>() / 1024.0;
+            let mean = v[d * 1024..(d + 1) * 1024]
+                .iter()
+                .map(|&x| x as f64)
+                .sum::<f64>()
+                / 1024.0;
             assert!((mean - 0.5).abs() < 1e-3, "dimension {d}: {mean}");
         }
         Ok(())

@@ -19,7 +19,10 @@ pub fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<(), Box<dyn std:
                 Ok(_) => "no device".to_owned(),
                 Err(e) => e.to_string(),
             };
-            assert!(!required, "{test}: CHORUS_REQUIRE_GPU=1 but there is no usable GPU: {why}");
+            assert!(
+                !required,
+                "{test}: CHORUS_REQUIRE_GPU=1 but there is no usable GPU: {why}"
+            );
             eprintln!("skipped {test}: no usable GPU: {why}");
             return;
         }
@@ -49,11 +52,16 @@ pub struct Lcg(u64);
 
 impl Lcg {
     pub fn new(seed: u64) -> Lcg {
-        Lcg(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407))
+        Lcg(seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407))
     }
 
     pub fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 
@@ -62,7 +70,9 @@ impl Lcg {
     }
 
     pub fn complex(&mut self, n: usize) -> Vec<C64> {
-        (0..n).map(|_| Complex::new(self.next(), self.next())).collect()
+        (0..n)
+            .map(|_| Complex::new(self.next(), self.next()))
+            .collect()
     }
 }
 
@@ -71,7 +81,17 @@ pub fn f32s(v: &[f64]) -> Vec<f32> {
 }
 
 /// Column-major `C = op(A)·op(B)` in f64 (`op` = transpose when the flag is set).
-pub fn matmul(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], lda: usize, b: &[f64], ldb: usize) -> Vec<f64> {
+pub fn matmul(
+    ta: bool,
+    tb: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f64],
+    lda: usize,
+    b: &[f64],
+    ldb: usize,
+) -> Vec<f64> {
     let mut c = vec![0.0; m * n];
     for j in 0..n {
         for i in 0..m {
@@ -90,7 +110,10 @@ pub fn matmul(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], lda: 
 /// The largest `|got − want|` relative to the largest `|want|` (or 1).
 pub fn rel_err(got: impl IntoIterator<Item = f64>, want: &[f64]) -> f64 {
     let scale = want.iter().fold(1e-30f64, |m, w| m.max(w.abs()));
-    got.into_iter().zip(want).fold(0.0f64, |m, (g, w)| m.max((g - w).abs())) / scale
+    got.into_iter()
+        .zip(want)
+        .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()))
+        / scale
 }
 
 /// Complex multiply and add in f64.
