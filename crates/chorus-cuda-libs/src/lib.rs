@@ -46,7 +46,7 @@ pub mod cusolver;
 pub mod cusparse;
 
 pub use bound::Bound;
-pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
+pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, Stream};
 pub use error::{Error, Result};
 pub use library::Library;
 pub use types::{C32, C64, Complex, Diagonal, F8E4M3, F8E5M2, Fill, Side, Transpose};
