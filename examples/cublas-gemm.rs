@@ -48,7 +48,23 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // cuBLAS after the kernels and the epilogue kernel after cuBLAS.
     let stream = chorus_cuda_libs::Stream::null();
     let blas = Blas::new(&stream)?;
-    let gemm = |c: &mut MemoryBlock<f32>| blas.gemm_row_major(Transpose::No, Transpose::No, m, n, k, 1.0f32, &a, k, &b, n, 0.0, c, n);
+    let gemm = |c: &mut MemoryBlock<f32>| {
+        blas.gemm_row_major(
+            Transpose::No,
+            Transpose::No,
+            m,
+            n,
+            k,
+            1.0f32,
+            &a,
+            k,
+            &b,
+            n,
+            0.0,
+            c,
+            n,
+        )
+    };
     gemm(&mut c)?; // warm-up
     stream.synchronize()?;
     let start = std::time::Instant::now();
@@ -62,19 +78,30 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut worst = 0.0f64;
     for s in 0..256 {
         let (i, j) = ((s * 977) % m, (s * 389) % n);
-        let dot: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum();
+        let dot: f64 = (0..k)
+            .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+            .sum();
         let want = (dot + bias[j] as f64).max(0.0);
         worst = worst.max((c[i * n + j] as f64 - want).abs() / (1.0 + want.abs()));
     }
     let seconds = elapsed.as_secs_f64();
-    println!("SGEMM {m}×{n}×{k} (row-major, cuBLAS) on kernel-made inputs, bias + ReLU by a kernel");
-    println!("elapsed time {:.3} ms, {:.1} TFLOP/s", seconds * 1e3, 2.0 * (m * n * k) as f64 / seconds / 1e12);
+    println!(
+        "SGEMM {m}×{n}×{k} (row-major, cuBLAS) on kernel-made inputs, bias + ReLU by a kernel"
+    );
+    println!(
+        "elapsed time {:.3} ms, {:.1} TFLOP/s",
+        seconds * 1e3,
+        2.0 * (m * n * k) as f64 / seconds / 1e12
+    );
     println!("largest relative error of 256 sampled entries against f64: {worst:.2e}");
     Ok(worst < 1e-4)
 }
 
 fn main() -> ExitCode {
-    chorus_examples::no_arguments("cublas-gemm", "A kernel makes A and B, cuBLAS multiplies, a kernel adds bias and ReLU");
+    chorus_examples::no_arguments(
+        "cublas-gemm",
+        "A kernel makes A and B, cuBLAS multiplies, a kernel adds bias and ReLU",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -56,10 +56,19 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut y_fft = MemoryBlock::<f32>::alloc(n)?;
     let mut y_direct = MemoryBlock::<f32>::alloc(n)?;
     let stream = chorus_cuda_libs::Stream::null();
-    let mut forward = Plan::new(PlanShape::new(&[n], FftKind::R2C, Precision::Single, 1), &stream)?;
-    let mut inverse = Plan::new(PlanShape::new(&[n], FftKind::C2R, Precision::Single, 1), &stream)?;
+    let mut forward = Plan::new(
+        PlanShape::new(&[n], FftKind::R2C, Precision::Single, 1),
+        &stream,
+    )?;
+    let mut inverse = Plan::new(
+        PlanShape::new(&[n], FftKind::C2R, Precision::Single, 1),
+        &stream,
+    )?;
     let grid = |len: usize| Launch::grid(len.div_ceil(256)).block(256);
-    let mut convolve = |xf: &mut MemoryBlock<f32>, hf: &mut MemoryBlock<f32>, y: &mut MemoryBlock<f32>| -> Result<(), Box<dyn std::error::Error>> {
+    let mut convolve = |xf: &mut MemoryBlock<f32>,
+                        hf: &mut MemoryBlock<f32>,
+                        y: &mut MemoryBlock<f32>|
+     -> Result<(), Box<dyn std::error::Error>> {
         forward.r2c(&x, &mut xf.as_device_slice_mut()?.cast::<C32>()?)?;
         forward.r2c(&h, &mut hf.as_device_slice_mut()?.cast::<C32>()?)?;
         multiply_spectra(&mut *xf, &*hf, bins as i32, 1.0 / n as f32, grid(bins))?;
@@ -84,18 +93,31 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut worst_direct = 0.0f64;
     for s in 0..512 {
         let i = (s * 8191 + 7) % n;
-        let want: f64 = (0..taps).map(|j| h[j] as f64 * x[(i + n - j) % n] as f64).sum();
+        let want: f64 = (0..taps)
+            .map(|j| h[j] as f64 * x[(i + n - j) % n] as f64)
+            .sum();
         worst_fft = worst_fft.max((y_fft[i] as f64 - want).abs());
         worst_direct = worst_direct.max((y_direct[i] as f64 - want).abs());
     }
     println!("circular convolution of {n} points with {taps} taps");
-    println!("FFT (cuFFT R2C ×2, a kernel, C2R): {:.3} ms, {:.1} Mpoints/s; largest error {worst_fft:.2e}", fft_time.as_secs_f64() * 1e3, n as f64 / fft_time.as_secs_f64() / 1e6);
-    println!("direct (kernel):                   {:.3} ms, {:.1} Mpoints/s; largest error {worst_direct:.2e}", direct_time.as_secs_f64() * 1e3, n as f64 / direct_time.as_secs_f64() / 1e6);
+    println!(
+        "FFT (cuFFT R2C ×2, a kernel, C2R): {:.3} ms, {:.1} Mpoints/s; largest error {worst_fft:.2e}",
+        fft_time.as_secs_f64() * 1e3,
+        n as f64 / fft_time.as_secs_f64() / 1e6
+    );
+    println!(
+        "direct (kernel):                   {:.3} ms, {:.1} Mpoints/s; largest error {worst_direct:.2e}",
+        direct_time.as_secs_f64() * 1e3,
+        n as f64 / direct_time.as_secs_f64() / 1e6
+    );
     Ok(worst_fft < 1e-4 && worst_direct < 1e-4)
 }
 
 fn main() -> ExitCode {
-    chorus_examples::no_arguments("cufft-convolution", "FFT convolution with cuFFT against a direct kernel");
+    chorus_examples::no_arguments(
+        "cufft-convolution",
+        "FFT convolution with cuFFT against a direct kernel",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -40,7 +40,12 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     stream.synchronize()?;
     let start = std::time::Instant::now();
     generator.fill_uniform(&mut xy)?;
-    count_inside(&xy, points as i32, &mut count, Launch::grid(1024).block(256))?;
+    count_inside(
+        &xy,
+        points as i32,
+        &mut count,
+        Launch::grid(1024).block(256),
+    )?;
     count.sync(Direction::DeviceToHost)?;
     let elapsed = start.elapsed();
     xy.sync(Direction::DeviceToHost)?;
@@ -53,17 +58,31 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         .count();
     let device_count = count[0] as usize;
     let pi = 4.0 * device_count as f64 / points as f64;
-    let sigma = 4.0 * ((std::f64::consts::FRAC_PI_4 * (1.0 - std::f64::consts::FRAC_PI_4)) / points as f64).sqrt();
+    let sigma = 4.0
+        * ((std::f64::consts::FRAC_PI_4 * (1.0 - std::f64::consts::FRAC_PI_4)) / points as f64)
+            .sqrt();
     let seconds = elapsed.as_secs_f64();
     println!("{points} points (cuRAND Philox4x32-10, counted by a kernel)");
-    println!("π ≈ {pi:.6} (error {:.2e}, σ = {sigma:.1e}); the host's f64 count differs by {}", pi - std::f64::consts::PI, device_count.abs_diff(host_count));
-    println!("elapsed time {:.3} ms, {:.2} Gpoints/s", seconds * 1e3, points as f64 / seconds / 1e9);
+    println!(
+        "π ≈ {pi:.6} (error {:.2e}, σ = {sigma:.1e}); the host's f64 count differs by {}",
+        pi - std::f64::consts::PI,
+        device_count.abs_diff(host_count)
+    );
+    println!(
+        "elapsed time {:.3} ms, {:.2} Gpoints/s",
+        seconds * 1e3,
+        points as f64 / seconds / 1e9
+    );
     // Points within an ulp of the circle may round either way in f32 against f64.
-    Ok(device_count.abs_diff(host_count) <= points / 1_000_000 && (pi - std::f64::consts::PI).abs() < 5.0 * sigma)
+    Ok(device_count.abs_diff(host_count) <= points / 1_000_000
+        && (pi - std::f64::consts::PI).abs() < 5.0 * sigma)
 }
 
 fn main() -> ExitCode {
-    chorus_examples::no_arguments("curand-pi", "Monte-Carlo π from cuRAND numbers counted by a kernel");
+    chorus_examples::no_arguments(
+        "curand-pi",
+        "Monte-Carlo π from cuRAND numbers counted by a kernel",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -30,7 +30,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let n = 2048usize;
     let mut a = MemoryBlock::<f64>::alloc(n * n)?;
     let mut w = MemoryBlock::<f64>::alloc(n)?;
-    build_matrix(&mut a, n as i32, Launch::grid((n * n).div_ceil(256)).block(256))?;
+    build_matrix(
+        &mut a,
+        n as i32,
+        Launch::grid((n * n).div_ceil(256)).block(256),
+    )?;
     a.sync(Direction::DeviceToHost)?;
     let original = a.as_slice().to_vec();
     let stream = chorus_cuda_libs::Stream::null();
@@ -52,14 +56,25 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let trace: f64 = (0..n).map(|i| original[i + i * n]).sum();
     let sum: f64 = lambda.iter().sum();
     println!("syevd of a {n} × {n} symmetric f64 matrix built by a kernel");
-    println!("eigenvalues {:.4} … {:.4}; trace {trace:.6}, Σλ {sum:.6}", lambda[0], lambda[n - 1]);
+    println!(
+        "eigenvalues {:.4} … {:.4}; trace {trace:.6}, Σλ {sum:.6}",
+        lambda[0],
+        lambda[n - 1]
+    );
     println!("largest |A·v − λ·v| over 32 eigenpairs: {worst:.2e}");
-    println!("elapsed time {:.3} ms, {:.1} GFLOP/s (≈ 9n³ flops with vectors)", elapsed.as_secs_f64() * 1e3, 9.0 * (n as f64).powi(3) / elapsed.as_secs_f64() / 1e9);
+    println!(
+        "elapsed time {:.3} ms, {:.1} GFLOP/s (≈ 9n³ flops with vectors)",
+        elapsed.as_secs_f64() * 1e3,
+        9.0 * (n as f64).powi(3) / elapsed.as_secs_f64() / 1e9
+    );
     Ok(worst < 1e-9 && (trace - sum).abs() < 1e-9 * trace.abs())
 }
 
 fn main() -> ExitCode {
-    chorus_examples::no_arguments("cusolver-eigen", "cuSOLVER's symmetric eigen-decomposition of a kernel-built matrix");
+    chorus_examples::no_arguments(
+        "cusolver-eigen",
+        "cuSOLVER's symmetric eigen-decomposition of a kernel-built matrix",
+    );
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

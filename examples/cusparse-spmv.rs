@@ -75,18 +75,40 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         stream.synchronize()?;
         Ok(start.elapsed().as_secs_f64() / 10.0)
     };
-    let lib_time = time(&mut || Ok(sparse.spmv(Transpose::No, 1.0f32, &matrix, &x, 0.0, &mut y_lib)?))?;
-    let kernel_time = time(&mut || Ok(csr_spmv(&offsets_block, &cols_block, &values_block, &x, &mut y_kernel, rows as i32, launch())?))?;
+    let lib_time =
+        time(&mut || Ok(sparse.spmv(Transpose::No, 1.0f32, &matrix, &x, 0.0, &mut y_lib)?))?;
+    let kernel_time = time(&mut || {
+        Ok(csr_spmv(
+            &offsets_block,
+            &cols_block,
+            &values_block,
+            &x,
+            &mut y_kernel,
+            rows as i32,
+            launch(),
+        )?)
+    })?;
     y_lib.sync(Direction::DeviceToHost)?;
     y_kernel.sync(Direction::DeviceToHost)?;
     let mut worst = 0.0f64;
     for s in 0..4096 {
         let r = (s * 104729) % rows;
-        let want: f64 = (offsets[r] as usize..offsets[r + 1] as usize).map(|p| values[p] as f64 * x_host[cols[p] as usize] as f64).sum();
-        worst = worst.max((y_lib[r] as f64 - want).abs()).max((y_kernel[r] as f64 - want).abs());
+        let want: f64 = (offsets[r] as usize..offsets[r + 1] as usize)
+            .map(|p| values[p] as f64 * x_host[cols[p] as usize] as f64)
+            .sum();
+        worst = worst
+            .max((y_lib[r] as f64 - want).abs())
+            .max((y_kernel[r] as f64 - want).abs());
     }
     let bytes = (nnz * 8 + rows * 4 * 3) as f64;
-    let report = |name: &str, t: f64| println!("{name}: {:.3} ms, {:.1} GFLOP/s, {:.0} GB/s", t * 1e3, 2.0 * nnz as f64 / t / 1e9, bytes / t / 1e9);
+    let report = |name: &str, t: f64| {
+        println!(
+            "{name}: {:.3} ms, {:.1} GFLOP/s, {:.0} GB/s",
+            t * 1e3,
+            2.0 * nnz as f64 / t / 1e9,
+            bytes / t / 1e9
+        )
+    };
     println!("SpMV, {rows} rows, {nnz} non-zeros (5-point Laplacian), f32");
     report("cuSPARSE         ", lib_time);
     report("kernel (row/thread)", kernel_time);

@@ -251,7 +251,9 @@ impl<T: KernelValue> chorus_cuda::driver::AsDeviceSlice<T> for MemoryBlock<T> {
     fn as_device_slice(
         &self,
     ) -> chorus_cuda::driver::Result<chorus_cuda::driver::DeviceSlice<'_, T>> {
-        let address = self.device_address().ok_or_else(|| no_device_address(self.device()))?;
+        let address = self
+            .device_address()
+            .ok_or_else(|| no_device_address(self.device()))?;
         // SAFETY: the block owns `len` elements of device memory at `address`, allocated for as
         // long as it is borrowed; writes go only through `&mut` borrows of it.
         Ok(unsafe { chorus_cuda::driver::DeviceSlice::from_raw(address, self.len()) })
@@ -262,7 +264,9 @@ impl<T: KernelValue> chorus_cuda::driver::AsDeviceSliceMut<T> for MemoryBlock<T>
     fn as_device_slice_mut(
         &mut self,
     ) -> chorus_cuda::driver::Result<chorus_cuda::driver::DeviceSliceMut<'_, T>> {
-        let address = self.device_address().ok_or_else(|| no_device_address(self.device()))?;
+        let address = self
+            .device_address()
+            .ok_or_else(|| no_device_address(self.device()))?;
         // SAFETY: as above, borrowed exclusively.
         Ok(unsafe { chorus_cuda::driver::DeviceSliceMut::from_raw(address, self.len()) })
     }
