@@ -532,9 +532,9 @@ fn bad_arguments_are_refused_before_the_call() {
     on_gpu("bad_arguments_are_refused_before_the_call", |_| {
         let stream = Stream::null();
         let blas = Blas::new(&stream)?;
-        let a = upload(&vec![1.0f32; 12]);
-        let b = upload(&vec![1.0f32; 12]);
-        let mut c = upload(&vec![0.0f32; 16]);
+        let a = upload(&[1.0f32; 12]);
+        let b = upload(&[1.0f32; 12]);
+        let mut c = upload(&[0.0f32; 16]);
         // Leading dimension smaller than the rows.
         let e = blas
             .gemm(
@@ -580,7 +580,7 @@ fn bad_arguments_are_refused_before_the_call() {
             "{e}"
         );
         // Mismatched vector lengths.
-        let mut y = upload(&vec![0.0f32; 5]);
+        let mut y = upload(&[0.0f32; 5]);
         let e = blas.axpy(12, 1.0, &a, 1, &mut y, 1).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidArgument { reason, .. } if reason.contains("y has 12 elements")),

@@ -148,14 +148,14 @@ fn missing_bias_and_short_buffers_are_refused() {
     on_gpu("missing_bias_and_short_buffers_are_refused", |_| {
         let stream = Stream::null();
         let lt = BlasLt::new(&stream)?;
-        let a = upload(&vec![1.0f32; 16]);
-        let mut d = upload(&vec![0.0f32; 16]);
+        let a = upload(&[1.0f32; 16]);
+        let mut d = upload(&[0.0f32; 16]);
         let shape = Matmul::new(Transpose::No, Transpose::No, 4, 4, 4).epilogue(Epilogue::Bias);
         let e = lt
             .matmul(&shape, 1.0, &a, &a, 0.0, &mut d, None, None)
             .unwrap_err();
         assert!(e.to_string().contains("needs a bias"), "{e}");
-        let short = upload(&vec![1.0f32; 15]);
+        let short = upload(&[1.0f32; 15]);
         let plain = Matmul::new(Transpose::No, Transpose::No, 4, 4, 4);
         let e = lt
             .matmul(&plain, 1.0, &short, &a, 0.0, &mut d, None, None)

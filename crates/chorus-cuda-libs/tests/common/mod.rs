@@ -80,6 +80,7 @@ pub fn f32s(v: &[f64]) -> Vec<f32> {
     v.iter().map(|&x| x as f32).collect()
 }
 
+#[allow(clippy::too_many_arguments)] // the BLAS convention, as in the library
 /// Column-major `C = op(A)·op(B)` in f64 (`op` = transpose when the flag is set).
 pub fn matmul(
     ta: bool,
