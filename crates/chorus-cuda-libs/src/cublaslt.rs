@@ -300,6 +300,11 @@ impl<'s> BlasLt<'s> {
         self.prepared.borrow().len()
     }
 
+    /// The raw handle, for calls through cudarc's `cublaslt::sys`.
+    pub fn raw(&self) -> sys::cublasLtHandle_t {
+        self.raw
+    }
+
     fn prepare(
         &self,
         shape: &Matmul,

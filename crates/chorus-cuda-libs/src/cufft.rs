@@ -322,6 +322,11 @@ impl<'s> Plan<'s> {
         &self.shape
     }
 
+    /// The raw plan, for calls through cudarc's `cufft::sys`.
+    pub fn raw(&self) -> sys::cufftHandle {
+        self.raw
+    }
+
     /// Elements the input must hold.
     pub fn input_len(&self) -> usize {
         self.input_len

@@ -141,6 +141,11 @@ impl<'s> Generator<'s> {
         self.kind
     }
 
+    /// The raw generator, for calls through cudarc's `curand::sys`.
+    pub fn raw(&self) -> sys::curandGenerator_t {
+        self.raw
+    }
+
     /// Seeds a pseudo-random generator (an error for Sobol32).
     pub fn set_seed(&mut self, seed: u64) -> Result<()> {
         if self.kind.is_quasi() {

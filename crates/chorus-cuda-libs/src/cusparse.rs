@@ -357,6 +357,13 @@ impl<'a, T: SparseScalar> SparseMatrix<'a, T> {
     }
 }
 
+impl<T> SparseMatrix<'_, T> {
+    /// The raw descriptor, for calls through cudarc's `cusparse::sys`.
+    pub fn raw(&self) -> sys::cusparseSpMatDescr_t {
+        self.raw
+    }
+}
+
 impl<T> Drop for SparseMatrix<'_, T> {
     fn drop(&mut self) {
         // SAFETY: made by `create`, destroyed once.
