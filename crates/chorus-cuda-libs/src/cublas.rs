@@ -955,9 +955,8 @@ pub struct Blas<'s> {
     bound: Bound<'s>,
 }
 
-// SAFETY: a cuBLAS handle may be used from any thread, one at a time; `&self` calls are
-// serialised by cuBLAS's own handle lock semantics only for distinct handles, so the handle is
-// not `Sync`, only `Send`.
+// SAFETY: a cuBLAS handle may be used from any thread, one thread at a time (cuBLAS's rule), so
+// it may move between threads; it is not `Sync`.
 unsafe impl Send for Blas<'_> {}
 
 impl<'s> Blas<'s> {
@@ -1550,7 +1549,9 @@ impl<'s> Blas<'s> {
             )?);
             pointers.extend([a.ptr(), b.ptr(), c.ptr()]);
         }
-        let dims = dims.expect("at least one matrix");
+        let Some(dims) = dims else {
+            return Ok(()); // no matrix (returned above already)
+        };
         let count = a.len();
         // Three arrays: all A pointers, then all B, then all C.
         let ordered: Vec<u64> = (0..3)

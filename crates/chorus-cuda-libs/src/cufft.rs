@@ -337,7 +337,7 @@ impl<'s> Plan<'s> {
         self.output_len
     }
 
-    fn expect(
+    fn check_call(
         &self,
         call: &'static str,
         kind: FftKind,
@@ -383,7 +383,7 @@ impl<'s> Plan<'s> {
         direction: Direction,
     ) -> Result<()> {
         let (i, o) = (input.as_device_slice()?, output.as_device_slice_mut()?);
-        self.expect("c2c", FftKind::C2C, T::PRECISION, i.len(), o.len())?;
+        self.check_call("c2c", FftKind::C2C, T::PRECISION, i.len(), o.len())?;
         // SAFETY: both sides hold the plan's extents (checked); cuFFT does not write the input
         // of an out-of-place C2C transform.
         unsafe { T::c2c(self.raw, i.ptr(), o.ptr(), direction) }
@@ -396,7 +396,7 @@ impl<'s> Plan<'s> {
         direction: Direction,
     ) -> Result<()> {
         let d = data.as_device_slice_mut()?;
-        self.expect("c2c_in_place", FftKind::C2C, T::PRECISION, d.len(), d.len())?;
+        self.check_call("c2c_in_place", FftKind::C2C, T::PRECISION, d.len(), d.len())?;
         if self.shape.input != self.shape.output {
             return Err(Error::invalid(
                 "c2c_in_place",
@@ -414,7 +414,7 @@ impl<'s> Plan<'s> {
         output: &mut impl AsDeviceSliceMut<Complex<T>>,
     ) -> Result<()> {
         let (i, o) = (input.as_device_slice()?, output.as_device_slice_mut()?);
-        self.expect("r2c", FftKind::R2C, T::PRECISION, i.len(), o.len())?;
+        self.check_call("r2c", FftKind::R2C, T::PRECISION, i.len(), o.len())?;
         // SAFETY: as above.
         unsafe { T::r2c(self.raw, i.ptr(), o.ptr()) }
     }
@@ -427,7 +427,7 @@ impl<'s> Plan<'s> {
         output: &mut impl AsDeviceSliceMut<T>,
     ) -> Result<()> {
         let (i, o) = (input.as_device_slice_mut()?, output.as_device_slice_mut()?);
-        self.expect("c2r", FftKind::C2R, T::PRECISION, i.len(), o.len())?;
+        self.check_call("c2r", FftKind::C2R, T::PRECISION, i.len(), o.len())?;
         // SAFETY: as above.
         unsafe { T::c2r(self.raw, i.ptr(), o.ptr()) }
     }
@@ -540,11 +540,12 @@ impl<'s> PlanCache<'s> {
 
     /// The plan for `shape`, made now if it is not cached.
     pub fn plan(&mut self, shape: &PlanShape) -> Result<&mut Plan<'s>> {
-        if !self.plans.contains_key(shape) {
-            let plan = Plan::new(shape.clone(), self.stream)?;
-            self.plans.insert(shape.clone(), plan);
-        }
-        Ok(self.plans.get_mut(shape).expect("inserted above"))
+        Ok(match self.plans.entry(shape.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(Plan::new(shape.clone(), self.stream)?)
+            }
+        })
     }
 
     /// The number of plans cached.
