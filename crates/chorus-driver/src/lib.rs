@@ -17,6 +17,7 @@
 //! | context | [`with_cuda`], [`Context`], devices and their attributes |
 //! | memory | [`MemoryBlock`], pinned and managed blocks, raw memory, memset, device copies |
 //! | stream | [`Stream`], [`with_stream`], [`Event`], [`Timer`], [`Graph`] |
+//! | view | [`DeviceSlice`], [`DeviceSliceMut`]: typed device memory with a length, for libraries |
 //!
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
@@ -34,6 +35,7 @@ mod messages;
 pub mod search;
 mod stream;
 pub mod toolkit;
+mod view;
 
 pub use call::{check, driver_version, ensure_driver, error_text, sdk_not_found};
 pub use context::{
@@ -50,3 +52,4 @@ pub use memory::{
 };
 pub use messages::set_show_messages;
 pub use stream::{Event, Graph, GraphExec, Stream, Timer, current_stream, with_stream};
+pub use view::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};

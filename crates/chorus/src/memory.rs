@@ -241,3 +241,39 @@ impl<T: KernelValue> DevicePtr<T> for DeviceAddress<T> {
         Arg::device_address(self.address, T::kernel_type())
     }
 }
+
+/// The device copy of a block on CUDA, as the CUDA libraries (`chorus-cuda-libs`) take it: a
+/// library call reads and writes the memory kernels use, without a copy. The block belongs to its
+/// device's primary context; make library handles while that context is current (it is, on this
+/// thread, after any CUDA operation of the facade). On the CPU executor there is no device
+/// address: an error.
+impl<T: KernelValue> chorus_cuda::driver::AsDeviceSlice<T> for MemoryBlock<T> {
+    fn as_device_slice(
+        &self,
+    ) -> chorus_cuda::driver::Result<chorus_cuda::driver::DeviceSlice<'_, T>> {
+        let address = self
+            .device_address()
+            .ok_or_else(|| no_device_address(self.device()))?;
+        // SAFETY: the block owns `len` elements of device memory at `address`, allocated for as
+        // long as it is borrowed; writes go only through `&mut` borrows of it.
+        Ok(unsafe { chorus_cuda::driver::DeviceSlice::from_raw(address, self.len()) })
+    }
+}
+
+impl<T: KernelValue> chorus_cuda::driver::AsDeviceSliceMut<T> for MemoryBlock<T> {
+    fn as_device_slice_mut(
+        &mut self,
+    ) -> chorus_cuda::driver::Result<chorus_cuda::driver::DeviceSliceMut<'_, T>> {
+        let address = self
+            .device_address()
+            .ok_or_else(|| no_device_address(self.device()))?;
+        // SAFETY: as above, borrowed exclusively.
+        Ok(unsafe { chorus_cuda::driver::DeviceSliceMut::from_raw(address, self.len()) })
+    }
+}
+
+fn no_device_address(device: Device) -> chorus_cuda::driver::Error {
+    chorus_cuda::driver::Error::InvalidArgument(format!(
+        "a memory block on {device} has no device address (the CUDA libraries need the CUDA backend)"
+    ))
+}

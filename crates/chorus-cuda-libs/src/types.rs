@@ -1,0 +1,315 @@
+//! Element types and matrix descriptions shared by the libraries, and the bounds checks made
+//! before every call.
+
+use crate::error::{Error, Result};
+use bytemuck::{Pod, Zeroable};
+
+/// A complex number laid out as CUDA's `cuComplex` / `cuDoubleComplex` (`re`, then `im`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct Complex<T> {
+    /// The real part.
+    pub re: T,
+    /// The imaginary part.
+    pub im: T,
+}
+
+// SAFETY: two f32 (or f64), no padding; every bit pattern is valid.
+unsafe impl Zeroable for Complex<f32> {}
+// SAFETY: as above.
+unsafe impl Pod for Complex<f32> {}
+// SAFETY: as above.
+unsafe impl Zeroable for Complex<f64> {}
+// SAFETY: as above.
+unsafe impl Pod for Complex<f64> {}
+
+/// A single-precision complex number (`cuComplex`).
+pub type C32 = Complex<f32>;
+/// A double-precision complex number (`cuDoubleComplex`).
+pub type C64 = Complex<f64>;
+
+impl<T> Complex<T> {
+    /// `re + im·i`.
+    pub const fn new(re: T, im: T) -> Complex<T> {
+        Complex { re, im }
+    }
+}
+
+/// An 8-bit float in the E4M3 format (`__nv_fp8_e4m3`), as its raw bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(transparent)]
+pub struct F8E4M3(pub u8);
+
+/// An 8-bit float in the E5M2 format (`__nv_fp8_e5m2`), as its raw bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(transparent)]
+pub struct F8E5M2(pub u8);
+
+impl F8E4M3 {
+    /// The nearest E4M3 value to `x` (saturating at ±448; NaN stays NaN).
+    pub fn from_f32(x: f32) -> F8E4M3 {
+        F8E4M3(encode_fp8(x, 4, 3, 7, 448.0, true))
+    }
+
+    /// The value as f32.
+    pub fn to_f32(self) -> f32 {
+        decode_fp8(self.0, 4, 3, 7, true)
+    }
+}
+
+impl F8E5M2 {
+    /// The nearest E5M2 value to `x` (saturating at ±57344; NaN stays NaN).
+    pub fn from_f32(x: f32) -> F8E5M2 {
+        F8E5M2(encode_fp8(x, 5, 2, 15, 57344.0, false))
+    }
+
+    /// The value as f32.
+    pub fn to_f32(self) -> f32 {
+        decode_fp8(self.0, 5, 2, 15, false)
+    }
+}
+
+/// Decodes an 8-bit float with `e` exponent and `m` mantissa bits. E4M3 (`fn_` variant) has no
+/// infinities and one NaN pattern per sign (all ones); E5M2 follows IEEE.
+fn decode_fp8(bits: u8, e: u32, m: u32, bias: i32, finite_only: bool) -> f32 {
+    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((bits >> m) & ((1 << e) - 1)) as i32;
+    let man = (bits & ((1 << m) - 1)) as f32;
+    let max_exp = (1 << e) - 1;
+    if finite_only && exp == max_exp && man as u32 == (1 << m) - 1 {
+        return f32::NAN;
+    }
+    if !finite_only && exp == max_exp {
+        return if man == 0.0 {
+            sign * f32::INFINITY
+        } else {
+            f32::NAN
+        };
+    }
+    let scale = (1u32 << m) as f32;
+    if exp == 0 {
+        sign * man / scale * 2f32.powi(1 - bias)
+    } else {
+        sign * (1.0 + man / scale) * 2f32.powi(exp - bias)
+    }
+}
+
+/// The nearest 8-bit float to `x` (round to nearest even over the representable values).
+fn encode_fp8(x: f32, e: u32, m: u32, bias: i32, max: f32, finite_only: bool) -> u8 {
+    if x.is_nan() {
+        return 0x7f;
+    }
+    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+    let a = x.abs().min(max);
+    // Search the 127 non-negative finite codes for the nearest (ties to the even code).
+    let mut best = 0u8;
+    let mut best_err = f32::INFINITY;
+    for code in 0u8..0x80 {
+        let v = decode_fp8(code, e, m, bias, finite_only);
+        if !v.is_finite() {
+            continue;
+        }
+        let err = (v - a).abs();
+        if err < best_err || (err == best_err && code % 2 == 0) {
+            best = code;
+            best_err = err;
+        }
+    }
+    sign | best
+}
+
+/// How a matrix argument is used: as stored, transposed, or conjugate-transposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transpose {
+    /// `op(A) = A`.
+    No,
+    /// `op(A) = Aᵀ`.
+    Yes,
+    /// `op(A) = Aᴴ` (the same as [`Transpose::Yes`] for real types).
+    Conjugate,
+}
+
+impl Transpose {
+    /// The dimensions of `op(A)` for a stored `rows × cols` matrix.
+    pub fn apply(self, rows: usize, cols: usize) -> (usize, usize) {
+        match self {
+            Transpose::No => (rows, cols),
+            Transpose::Yes | Transpose::Conjugate => (cols, rows),
+        }
+    }
+}
+
+/// Which triangle of a symmetric or triangular matrix is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// The lower triangle.
+    Lower,
+    /// The upper triangle.
+    Upper,
+}
+
+impl Fill {
+    /// The other triangle (the same storage seen from the other major order).
+    pub fn flipped(self) -> Fill {
+        match self {
+            Fill::Lower => Fill::Upper,
+            Fill::Upper => Fill::Lower,
+        }
+    }
+}
+
+/// On which side a matrix multiplies (`trsm`, `symm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// `op(A)·X`.
+    Left,
+    /// `X·op(A)`.
+    Right,
+}
+
+impl Side {
+    /// The other side.
+    pub fn flipped(self) -> Side {
+        match self {
+            Side::Left => Side::Right,
+            Side::Right => Side::Left,
+        }
+    }
+}
+
+/// Whether a triangular matrix has ones on its diagonal (not read) or its stored diagonal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Diagonal {
+    /// The stored diagonal.
+    NonUnit,
+    /// Ones, whatever is stored.
+    Unit,
+}
+
+/// `value` as the `int` the libraries take, or an error naming `what`.
+pub(crate) fn to_int(call: &'static str, what: &str, value: usize) -> Result<i32> {
+    i32::try_from(value)
+        .map_err(|_| Error::invalid(call, format!("{what} = {value} does not fit a 32-bit int")))
+}
+
+/// Checks that a column-major `rows × cols` matrix with leading dimension `ld` fits in `len`
+/// elements: `ld ≥ max(1, rows)` and `ld·(cols−1) + rows ≤ len`.
+pub(crate) fn check_matrix(
+    call: &'static str,
+    name: &str,
+    len: usize,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<()> {
+    if ld < rows.max(1) {
+        return Err(Error::invalid(
+            call,
+            format!("leading dimension of {name} = {ld} < max(1, rows = {rows})"),
+        ));
+    }
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    let needed = ld
+        .checked_mul(cols - 1)
+        .and_then(|n| n.checked_add(rows))
+        .ok_or_else(|| Error::invalid(call, format!("{name} overflows the address space")))?;
+    if needed > len {
+        return Err(Error::invalid(
+            call,
+            format!(
+                "{name} is {rows} × {cols} with leading dimension {ld}: needs {needed} elements, has {len}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `n` elements `inc` apart fit in `len` elements (`inc ≠ 0`).
+pub(crate) fn check_vector(
+    call: &'static str,
+    name: &str,
+    len: usize,
+    n: usize,
+    inc: i32,
+) -> Result<()> {
+    if inc == 0 {
+        return Err(Error::invalid(call, format!("increment of {name} is 0")));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let needed = (n - 1)
+        .checked_mul(inc.unsigned_abs() as usize)
+        .and_then(|v| v.checked_add(1))
+        .ok_or_else(|| Error::invalid(call, format!("{name} overflows the address space")))?;
+    if needed > len {
+        return Err(Error::invalid(
+            call,
+            format!("{name} has {n} elements with increment {inc}: needs {needed}, has {len}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a buffer holds at least `needed` elements.
+pub(crate) fn check_len(call: &'static str, name: &str, len: usize, needed: usize) -> Result<()> {
+    if len < needed {
+        return Err(Error::invalid(
+            call,
+            format!("{name} needs {needed} elements, has {len}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrices_must_fit_their_buffers_and_leading_dimensions() {
+        check_matrix("gemm", "A", 12, 3, 4, 3).unwrap();
+        check_matrix("gemm", "A", 14, 4, 3, 5).unwrap();
+        assert!(check_matrix("gemm", "A", 13, 4, 3, 5).is_err());
+        let e = check_matrix("gemm", "A", 100, 4, 3, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("leading dimension of A = 3 < max(1, rows = 4)"),
+            "{e}"
+        );
+        let e = check_matrix("gemm", "B", 10, 4, 3, 4)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs 12 elements, has 10"), "{e}");
+        check_matrix("gemm", "C", 0, 0, 5, 1).unwrap();
+    }
+
+    #[test]
+    fn vectors_must_fit_with_their_increments() {
+        check_vector("axpy", "x", 7, 4, 2).unwrap();
+        check_vector("axpy", "x", 7, 4, -2).unwrap();
+        assert!(check_vector("axpy", "x", 6, 4, 2).is_err());
+        assert!(check_vector("axpy", "x", 6, 4, 0).is_err());
+        check_vector("axpy", "x", 0, 0, 1).unwrap();
+        assert!(to_int("gemm", "m", 1 << 40).is_err());
+        assert_eq!(Transpose::Yes.apply(2, 3), (3, 2));
+    }
+
+    #[test]
+    fn fp8_round_trips_its_values_and_saturates() {
+        for x in [0.0f32, 1.0, -1.5, 0.015625, 448.0, 240.0] {
+            assert_eq!(F8E4M3::from_f32(x).to_f32(), x, "{x}");
+        }
+        assert_eq!(F8E4M3::from_f32(1000.0).to_f32(), 448.0);
+        assert_eq!(F8E4M3::from_f32(1.0).0, 0x38);
+        assert!(F8E4M3(0x7f).to_f32().is_nan());
+        for x in [0.0f32, 1.0, -3.0, 57344.0] {
+            assert_eq!(F8E5M2::from_f32(x).to_f32(), x, "{x}");
+        }
+        assert_eq!(F8E5M2::from_f32(1.0).0, 0x3c);
+        assert_eq!(F8E5M2(0x7c).to_f32(), f32::INFINITY);
+    }
+}
