@@ -4,9 +4,16 @@
 //! when memory is not flat.
 //!
 //! ```text
-//! cargo bench -p chorus-benches --bench long_running -- --cycles 100000 --threads 16
+//! cargo bench -p chorus-benches --bench long_running -- --cycles 100000 --processes 16 --threads 1
 //! cargo bench -p chorus-benches --bench long_running -- --backend cpu --cycles 200 --threads 2
 //! ```
+//!
+//! Threads of one process barely speed compiles up: on the H200 machine 16 threads ran 58
+//! compile-and-launch cycles a second (a debug build), about one NVRTC compile at a time, so
+//! 100 000 cycles would take 29 minutes. `--processes P` runs P copies of the program (each
+//! `--threads` threads, its share of the cycles, its own CUDA context and its own memory
+//! verdict), so compiles run side by side; the parent prints each one's tables and fails when
+//! one does.
 //!
 //! Every compile cycle compiles a kernel no other cycle has (its constants differ, so NVRTC
 //! compiles each: the disk cache is off unless `--disk-cache`), launches it on a small block,
@@ -33,11 +40,12 @@ const HOST_TOLERANCE: i64 = 48 << 20;
 /// How much device memory in use may grow after the warm-up.
 const DEVICE_TOLERANCE: i64 = 48 << 20;
 
-const USAGE: &str = "usage: long_running [--cycles N] [--allocs N] [--threads T] [--samples S] \
-                     [--backend cuda|cpu] [--disk-cache]
-  --cycles N    compile-and-launch cycles of distinct kernels (1000)
-  --allocs N    alloc/free cycles (as many as --cycles)
-  --threads T   threads running cycles in parallel (the machine's cores)
+const USAGE: &str = "usage: long_running [--cycles N] [--allocs N] [--threads T] [--processes P] \
+                     [--samples S] [--backend cuda|cpu] [--disk-cache]
+  --cycles N    compile-and-launch cycles of distinct kernels (1000), in all
+  --allocs N    alloc/free cycles (as many as --cycles), in all
+  --threads T   threads running cycles in parallel in each process (the machine's cores)
+  --processes P processes sharing the cycles, each with its own CUDA context (1)
   --samples S   memory samples per phase (20)
   --backend B   cuda or cpu (Chorus's choice: CUDA where a device works)
   --disk-cache  leave the compile cache's disk level on (off: 100 000 entries otherwise)";
@@ -50,6 +58,10 @@ struct Options {
     samples: usize,
     backend: Option<Backend>,
     disk_cache: bool,
+    processes: usize,
+    /// This process is the `K`th child of a `--processes` run: its kernels' names start at
+    /// `first_kernel` so that no two processes compile the same one.
+    first_kernel: usize,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -60,6 +72,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         samples: 20,
         backend: None,
         disk_cache: false,
+        processes: 1,
+        first_kernel: 0,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -75,6 +89,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--allocs" => options.allocs = number("--allocs")?,
             "--threads" => options.threads = number("--threads")?,
             "--samples" => options.samples = number("--samples")?.max(4),
+            "--processes" => options.processes = number("--processes")?,
+            "--first-kernel" => {
+                let value = args.next().ok_or("--first-kernel needs a value")?;
+                options.first_kernel = value
+                    .parse()
+                    .map_err(|_| format!("--first-kernel {value}: expected a number"))?;
+            }
             "--disk-cache" => options.disk_cache = true,
             "--backend" => {
                 let name = args.next().ok_or("--backend needs a value")?;
@@ -326,12 +347,13 @@ fn run(options: &Options) -> Result<bool, String> {
         "long_running: {} compile-and-launch cycles, {} alloc/free cycles, {} threads, on {device}",
         options.cycles, options.allocs, options.threads
     );
+    let first = options.first_kernel;
     let compiles = run_phase(
         options.cycles,
         options.threads,
         options.samples,
         backend,
-        compile_cycle,
+        |i| compile_cycle(first + i),
     )?;
     let compiles_flat = judge("compile-and-launch", options.cycles, &compiles);
     if let Some(last) = compiles.last().filter(|s| s.seconds > 0.0) {
@@ -354,6 +376,61 @@ fn run(options: &Options) -> Result<bool, String> {
     Ok(compiles_flat && allocs_flat)
 }
 
+/// Runs `options.processes` copies of this program, each with its share of the cycles, and
+/// prints their output; whether all of them found memory flat.
+fn run_processes(options: &Options, args: &[String]) -> Result<bool, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
+    let p = options.processes;
+    // Every option but the counts passes through; the counts are split.
+    let mut passed = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--cycles" | "--allocs" | "--processes" | "--first-kernel" => {
+                rest.next();
+            }
+            _ => passed.push(arg.clone()),
+        }
+    }
+    let start = Instant::now();
+    let children = (0..p)
+        .map(|k| {
+            let share = |n: usize| n / p + usize::from(k < n % p);
+            let first = (0..k)
+                .map(|j| options.cycles / p + usize::from(j < options.cycles % p))
+                .sum::<usize>();
+            std::process::Command::new(&exe)
+                .args(&passed)
+                .args(["--cycles", &share(options.cycles).max(1).to_string()])
+                .args(["--allocs", &share(options.allocs).max(1).to_string()])
+                .args(["--first-kernel", &first.to_string()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("starting process {k}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut all_flat = true;
+    for (k, child) in children.into_iter().enumerate() {
+        let output = child
+            .wait_with_output()
+            .map_err(|e| format!("waiting for process {k}: {e}"))?;
+        println!("\n=== process {k} of {p}: {}", output.status);
+        print!("{}", String::from_utf8_lossy(&output.stdout));
+        eprint!("{}", String::from_utf8_lossy(&output.stderr));
+        all_flat &= output.status.success();
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "\n{p} processes: {} compile-and-launch and {} alloc/free cycles in {seconds:.1} s \
+         (100 000 of each at this rate: {:.0} s)",
+        options.cycles,
+        options.allocs,
+        seconds * 100_000.0 / options.cycles.max(options.allocs) as f64
+    );
+    Ok(all_flat)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -367,7 +444,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&options) {
+    let result = if options.processes > 1 {
+        run_processes(&options, &args)
+    } else {
+        run(&options)
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("long_running: memory was not flat");

@@ -44,7 +44,7 @@ fn a_faulting_kernel_is_named_poisons_the_device_and_reset_recovers() {
 
         // 4 TiB past a 400-byte block: no memory there.
         let out = MemoryBlock::<i32>::alloc(1)?;
-        let fault_line = line!() + 3;
+        let fault_line = line!() + 1;
         let launched = program.launch(
             "read-far",
             &[a.as_arg(), Arg::value(1i64 << 40), out.as_arg()],

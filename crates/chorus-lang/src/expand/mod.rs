@@ -352,74 +352,107 @@ impl Expander {
 
     /// [`Expander::expand_unit`] on the current thread.
     pub(crate) fn expand_unit_here(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
-        {
-            let input: u64 = forms.iter().map(count_forms).sum();
-            self.grown.store(0, Ordering::Relaxed);
-            self.growth_budget.store(
-                MAX_EXPANSION_GROWTH
-                    .saturating_add(input.saturating_mul(EXPANSION_GROWTH_PER_FORM)),
-                Ordering::Relaxed,
-            );
-            let mut defined: HashMap<String, Span> = HashMap::new();
-            for form in forms {
-                let what = match form.as_call() {
-                    Some(("defkernelmacro", _)) => {
-                        format!("the macro `{}`", self.define_macro(form)?)
-                    }
-                    Some(("defkernel-symbol-macro", _)) => {
-                        format!("the symbol macro `{}`", self.define_symbol_macro(form)?)
-                    }
-                    _ => continue,
-                };
-                if let Some(previous) = defined.insert(what.clone(), form.span.clone()) {
-                    return Err(Error::new(
-                        &form.span,
-                        format!("{what} is defined twice in this unit (first at {previous})"),
-                    ));
-                }
-            }
-            // The other forms in order, as a work list: a top-level macro call is replaced by its
-            // expansion, a top-level `progn` by its forms, and a definition a macro produced
-            // takes effect from where it appears. Each form carries how many expansions made it.
-            let mut pending: VecDeque<(Form, usize)> = forms
-                .iter()
-                .filter(|form| !is_definition(form))
-                .map(|form| (form.clone(), 0))
-                .collect();
-            let mut out = Vec::new();
-            let mut expansions = 0;
-            while let Some((form, depth)) = pending.pop_front() {
-                match form.as_call() {
-                    Some(("defkernelmacro", _)) => drop(self.define_macro(&form)?),
-                    Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
-                    Some(("progn", items)) => {
-                        for item in items.iter().rev() {
-                            pending.push_front((item.clone(), depth));
-                        }
-                    }
-                    Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
-                        out.push(Walker::new(self).walk_definition(&form)?);
-                    }
-                    _ => {
-                        let mut walker = Walker::new(self);
-                        walker.expansions = expansions;
-                        let Some(expansion) = walker.expand_1(&form)? else {
-                            return Err(Error::new(
-                                &form.span,
-                                format!(
-                                    "expected defkernel, defglobal, defkernel-struct, defkernelmacro \
-                                     or defkernel-symbol-macro at top level, found `{form}`"
-                                ),
-                            ));
-                        };
-                        walker.count_expansion(&form, depth)?;
-                        expansions = walker.expansions;
-                        pending.push_front((expansion, depth + 1));
-                    }
-                }
-            }
-            Ok(out)
+        self.start_unit(forms)?;
+        // The other forms in order, as a work list: a top-level macro call is replaced by its
+        // expansion, a top-level `progn` by its forms, and a definition a macro produced
+        // takes effect from where it appears. Each form carries how many expansions made it.
+        let pending = forms
+            .iter()
+            .filter(|form| !is_definition(form))
+            .map(|form| (form.clone(), 0))
+            .collect();
+        self.expand_pending(pending)
+    }
+
+    /// [`Expander::expand_unit`], dropping each form once it is expanded: the forms read and
+    /// their expansion then take little more memory together than the larger of them. On a
+    /// big stack (see [`crate::stack`]), unless the unit is small.
+    pub fn expand_unit_owned(&mut self, forms: Vec<Form>) -> Result<Vec<Form>> {
+        if forms.len() < 64 && forms.iter().map(count_forms).sum::<u64>() < 100_000 {
+            return self.expand_unit(&forms);
         }
+        let mut forms = Some(forms);
+        let attempt = stack::on_big_stack("chorus-expand", || {
+            let forms = forms.take().unwrap_or_default();
+            self.start_unit(&forms)?;
+            let pending = forms
+                .into_iter()
+                .filter(|form| !is_definition(form))
+                .map(|form| (form, 0))
+                .collect();
+            self.expand_pending(pending)
+        });
+        match attempt {
+            Ok(result) => result,
+            // No thread to be had (the closure did not run): try on this one.
+            Err(_) => self.expand_unit(&forms.unwrap_or_default()),
+        }
+    }
+
+    /// Starts a unit: its growth budget, and its macro and symbol-macro definitions.
+    fn start_unit(&mut self, forms: &[Form]) -> Result<()> {
+        let input: u64 = forms.iter().map(count_forms).sum();
+        self.grown.store(0, Ordering::Relaxed);
+        self.growth_budget.store(
+            MAX_EXPANSION_GROWTH.saturating_add(input.saturating_mul(EXPANSION_GROWTH_PER_FORM)),
+            Ordering::Relaxed,
+        );
+        let mut defined: HashMap<String, Span> = HashMap::new();
+        for form in forms {
+            let what = match form.as_call() {
+                Some(("defkernelmacro", _)) => {
+                    format!("the macro `{}`", self.define_macro(form)?)
+                }
+                Some(("defkernel-symbol-macro", _)) => {
+                    format!("the symbol macro `{}`", self.define_symbol_macro(form)?)
+                }
+                _ => continue,
+            };
+            if let Some(previous) = defined.insert(what.clone(), form.span.clone()) {
+                return Err(Error::new(
+                    &form.span,
+                    format!("{what} is defined twice in this unit (first at {previous})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Expands the work list of a unit's top-level forms (see [`Expander::expand_unit_here`]).
+    fn expand_pending(&mut self, mut pending: VecDeque<(Form, usize)>) -> Result<Vec<Form>> {
+        let mut out = Vec::new();
+        let mut expansions = 0;
+        while let Some((form, depth)) = pending.pop_front() {
+            match form.as_call() {
+                Some(("defkernelmacro", _)) => drop(self.define_macro(&form)?),
+                Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
+                Some(("progn", items)) => {
+                    for item in items.iter().rev() {
+                        pending.push_front((item.clone(), depth));
+                    }
+                }
+                Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
+                    out.push(Walker::new(self).walk_definition(&form)?);
+                }
+                _ => {
+                    let mut walker = Walker::new(self);
+                    walker.expansions = expansions;
+                    let Some(expansion) = walker.expand_1(&form)? else {
+                        return Err(Error::new(
+                            &form.span,
+                            format!(
+                                "expected defkernel, defglobal, defkernel-struct, defkernelmacro \
+                                 or defkernel-symbol-macro at top level, found `{form}`"
+                            ),
+                        ));
+                    };
+                    walker.count_expansion(&form, depth)?;
+                    expansions = walker.expansions;
+                    pending.push_front((expansion, depth + 1));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Runs `f`, which must not change the expander except for its gensym counter, on the

@@ -622,6 +622,14 @@ impl CompiledImpl for CudaCompiled {
         // Through device memory of the global's size: the driver copies between device
         // addresses and between device memory and the host.
         let staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(fail)?;
+        // Zeroed first: compute-sanitizer's initcheck does not count a device-to-device copy
+        // as initialising its destination, and reported every read of a global as a read of
+        // uninitialised memory (two in the facade's GPU tests).
+        // SAFETY: `staging` owns `bytes` bytes at its address.
+        unsafe {
+            chorus_cuda::memset_device(staging.ptr(), chorus_cuda::MemsetValue::U8(0), bytes)
+        }
+        .map_err(fail)?;
         // SAFETY: both ranges are `bytes` long: `staging` was allocated with the global's size
         // and `address` is the global's own address in this context's module.
         unsafe { chorus_cuda::memcpy_device_to_device(staging.ptr(), address, bytes) }
