@@ -187,7 +187,7 @@ fn run_phase(
                             return Ok(());
                         }
                         let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                        if finished % every == 0 || finished == count {
+                        if finished.is_multiple_of(every) || finished == count {
                             let (rss, hwm) = host_memory();
                             let sample = Sample {
                                 cycles: finished,

@@ -189,9 +189,10 @@ pub enum Error {
     /// CUDA leaves the device's context unusable: every later call on the device is
     /// [`Error::ContextPoisoned`] until [`Device::reset`] recreates it.
     #[error(
-        "kernel `{kernel}` (launched at {launched_at}) faulted on {device}: {code_name}; the \
+        "kernel `{kernel}` (launched at {launched_at}) faulted on {device}: {code}; the \
          device's context is unusable until Device::reset",
-        device = DeviceName(*.device)
+        device = DeviceName(*.device),
+        code = driver_error_name(.source)
     )]
     KernelFault {
         /// The device.
@@ -201,10 +202,9 @@ pub enum Error {
         kernel: String,
         /// Where it was launched (`src/main.rs:12:5`).
         launched_at: String,
-        /// The driver's name of the error (`CUDA_ERROR_ILLEGAL_ADDRESS`).
-        code_name: String,
-        /// The driver's error.
-        source: chorus_cuda::Error,
+        /// The driver's error (`CUDA_ERROR_ILLEGAL_ADDRESS`), boxed: faults are rare and the
+        /// other variants small.
+        source: Box<chorus_cuda::Error>,
     },
     /// A call on a device whose context a kernel's fault left unusable (see
     /// [`Error::KernelFault`]); [`Device::reset`] recreates the context.
@@ -379,6 +379,14 @@ struct DeviceName(Device);
 impl fmt::Display for DeviceName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} device {}", self.0.backend(), self.0.index())
+    }
+}
+
+/// The driver's name of a CUDA error (`CUDA_ERROR_ILLEGAL_ADDRESS`), or its text.
+fn driver_error_name(error: &chorus_cuda::Error) -> String {
+    match error {
+        chorus_cuda::Error::Driver { name, .. } => name.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -245,8 +245,8 @@ impl Generation {
             };
         }
         let code_name = match &source {
-            chorus_cuda::Error::Driver { name, .. } => name.clone(),
-            other => other.to_string(),
+            chorus_cuda::Error::Driver { name, .. } => name.as_str(),
+            _ => "a sticky error",
         };
         let (kernel, launched_at) = stream
             .and_then(|s| s.describe(&self.programs))
@@ -264,8 +264,7 @@ impl Generation {
             device: self.device,
             kernel,
             launched_at,
-            code_name,
-            source,
+            source: Box::new(source),
         }
     }
 }
@@ -526,6 +525,10 @@ struct CudaCompiled {
     /// The load of the newest generation: one of `loads`, read without a lock at launches.
     current: AtomicPtr<Loaded>,
     /// Every load, boxed so that `current` stays valid while `self` lives.
+    #[expect(
+        clippy::vec_box,
+        reason = "`current` points into the boxes, which must not move when the vector grows"
+    )]
     loads: Mutex<Vec<Box<Loaded>>>,
 }
 
