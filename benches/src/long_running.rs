@@ -4,16 +4,15 @@
 //! when memory is not flat.
 //!
 //! ```text
-//! cargo bench -p chorus-benches --bench long_running -- --cycles 100000 --processes 16 --threads 1
+//! cargo bench -p chorus-benches --bench long_running -- --cycles 100000 --threads 16
 //! cargo bench -p chorus-benches --bench long_running -- --backend cpu --cycles 200 --threads 2
 //! ```
 //!
-//! Threads of one process barely speed compiles up: on the H200 machine 16 threads ran 58
-//! compile-and-launch cycles a second (a debug build), about one NVRTC compile at a time, so
-//! 100 000 cycles would take 29 minutes. `--processes P` runs P copies of the program (each
-//! `--threads` threads, its share of the cycles, its own CUDA context and its own memory
-//! verdict), so compiles run side by side; the parent prints each one's tables and fails when
-//! one does.
+//! Threads of one process barely speed compiles up: on the H200 machine 16 threads of one
+//! process ran 58 compile-and-launch cycles a second (a debug build), so 100 000 cycles would
+//! take 29 minutes. So the `--threads` workers run by default in as many processes (each its
+//! share of the cycles, its own CUDA context and its own memory verdict; `--processes P` puts
+//! T/P threads in each of P); the parent prints each one's tables and fails when one does.
 //!
 //! Every compile cycle compiles a kernel no other cycle has (its constants differ, so NVRTC
 //! compiles each: the disk cache is off unless `--disk-cache`), launches it on a small block,
@@ -44,8 +43,8 @@ const USAGE: &str = "usage: long_running [--cycles N] [--allocs N] [--threads T]
                      [--samples S] [--backend cuda|cpu] [--disk-cache]
   --cycles N    compile-and-launch cycles of distinct kernels (1000), in all
   --allocs N    alloc/free cycles (as many as --cycles), in all
-  --threads T   threads running cycles in parallel in each process (the machine's cores)
-  --processes P processes sharing the cycles, each with its own CUDA context (1)
+  --threads T   cycles run in parallel, in all (the machine's cores)
+  --processes P processes sharing them, each with T/P threads and its own CUDA context (T)
   --samples S   memory samples per phase (20)
   --backend B   cuda or cpu (Chorus's choice: CUDA where a device works)
   --disk-cache  leave the compile cache's disk level on (off: 100 000 entries otherwise)";
@@ -58,7 +57,8 @@ struct Options {
     samples: usize,
     backend: Option<Backend>,
     disk_cache: bool,
-    processes: usize,
+    /// `None`: one per thread.
+    processes: Option<usize>,
     /// This process is the `K`th child of a `--processes` run: its kernels' names start at
     /// `first_kernel` so that no two processes compile the same one.
     first_kernel: usize,
@@ -72,7 +72,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         samples: 20,
         backend: None,
         disk_cache: false,
-        processes: 1,
+        processes: None,
         first_kernel: 0,
     };
     let mut args = args.iter();
@@ -89,7 +89,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--allocs" => options.allocs = number("--allocs")?,
             "--threads" => options.threads = number("--threads")?,
             "--samples" => options.samples = number("--samples")?.max(4),
-            "--processes" => options.processes = number("--processes")?,
+            "--processes" => options.processes = Some(number("--processes")?),
             "--first-kernel" => {
                 let value = args.next().ok_or("--first-kernel needs a value")?;
                 options.first_kernel = value
@@ -380,13 +380,14 @@ fn run(options: &Options) -> Result<bool, String> {
 /// prints their output; whether all of them found memory flat.
 fn run_processes(options: &Options, args: &[String]) -> Result<bool, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
-    let p = options.processes;
+    let p = options.processes.unwrap_or(options.threads);
+    let threads = options.threads.div_ceil(p);
     // Every option but the counts passes through; the counts are split.
     let mut passed = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "--cycles" | "--allocs" | "--processes" | "--first-kernel" => {
+            "--cycles" | "--allocs" | "--threads" | "--processes" | "--first-kernel" => {
                 rest.next();
             }
             _ => passed.push(arg.clone()),
@@ -404,6 +405,7 @@ fn run_processes(options: &Options, args: &[String]) -> Result<bool, String> {
                 .args(["--cycles", &share(options.cycles).max(1).to_string()])
                 .args(["--allocs", &share(options.allocs).max(1).to_string()])
                 .args(["--first-kernel", &first.to_string()])
+                .args(["--threads", &threads.to_string(), "--processes", "1"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -444,7 +446,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = if options.processes > 1 {
+    let result = if options.processes.unwrap_or(options.threads) > 1 {
         run_processes(&options, &args)
     } else {
         run(&options)
