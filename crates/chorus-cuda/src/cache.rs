@@ -7,7 +7,9 @@
 //! stored parts, source included, with the ones asked for: a hash collision costs a second
 //! comparison, never the wrong kernel. A hit is one pass of the hash over the source, one
 //! comparison of it, and the clone of a few `Arc`s: well under a microsecond for sources of a
-//! few KB, where hashing with SHA-256 alone costs about 5 µs.
+//! few KB, where hashing with SHA-256 alone costs about 5 µs. The level holds at most
+//! [`MEMORY_CACHE_BYTES`] of sources and images: past that the oldest entries leave first (a
+//! process that compiles distinct kernels for ever keeps flat memory; the disk keeps them).
 //!
 //! **Disk**: an entry is keyed by SHA-256 over the generated source, the compiler's identity
 //! (for NVRTC, the paths, sizes and modification times of its library files, known without
@@ -120,8 +122,50 @@ impl MemoryEntry {
     }
 }
 
-/// The memory level: entries under their fast hash (a list, for the rare collision).
-type MemoryCache = HashMap<u64, Vec<MemoryEntry>>;
+/// How many bytes of sources and images the memory level keeps (see the module docs).
+pub const MEMORY_CACHE_BYTES: usize = 64 << 20;
+
+impl MemoryEntry {
+    /// The bytes it holds, as the memory level's budget counts them.
+    fn bytes(&self) -> usize {
+        self.source.len()
+            + self.image.bytes.len()
+            + self.user_options.iter().map(String::len).sum::<usize>()
+    }
+}
+
+/// The memory level: entries under their fast hash (a list, for the rare collision), and the
+/// order they came in, for evicting the oldest past [`MEMORY_CACHE_BYTES`].
+#[derive(Default)]
+struct MemoryCache {
+    map: HashMap<u64, Vec<MemoryEntry>>,
+    /// The hash of each entry put, oldest first (an entry replaced since leaves a stale one,
+    /// skipped or taken for the next oldest under its hash: either way within the budget).
+    order: std::collections::VecDeque<u64>,
+    bytes: usize,
+}
+
+impl MemoryCache {
+    fn put(&mut self, hash: u64, entry: MemoryEntry, budget: usize) {
+        self.bytes += entry.bytes();
+        self.map.entry(hash).or_default().push(entry);
+        self.order.push_back(hash);
+        while self.bytes > budget {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            let Some(entries) = self.map.get_mut(&oldest) else {
+                continue;
+            };
+            if !entries.is_empty() {
+                self.bytes -= entries.remove(0).bytes();
+            }
+            if entries.is_empty() {
+                self.map.remove(&oldest);
+            }
+        }
+    }
+}
 
 static MEMORY: Mutex<Option<MemoryCache>> = Mutex::new(None);
 
@@ -171,6 +215,7 @@ pub(crate) fn memory_get(lookup: &Lookup<'_>) -> Option<CompiledImage> {
     let memory = MEMORY.lock().unwrap_or_else(PoisonError::into_inner);
     let image = memory
         .as_ref()?
+        .map
         .get(&hash)?
         .iter()
         .find(|entry| entry.answers(lookup))?
@@ -184,17 +229,20 @@ pub(crate) fn memory_get(lookup: &Lookup<'_>) -> Option<CompiledImage> {
 pub(crate) fn memory_put(lookup: &Lookup<'_>, image: CompiledImage) {
     let hash = lookup.fast_hash();
     let mut memory = MEMORY.lock().unwrap_or_else(PoisonError::into_inner);
-    let entries = memory
-        .get_or_insert_with(HashMap::new)
-        .entry(hash)
-        .or_default();
-    entries.retain(|entry| !entry.answers(lookup));
-    entries.push(MemoryEntry {
+    let memory = memory.get_or_insert_with(MemoryCache::default);
+    if let Some(entries) = memory.map.get_mut(&hash) {
+        let before: usize = entries.iter().map(MemoryEntry::bytes).sum();
+        entries.retain(|entry| !entry.answers(lookup));
+        let after: usize = entries.iter().map(MemoryEntry::bytes).sum();
+        memory.bytes -= before - after;
+    }
+    let entry = MemoryEntry {
         arch: lookup.arch,
         user_options: lookup.user_options.to_vec(),
         source: lookup.source.into(),
         image,
-    });
+    };
+    memory.put(hash, entry, MEMORY_CACHE_BYTES);
 }
 static DIR_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
 
@@ -845,6 +893,30 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_level_keeps_its_budget_and_evicts_the_oldest_first() {
+        let nvrtc = Compiler::Nvrtc {
+            library: Arc::from("test"),
+        };
+        let mut cache = MemoryCache::default();
+        let entry = |n: usize| MemoryEntry {
+            arch: Some((9, 0)),
+            user_options: Vec::new(),
+            source: format!("// kernel {n:04}\n").into(),
+            image: image(&nvrtc, ImageKind::Cubin, &"x".repeat(100)),
+        };
+        let size = entry(0).bytes();
+        // Room for 10 entries: 1000 distinct compiles keep the last 10.
+        for n in 0..1000 {
+            cache.put(n as u64, entry(n), 10 * size);
+            assert!(cache.bytes <= 10 * size);
+        }
+        assert_eq!(cache.bytes, 10 * size);
+        assert_eq!(cache.map.len(), 10);
+        assert!((990..1000).all(|n| cache.map.contains_key(&n)));
+        assert!(cache.order.len() <= 10);
+    }
+
+    #[test]
     fn the_memory_level_answers_only_the_same_compile() {
         let nvrtc = Compiler::Nvrtc {
             library: "nvrtc 13.0".into(),
@@ -921,15 +993,17 @@ mod tests {
         MEMORY
             .lock()
             .unwrap()
-            .get_or_insert_with(HashMap::new)
-            .entry(wanted.fast_hash())
-            .or_default()
-            .push(MemoryEntry {
-                arch: wanted.arch,
-                user_options: Vec::new(),
-                source: stored_source.into(),
-                image: image(&nvrtc, ImageKind::Cubin, "stored"),
-            });
+            .get_or_insert_with(MemoryCache::default)
+            .put(
+                wanted.fast_hash(),
+                MemoryEntry {
+                    arch: wanted.arch,
+                    user_options: Vec::new(),
+                    source: stored_source.into(),
+                    image: image(&nvrtc, ImageKind::Cubin, "stored"),
+                },
+                MEMORY_CACHE_BYTES,
+            );
         assert!(memory_get(&wanted).is_none());
         memory_put(&wanted, image(&nvrtc, ImageKind::Cubin, "wanted"));
         assert_eq!(&*memory_get(&wanted).unwrap().bytes, b"wanted");

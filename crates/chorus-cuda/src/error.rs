@@ -156,6 +156,12 @@ impl Error {
     pub fn is_driver_error(&self, cu_name: &str) -> bool {
         matches!(self, Error::Driver { name, .. } if name == cu_name)
     }
+
+    /// True for a driver error that leaves its context unusable: a kernel faulted (see
+    /// [`chorus_driver::Error::is_sticky`]); recover with [`crate::reset_primary_context`].
+    pub fn is_sticky(&self) -> bool {
+        matches!(self, Error::Driver { code, .. } if chorus_driver::is_sticky_code(*code))
+    }
 }
 
 impl From<chorus_driver::Error> for Error {

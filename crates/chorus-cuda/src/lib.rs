@@ -53,8 +53,8 @@ pub use chorus_driver::{
     MemsetValue, PinnedMemory, Stream, Timer, compute_capability, current_compute_capability,
     current_stream, device_attribute, device_count, device_name, device_total_memory, devices,
     driver_version, ensure_driver, error_text, memcpy_device_to_device, memcpy_device_to_device_2d,
-    memory_info, memset_device, retain_primary_context, sdk_not_found, synchronize_context,
-    with_cuda, with_primary_cuda, with_stream,
+    memory_info, memset_device, reset_primary_context, retain_primary_context, sdk_not_found,
+    synchronize_context, with_cuda, with_primary_cuda, with_stream,
 };
 pub use compile::{CompiledImage, Compiler, ImageKind, compile_and_load, source_excerpt};
 pub use error::{Error, Result};

@@ -68,7 +68,10 @@ fn argument_mismatches_are_clear_errors() {
     on_gpu("mismatch", |_| {
         let program = Program::from_text(VEC_ADD, "vec-add.lisp")?;
         let f = program.function("vec-add-kernel")?;
-        let a = MemoryBlock::<f32>::alloc(4)?;
+        // Uploaded: the launch with a raw pointer below runs and reads it (compute-sanitizer's
+        // initcheck reported the 8 reads of the device copy `alloc` leaves uninitialised).
+        let mut a = MemoryBlock::<f32>::alloc(4)?;
+        a.sync(Direction::HostToDevice)?;
         let ints = MemoryBlock::<i32>::alloc(4)?;
         let n = 4i32;
         let cfg = LaunchConfig::grid(1).block(4);
@@ -397,7 +400,10 @@ fn kernel_manager_states() {
         // A changed one returns to Initial, and the kernel taken before still runs.
         m.define_global(forms("(defglobal g 5)").remove(0))?;
         assert_eq!(m.state(), State::Initial);
-        let a = MemoryBlock::<f32>::from_slice(&[1.0, 2.0])?;
+        // `from_slice` fills the host copy only: uploaded so that the kernel reads defined
+        // values (initcheck's other 4 reports).
+        let mut a = MemoryBlock::<f32>::from_slice(&[1.0, 2.0])?;
+        a.sync(Direction::HostToDevice)?;
         let n = 2i32;
         launch(
             &old,

@@ -302,6 +302,17 @@ pub fn with_primary_cuda<R, E: From<Error>>(
     body(&ctx)
 }
 
+/// Destroys every allocation, module and stream of device `id`'s primary context and resets
+/// its state (`cuDevicePrimaryCtxReset`): the one way out of a sticky error (a kernel that
+/// faulted makes its context unusable, see [`crate::Error::is_sticky`]). Contexts retained
+/// before stay retained; retain it again ([`Context::primary`]) for a handle to the fresh
+/// context. Every object made in it before is gone: do not use or free one (the driver may
+/// give a new allocation the same address).
+pub fn reset_primary_context(id: usize) -> Result<()> {
+    let dev = device_handle(id)?;
+    cu!(cuDevicePrimaryCtxReset_v2(dev))
+}
+
 /// Retains device `id`'s primary context (the seed's `retain-primary-context`). The same as
 /// [`Context::primary`]; dropping the value is `release-primary-context`.
 pub fn retain_primary_context(id: usize) -> Result<Context> {

@@ -58,6 +58,23 @@ impl Error {
     pub fn is_driver_error(&self, cu_name: &str) -> bool {
         matches!(self, Error::Driver { name, .. } if name == cu_name)
     }
+
+    /// True for a driver error that leaves its context unusable (CUDA's "sticky" errors: a
+    /// kernel's illegal address, misaligned address, illegal instruction, trap or assertion,
+    /// hardware stack error, launch failure or timeout, an uncorrectable ECC error). Every later
+    /// call in that context fails the same way until the context is destroyed, or, for a
+    /// primary context, reset ([`crate::reset_primary_context`]).
+    pub fn is_sticky(&self) -> bool {
+        matches!(self, Error::Driver { code, .. } if is_sticky_code(*code))
+    }
+}
+
+/// Whether the `CUresult` `code` is one of CUDA's sticky errors (see [`Error::is_sticky`]).
+pub fn is_sticky_code(code: u32) -> bool {
+    // 214 ECC_UNCORRECTABLE, 700 ILLEGAL_ADDRESS, 702 LAUNCH_TIMEOUT, 710 ASSERT,
+    // 714 HARDWARE_STACK_ERROR, 715 ILLEGAL_INSTRUCTION, 716 MISALIGNED_ADDRESS,
+    // 717 INVALID_ADDRESS_SPACE, 718 INVALID_PC, 719 LAUNCH_FAILED.
+    matches!(code, 214 | 700 | 702 | 710 | 714..=719)
 }
 
 /// The result type of this crate.
@@ -81,6 +98,14 @@ mod tests {
         );
         assert!(e.is_driver_error("CUDA_ERROR_OUT_OF_MEMORY"));
         assert!(!e.is_driver_error("CUDA_ERROR_INVALID_VALUE"));
+        assert!(!e.is_sticky());
+        let fault = Error::Driver {
+            call: "cuCtxSynchronize",
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            message: "an illegal memory access was encountered".into(),
+        };
+        assert!(fault.is_sticky());
         let missing = Error::SdkNotFound {
             reason: "none of libcuda.so".into(),
         };

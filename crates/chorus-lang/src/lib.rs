@@ -65,9 +65,12 @@ fn check_expanded(expanded: Vec<Form>, target: &target::Target) -> Result<ir::Mo
 /// Reads kernel text (`file` names it in spans and messages) and compiles it for `target` with
 /// [`compile_forms_for`].
 pub fn compile_str_for(text: &str, file: &str, target: &target::Target) -> Result<ir::Module> {
-    // The forms as read are dropped once expanded, before the IR is built.
-    let expanded = Expander::new().expand_unit(&read_str(text, file)?)?;
-    check_expanded(expanded, target)
+    // Each form as read is dropped once expanded, and each expanded function once checked:
+    // the text's forms, their expansion and the IR never all coexist.
+    let expanded = Expander::new().expand_unit_owned(read_str(text, file)?)?;
+    let module = check::check_module_owned(expanded)?;
+    check::validate(&module, target)?;
+    Ok(module)
 }
 
 /// [`compile_forms_for`] the default CUDA target ([`target::Target::default_cuda`], sm_90),

@@ -1106,6 +1106,34 @@ fn too_many_expansions_is_an_error() {
     );
 }
 
+/// The fuzzer's finding (`fuzz/findings/macro-amplification.lisp`): a macro that expands into
+/// three calls of itself, each with a copy of its body. Before the growth budget it stopped only
+/// at `MAX_EXPANSIONS`, holding about 500 MB of forms.
+const SELF_TRIPLING: &str = "(defkernelmacro tri ((&rest names) &body body)
+  (if names
+      `(let ((,(car names) 0))
+         (tri ,(cdr names) ,@body) (tri ,(cdr names) ,@body) (tri ,(cdr names) ,@body))
+      `(progn ,@body)))
+(defkernel k (void ((out float*) (n int)))
+  (tri (a b c d e f g h i j k l m n o p)
+    (for (i 0 (< i n) (+ i 1))
+      (set (aref out i) (+ (aref out i) (* 2.0 (aref out (+ i 1))) (* 3.0 (aref out (+ i 2))))))))";
+
+#[test]
+fn a_self_copying_macro_is_stopped_by_the_growth_budget() {
+    let error = err(SELF_TRIPLING).to_string();
+    // Located at a call of the macro, named, before the expansion count's limit.
+    assert!(error.starts_with("t.lisp:"), "{error}");
+    assert!(
+        error.contains("macro expansions made more than 1000") && error.contains("`tri`"),
+        "{error}"
+    );
+    assert!(!error.contains("macro expansions; is a macro"), "{error}");
+    // The same macro with fewer names is legal and expands.
+    let small = SELF_TRIPLING.replace("(a b c d e f g h i j k l m n o p)", "(a b c d)");
+    chorus_lang::compile_str(&small, "t.lisp").expect("3^4 copies fit the budget");
+}
+
 #[test]
 fn macros_cannot_exhaust_time_or_memory() {
     // Doubling a list 40 times would need 2^40 elements; the work charged for the copies stops it.

@@ -281,6 +281,7 @@ fn kernel_item(module: &Module, function: &Function, program: &Ident) -> TokenSt
     quote! {
         #[doc = #doc]
         #[allow(clippy::too_many_arguments, dead_code)]
+        #[track_caller]
         pub fn #name(#(#params,)* #launch: ::chorus::Launch<'_>) -> ::chorus::Result<()> {
             // The kernel's index in its program, found by name at the first launch only.
             static __CHORUS_KERNEL_INDEX: ::std::sync::OnceLock<usize> =

@@ -158,6 +158,16 @@ impl Device {
     pub fn synchronize(self) -> Result<()> {
         device(self)?.synchronize()
     }
+
+    /// Recreates the device's context after a kernel fault left it unusable
+    /// ([`Error::KernelFault`], then [`Error::ContextPoisoned`] for every call on the device):
+    /// on CUDA, `cuDevicePrimaryCtxReset`. Everything made on the device before is gone:
+    /// memory blocks and streams answer [`Error::DeviceWasReset`], and programs compile and
+    /// load again at their next launch. Call it when no other thread uses the device. On the
+    /// CPU backend, where a fault is an error of its launch alone, it does nothing.
+    pub fn reset(self) -> Result<()> {
+        device(self)?.reset()
+    }
 }
 
 impl fmt::Display for Device {

@@ -183,6 +183,55 @@ pub enum Error {
         /// What it was (`stream`, `memory argument`).
         what: &'static str,
     },
+    /// A kernel faulted on the device (an illegal or misaligned address, a trap): the error
+    /// the driver reported (CUDA's "sticky" errors, at the launch, a synchronisation or the
+    /// next call), with the kernel launched last on the device or stream where it surfaced.
+    /// CUDA leaves the device's context unusable: every later call on the device is
+    /// [`Error::ContextPoisoned`] until [`Device::reset`] recreates it.
+    #[error(
+        "kernel `{kernel}` (launched at {launched_at}) faulted on {device}: {code}; the \
+         device's context is unusable until Device::reset",
+        device = DeviceName(*.device),
+        code = driver_error_name(.source)
+    )]
+    KernelFault {
+        /// The device.
+        device: Device,
+        /// The kernel launched last before the fault surfaced (its kernel-language name), or a
+        /// description when it is not known.
+        kernel: String,
+        /// Where it was launched (`src/main.rs:12:5`).
+        launched_at: String,
+        /// The driver's error (`CUDA_ERROR_ILLEGAL_ADDRESS`), boxed: faults are rare and the
+        /// other variants small.
+        source: Box<chorus_cuda::Error>,
+    },
+    /// A call on a device whose context a kernel's fault left unusable (see
+    /// [`Error::KernelFault`]); [`Device::reset`] recreates the context.
+    #[error(
+        "{device} is unusable since {fault}; call Device::reset to recreate its context (its \
+         memory, programs and streams are lost)",
+        device = DeviceName(*.device)
+    )]
+    ContextPoisoned {
+        /// The device.
+        device: Device,
+        /// What happened (`kernel `foo` (launched at …) faulted: CUDA_ERROR_ILLEGAL_ADDRESS`).
+        fault: String,
+    },
+    /// Memory, a stream or a compiled program used after its device was reset: it went with
+    /// the old context.
+    #[error(
+        "this {what} was made on {device} before the device was reset, and went with its old \
+         context",
+        device = DeviceName(*.device)
+    )]
+    DeviceWasReset {
+        /// The device.
+        device: Device,
+        /// `memory block`, `stream`.
+        what: &'static str,
+    },
     /// A global read or written with a Rust type that is not its kernel type.
     #[error("global `{name}` is {expected}, not {found} (the Rust type {rust_type})")]
     GlobalType {
@@ -330,6 +379,14 @@ struct DeviceName(Device);
 impl fmt::Display for DeviceName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} device {}", self.0.backend(), self.0.index())
+    }
+}
+
+/// The driver's name of a CUDA error (`CUDA_ERROR_ILLEGAL_ADDRESS`), or its text.
+fn driver_error_name(error: &chorus_cuda::Error) -> String {
+    match error {
+        chorus_cuda::Error::Driver { name, .. } => name.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -59,6 +59,9 @@ pub(crate) trait DeviceImpl: Send + Sync {
     fn stream(&self) -> Result<Box<dyn StreamImpl>>;
     /// Waits for everything queued on the device.
     fn synchronize(&self) -> Result<()>;
+    /// Recreates the device's state after a fault left it unusable (see
+    /// [`crate::Device::reset`]); objects made on it before are gone.
+    fn reset(&self) -> Result<()>;
 }
 
 /// Device memory of one device.
@@ -117,6 +120,8 @@ pub(crate) struct LaunchShape<'a> {
     pub(crate) block: Dim3,
     pub(crate) shared_mem: u32,
     pub(crate) stream: Option<&'a dyn StreamImpl>,
+    /// Where the launch was called from, so that a fault can name it.
+    pub(crate) site: &'static std::panic::Location<'static>,
 }
 
 /// One kernel argument as a backend receives it.

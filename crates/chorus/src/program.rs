@@ -221,6 +221,7 @@ impl Program {
     /// Launches the kernel `kernel` with `args`, which must match its parameters in number and
     /// type, on the launch's device ([`Launch`] says which). The program is compiled for the
     /// device first if it has not been yet.
+    #[track_caller]
     pub fn launch(&self, kernel: &str, args: &[Arg<'_>], launch: Launch<'_>) -> Result<()> {
         let device = launch_device(&launch)?;
         let index = self.kernel_index(kernel)?;
@@ -236,6 +237,7 @@ impl Program {
     /// still checked (their element, and that their memory is on the launch's device):
     /// `DevicePtr` is a trait anyone can implement, and those checks are compares.
     #[doc(hidden)]
+    #[track_caller]
     pub fn __launch_resolved(
         &self,
         slot: &OnceLock<usize>,
@@ -261,6 +263,7 @@ impl Program {
     }
 
     /// Launches the kernel at `index` of the module on `device`, after the `checks`.
+    #[track_caller]
     fn launch_resolved(
         &self,
         device: Device,
@@ -295,6 +298,7 @@ impl Program {
             block,
             shared_mem: launch.shared_mem_bytes(),
             stream,
+            site: std::panic::Location::caller(),
         };
         self.compiled(device)?.launch(index, args, &shape)
     }

@@ -30,7 +30,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::HashMap;
 
-pub use toplevel::{STACK_SIZE, check_module};
+pub use toplevel::{STACK_SIZE, check_module, check_module_owned};
 pub use validate::validate;
 
 /// An error at `span`.

@@ -75,6 +75,23 @@ pub fn check_module(forms: &[Form]) -> Result<ir::Module> {
     stack::on_big_stack("chorus-check", || check_unit(forms)).unwrap_or_else(|_| check_unit(forms))
 }
 
+/// [`check_module`], dropping each function's form once it is checked (and the rest at the
+/// end): the forms and the IR then take little more memory together than the larger of them.
+pub fn check_module_owned(mut forms: Vec<Form>) -> Result<ir::Module> {
+    if !forms
+        .iter()
+        .any(|form| recursion_may_exceed(form, stack::SMALL_STACK_DEPTH))
+    {
+        return check_unit_draining(&mut forms);
+    }
+    let mut attempt = || check_unit_draining(&mut forms);
+    match stack::on_big_stack("chorus-check", &mut attempt) {
+        Ok(result) => result,
+        // No thread to be had (the closure did not run): check on this one.
+        Err(_) => check_unit_draining(&mut forms),
+    }
+}
+
 /// The stack of the checking thread: enough for forms nested as deeply as the macro expander
 /// allows ([`crate::expand::MAX_FORM_DEPTH`]).
 pub const STACK_SIZE: usize = stack::BIG_STACK_SIZE;
@@ -97,15 +114,17 @@ fn recursion_may_exceed(form: &Form, limit: usize) -> bool {
     false
 }
 
-fn check_unit(forms: &[Form]) -> Result<ir::Module> {
+/// Declares the unit's structures, globals and function signatures; returns them and the
+/// positions of the functions' forms, in definition order.
+fn declare_unit(forms: &[Form]) -> Result<(ModuleCx, Vec<usize>)> {
     let mut structs = Vec::new();
     let mut globals = Vec::new();
     let mut functions = Vec::new();
-    for form in forms {
+    for (i, form) in forms.iter().enumerate() {
         match form.as_call() {
             Some(("defkernel-struct", args)) => structs.push((form, args)),
             Some(("defglobal", args)) => globals.push((form, args)),
-            Some(("defkernel", args)) => functions.push((form, args)),
+            Some(("defkernel", args)) => functions.push((i, args)),
             Some((name @ ("defkernelmacro" | "defkernel-symbol-macro"), _)) => {
                 return err(
                     &form.span,
@@ -132,22 +151,52 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     for (form, args) in globals {
         define_global(&mut m, form, args)?;
     }
-    let mut bodies = Vec::new();
-    for (form, args) in functions {
-        bodies.push(declare_function(&mut m, form, args)?);
+    for &(i, args) in &functions {
+        declare_function(&mut m, &forms[i], args)?;
     }
-    let mut out = Vec::new();
-    for (i, body) in bodies.into_iter().enumerate() {
+    Ok((m, functions.into_iter().map(|(i, _)| i).collect()))
+}
+
+/// The body of a `defkernel` form [`declare_function`] accepted: its items after the name and
+/// the signature.
+fn declared_body(form: &Form) -> PendingBody<'_> {
+    let items = form.as_list().unwrap_or_default();
+    PendingBody {
+        form,
+        body: items.get(3..).unwrap_or_default(),
+    }
+}
+
+fn check_unit(forms: &[Form]) -> Result<ir::Module> {
+    let (m, functions) = declare_unit(forms)?;
+    let mut out = Vec::with_capacity(functions.len());
+    for (id, &i) in functions.iter().enumerate() {
         // A copy keeps no spare capacity in any of the function's vectors (grown by pushes
         // while checking): the module then takes memory in proportion to the text.
-        out.push(check_function(&m, FunctionId(i as u32), body)?.clone());
+        out.push(check_function(&m, FunctionId(id as u32), declared_body(&forms[i]))?.clone());
     }
-    let module = ir::Module {
+    Ok(ir::Module {
         structs: m.structs,
         globals: m.globals,
         functions: out,
-    };
-    Ok(module)
+    })
+}
+
+/// [`check_unit`], emptying each function's form once it is checked.
+fn check_unit_draining(forms: &mut [Form]) -> Result<ir::Module> {
+    let (m, functions) = declare_unit(forms)?;
+    let mut out = Vec::with_capacity(functions.len());
+    for (id, &i) in functions.iter().enumerate() {
+        let function = check_function(&m, FunctionId(id as u32), declared_body(&forms[i]))?;
+        out.push(function.clone());
+        drop(function);
+        forms[i].kind = FormKind::List(Vec::new());
+    }
+    Ok(ir::Module {
+        structs: m.structs,
+        globals: m.globals,
+        functions: out,
+    })
 }
 
 /// True when `name` is taken by the language itself as a function-position name.

@@ -62,7 +62,11 @@
 //! # Limits
 //! Expansion stops with an error at the macro call when expansions nest more than
 //! [`MAX_EXPANSION_DEPTH`] deep (a macro that expands into itself), when one unit needs more than
-//! [`MAX_EXPANSIONS`] expansions, or when forms nest more than [`MAX_FORM_DEPTH`] deep. Expansion
+//! [`MAX_EXPANSIONS`] expansions, when forms nest more than [`MAX_FORM_DEPTH`] deep, or when the
+//! expansions of a unit make more forms than its budget: [`MAX_EXPANSION_GROWTH`] plus
+//! [`EXPANSION_GROWTH_PER_FORM`] per form of the input (a macro that copies its argument into
+//! several calls of itself grows exponentially long before it reaches [`MAX_EXPANSIONS`]; the
+//! error names it at its call). Expansion
 //! runs on a thread with a large stack, so deep but legal input does not overflow the stack;
 //! input that stays shallow and runs no macro-time Lisp is expanded on the caller's thread,
 //! which is much faster for small units.
@@ -91,6 +95,16 @@ pub const MAX_EXPANSIONS: u64 = 100_000;
 
 /// How deeply the forms the expander walks may nest.
 pub const MAX_FORM_DEPTH: usize = 2_000;
+
+/// How many forms (atoms and lists) the macro expansions of one unit may add, beyond
+/// [`EXPANSION_GROWTH_PER_FORM`] per form of the input: each expansion adds the forms of its
+/// output less those of its call. About 100 MB of forms: a self-copying macro stops there,
+/// where [`MAX_EXPANSIONS`] alone let it reach gigabytes.
+pub const MAX_EXPANSION_GROWTH: u64 = 1_000_000;
+
+/// How many forms the macro expansions of a unit may add per form of its input, besides
+/// [`MAX_EXPANSION_GROWTH`] (so a big generated file of macro calls still expands).
+pub const EXPANSION_GROWTH_PER_FORM: u64 = 4;
 
 /// A macro written in Rust: it receives the whole call form and a context (its span, `gensym`)
 /// and returns the expansion.
@@ -159,6 +173,10 @@ pub struct Expander {
     macros: HashMap<String, Macro>,
     symbol_macros: HashMap<String, Form>,
     gensyms: AtomicU64,
+    /// Forms the expansions of the current unit added (see [`MAX_EXPANSION_GROWTH`]).
+    grown: AtomicU64,
+    /// How many forms they may add.
+    growth_budget: AtomicU64,
 }
 
 impl Default for Expander {
@@ -193,6 +211,8 @@ impl Expander {
             macros: HashMap::new(),
             symbol_macros: HashMap::new(),
             gensyms: AtomicU64::new(0),
+            grown: AtomicU64::new(0),
+            growth_budget: AtomicU64::new(MAX_EXPANSION_GROWTH),
         };
         let builtins: [(&str, BuiltinMacro); 3] = [
             ("let*", builtin::let_star),
@@ -319,88 +339,132 @@ impl Expander {
         if !may_run_lisp {
             let symbol_macros = self.symbol_macros.clone();
             let gensyms = self.gensyms.load(Ordering::Relaxed);
+            let grown = self.grown.load(Ordering::Relaxed);
             if let Some(result) = stack::try_on_small_stack(|| self.expand_unit_here(forms)) {
                 return result;
             }
             self.symbol_macros = symbol_macros;
             self.gensyms.store(gensyms, Ordering::Relaxed);
+            self.grown.store(grown, Ordering::Relaxed);
         }
         expansion_on_big_stack(|| self.expand_unit_here(forms))
     }
 
     /// [`Expander::expand_unit`] on the current thread.
     pub(crate) fn expand_unit_here(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
-        {
-            let mut defined: HashMap<String, Span> = HashMap::new();
-            for form in forms {
-                let what = match form.as_call() {
-                    Some(("defkernelmacro", _)) => {
-                        format!("the macro `{}`", self.define_macro(form)?)
-                    }
-                    Some(("defkernel-symbol-macro", _)) => {
-                        format!("the symbol macro `{}`", self.define_symbol_macro(form)?)
-                    }
-                    _ => continue,
-                };
-                if let Some(previous) = defined.insert(what.clone(), form.span.clone()) {
-                    return Err(Error::new(
-                        &form.span,
-                        format!("{what} is defined twice in this unit (first at {previous})"),
-                    ));
-                }
-            }
-            // The other forms in order, as a work list: a top-level macro call is replaced by its
-            // expansion, a top-level `progn` by its forms, and a definition a macro produced
-            // takes effect from where it appears. Each form carries how many expansions made it.
-            let mut pending: VecDeque<(Form, usize)> = forms
-                .iter()
-                .filter(|form| !is_definition(form))
-                .map(|form| (form.clone(), 0))
-                .collect();
-            let mut out = Vec::new();
-            let mut expansions = 0;
-            while let Some((form, depth)) = pending.pop_front() {
-                match form.as_call() {
-                    Some(("defkernelmacro", _)) => drop(self.define_macro(&form)?),
-                    Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
-                    Some(("progn", items)) => {
-                        for item in items.iter().rev() {
-                            pending.push_front((item.clone(), depth));
-                        }
-                    }
-                    Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
-                        out.push(Walker::new(self).walk_definition(&form)?);
-                    }
-                    _ => {
-                        let mut walker = Walker::new(self);
-                        walker.expansions = expansions;
-                        let Some(expansion) = walker.expand_1(&form)? else {
-                            return Err(Error::new(
-                                &form.span,
-                                format!(
-                                    "expected defkernel, defglobal, defkernel-struct, defkernelmacro \
-                                     or defkernel-symbol-macro at top level, found `{form}`"
-                                ),
-                            ));
-                        };
-                        walker.count_expansion(&form, depth)?;
-                        expansions = walker.expansions;
-                        pending.push_front((expansion, depth + 1));
-                    }
-                }
-            }
-            Ok(out)
+        self.start_unit(forms)?;
+        // The other forms in order, as a work list: a top-level macro call is replaced by its
+        // expansion, a top-level `progn` by its forms, and a definition a macro produced
+        // takes effect from where it appears. Each form carries how many expansions made it.
+        let pending = forms
+            .iter()
+            .filter(|form| !is_definition(form))
+            .map(|form| (form.clone(), 0))
+            .collect();
+        self.expand_pending(pending)
+    }
+
+    /// [`Expander::expand_unit`], dropping each form once it is expanded: the forms read and
+    /// their expansion then take little more memory together than the larger of them. On a
+    /// big stack (see [`crate::stack`]), unless the unit is small.
+    pub fn expand_unit_owned(&mut self, forms: Vec<Form>) -> Result<Vec<Form>> {
+        if forms.len() < 64 && forms.iter().map(count_forms).sum::<u64>() < 100_000 {
+            return self.expand_unit(&forms);
         }
+        let mut forms = Some(forms);
+        let attempt = stack::on_big_stack("chorus-expand", || {
+            let forms = forms.take().unwrap_or_default();
+            self.start_unit(&forms)?;
+            let pending = forms
+                .into_iter()
+                .filter(|form| !is_definition(form))
+                .map(|form| (form, 0))
+                .collect();
+            self.expand_pending(pending)
+        });
+        match attempt {
+            Ok(result) => result,
+            // No thread to be had (the closure did not run): try on this one.
+            Err(_) => self.expand_unit(&forms.unwrap_or_default()),
+        }
+    }
+
+    /// Starts a unit: its growth budget, and its macro and symbol-macro definitions.
+    fn start_unit(&mut self, forms: &[Form]) -> Result<()> {
+        let input: u64 = forms.iter().map(count_forms).sum();
+        self.grown.store(0, Ordering::Relaxed);
+        self.growth_budget.store(
+            MAX_EXPANSION_GROWTH.saturating_add(input.saturating_mul(EXPANSION_GROWTH_PER_FORM)),
+            Ordering::Relaxed,
+        );
+        let mut defined: HashMap<String, Span> = HashMap::new();
+        for form in forms {
+            let what = match form.as_call() {
+                Some(("defkernelmacro", _)) => {
+                    format!("the macro `{}`", self.define_macro(form)?)
+                }
+                Some(("defkernel-symbol-macro", _)) => {
+                    format!("the symbol macro `{}`", self.define_symbol_macro(form)?)
+                }
+                _ => continue,
+            };
+            if let Some(previous) = defined.insert(what.clone(), form.span.clone()) {
+                return Err(Error::new(
+                    &form.span,
+                    format!("{what} is defined twice in this unit (first at {previous})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Expands the work list of a unit's top-level forms (see [`Expander::expand_unit_here`]).
+    fn expand_pending(&mut self, mut pending: VecDeque<(Form, usize)>) -> Result<Vec<Form>> {
+        let mut out = Vec::new();
+        let mut expansions = 0;
+        while let Some((form, depth)) = pending.pop_front() {
+            match form.as_call() {
+                Some(("defkernelmacro", _)) => drop(self.define_macro(&form)?),
+                Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
+                Some(("progn", items)) => {
+                    for item in items.iter().rev() {
+                        pending.push_front((item.clone(), depth));
+                    }
+                }
+                Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
+                    out.push(Walker::new(self).walk_definition(&form)?);
+                }
+                _ => {
+                    let mut walker = Walker::new(self);
+                    walker.expansions = expansions;
+                    let Some(expansion) = walker.expand_1(&form)? else {
+                        return Err(Error::new(
+                            &form.span,
+                            format!(
+                                "expected defkernel, defglobal, defkernel-struct, defkernelmacro \
+                                 or defkernel-symbol-macro at top level, found `{form}`"
+                            ),
+                        ));
+                    };
+                    walker.count_expansion(&form, depth)?;
+                    expansions = walker.expansions;
+                    pending.push_front((expansion, depth + 1));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Runs `f`, which must not change the expander except for its gensym counter, on the
     /// caller's thread if it stays shallow, else on a big stack (see [`crate::stack`]).
     fn with_stack<T: Send>(&self, f: impl Fn() -> Result<T> + Send + Sync) -> Result<T> {
         let gensyms = self.gensyms.load(Ordering::Relaxed);
+        let grown = self.grown.load(Ordering::Relaxed);
         if let Some(result) = stack::try_on_small_stack(&f) {
             return result;
         }
         self.gensyms.store(gensyms, Ordering::Relaxed);
+        self.grown.store(grown, Ordering::Relaxed);
         expansion_on_big_stack(f)
     }
 
@@ -423,11 +487,27 @@ impl Expander {
         };
         // Checked here, without recursion, so that no later pass recurses through a form a
         // macro nested absurdly deep.
-        if nesting_exceeds(&expansion, MAX_FORM_DEPTH) {
+        let Some(made) = count_forms_within(&expansion, MAX_FORM_DEPTH) else {
             return Err(Error::new(
                 &form.span,
                 format!(
                     "the expansion of the macro `{name}` nests more than {MAX_FORM_DEPTH} deep"
+                ),
+            ));
+        };
+        // The forms this expansion added count against the unit's budget, so that a macro
+        // that copies its argument into several calls of itself stops before it fills memory.
+        let added = made.saturating_sub(count_forms(form));
+        let grown = self.grown.fetch_add(added, Ordering::Relaxed) + added;
+        let budget = self.growth_budget.load(Ordering::Relaxed);
+        if grown > budget {
+            return Err(Error::new(
+                &form.span,
+                format!(
+                    "macro expansions made more than {budget} forms, this one of the macro \
+                     `{name}` {made} forms from a call of {}; does `{name}` copy its arguments \
+                     into several calls of itself?",
+                    count_forms(form)
                 ),
             ));
         }
@@ -466,18 +546,26 @@ fn is_definition(form: &Form) -> bool {
     )
 }
 
-/// Whether lists nest more than `limit` deep in `form` (an iterative walk).
-fn nesting_exceeds(form: &Form, limit: usize) -> bool {
+/// How many forms (atoms and lists) `form` holds, itself included, if lists nest no more than
+/// `limit` deep in it (an iterative walk); `None` if they nest deeper.
+fn count_forms_within(form: &Form, limit: usize) -> Option<u64> {
     let mut pending = vec![(form, 1usize)];
+    let mut count = 0;
     while let Some((form, depth)) = pending.pop() {
+        count += 1;
         if let Some(items) = form.as_list() {
             if depth > limit {
-                return true;
+                return None;
             }
             pending.extend(items.iter().map(|item| (item, depth + 1)));
         }
     }
-    false
+    Some(count)
+}
+
+/// How many forms (atoms and lists) `form` holds, itself included (an iterative walk).
+fn count_forms(form: &Form) -> u64 {
+    count_forms_within(form, usize::MAX).unwrap_or(u64::MAX)
 }
 
 fn macro_name(form: &Form) -> Result<String> {

@@ -1,5 +1,14 @@
 //! CUDA as a backend: each device through its primary context (one per device, retained for the
 //! process), memory, programs and streams made in it, launches through `cuLaunchKernel`.
+//!
+//! Faults: a kernel that faults (an illegal address, a trap) leaves CUDA's "sticky" error in
+//! the context, and every later call there fails with it. The first call that sees it (the
+//! launch after, a synchronisation, a copy) is [`Error::KernelFault`], naming the kernel
+//! launched last on the stream or device (each launch records its program, kernel and call
+//! site in atomics: no lock, no allocation); every call after is [`Error::ContextPoisoned`],
+//! without reaching the driver. [`crate::Device::reset`] resets the primary context and starts
+//! a new generation of it: objects of the old one answer [`Error::DeviceWasReset`] and forget
+//! their handles instead of freeing them; compiled programs load again at their next use.
 
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{
@@ -10,7 +19,11 @@ use crate::kind::{Backend, Device};
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use std::any::Any;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The CUDA backend.
 pub(crate) struct Cuda;
@@ -61,8 +74,14 @@ impl BackendImpl for Cuda {
             .map_err(|e| Unavailable::Driver(Arc::new(e.into())))?;
         let (major, minor) = chorus_cuda::compute_capability(index)
             .map_err(|e| Unavailable::Driver(Arc::new(e.into())))?;
+        let device = Device::handle(Backend::Cuda, index);
+        let programs = Arc::new(ProgramNames::default());
         Ok(Box::new(CudaDevice {
-            context: Arc::new(context),
+            shared: Arc::new(Shared {
+                device,
+                current: Mutex::new(Arc::new(Generation::new(context, device, programs.clone()))),
+                programs,
+            }),
             target: Target::cuda(major, minor),
         }))
     }
@@ -94,21 +113,186 @@ fn enter(context: &chorus_cuda::Context) -> Result<()> {
         .map_err(device_error(context.device()))
 }
 
-/// One CUDA device: its primary context, shared with everything made on it.
-struct CudaDevice {
-    context: Arc<chorus_cuda::Context>,
-    /// The device's compute capability as a target.
-    target: Target,
+/// The kernel names of each live compiled program of a device, by the program's id: what a
+/// fault message names, looked up only when a fault surfaces (launches record ids, so that
+/// they take no lock and allocate nothing).
+#[derive(Default)]
+struct ProgramNames {
+    next: AtomicU32,
+    names: Mutex<HashMap<u32, Arc<[String]>>>,
 }
 
-impl CudaDevice {
-    fn enter(&self) -> Result<()> {
+impl ProgramNames {
+    fn register(&self, module: &Module) -> u32 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let names = module
+            .functions
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect();
+        self.lock().insert(id, names);
+        id
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<[String]>>> {
+        // A poisoned lock only means a thread panicked while inserting or removing a name.
+        self.names.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The kernel launched last on a device or a stream, and where it was launched from.
+struct LastLaunch {
+    /// The program's id (in [`ProgramNames`]) in the high half, the kernel's index in the low;
+    /// `u64::MAX` before the first launch.
+    kernel: AtomicU64,
+    site: AtomicPtr<Location<'static>>,
+}
+
+impl Default for LastLaunch {
+    fn default() -> Self {
+        LastLaunch {
+            kernel: AtomicU64::new(u64::MAX),
+            site: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+}
+
+impl LastLaunch {
+    fn record(&self, program: u32, kernel: usize, site: &'static Location<'static>) {
+        self.kernel
+            .store(u64::from(program) << 32 | kernel as u64, Ordering::Relaxed);
+        self.site
+            .store(std::ptr::from_ref(site).cast_mut(), Ordering::Relaxed);
+    }
+
+    /// The kernel's name and launch site, if one was launched.
+    fn describe(&self, programs: &ProgramNames) -> Option<(String, String)> {
+        let kernel = self.kernel.load(Ordering::Relaxed);
+        if kernel == u64::MAX {
+            return None;
+        }
+        let (program, index) = ((kernel >> 32) as u32, (kernel & 0xffff_ffff) as usize);
+        let name = programs
+            .lock()
+            .get(&program)
+            .and_then(|names| names.get(index).cloned())
+            .unwrap_or_else(|| "(of a program since dropped)".to_string());
+        let site = self.site.load(Ordering::Relaxed);
+        // SAFETY: the pointer is null or was made from a `&'static Location` in `record`.
+        let site = unsafe { site.as_ref() }.map_or_else(|| "?".to_string(), ToString::to_string);
+        Some((name, site))
+    }
+}
+
+/// One life of a device's primary context: from the device's start, or a reset, to the next
+/// reset. Objects made on the device hold the generation they were made in.
+struct Generation {
+    context: chorus_cuda::Context,
+    device: Device,
+    programs: Arc<ProgramNames>,
+    /// What made the context unusable, once a kernel's fault surfaced (CUDA's sticky errors).
+    fault: OnceLock<String>,
+    /// Set by a reset: the context's objects are gone, and their handles must not reach the
+    /// driver again (a new allocation may have the same address).
+    retired: AtomicBool,
+    /// The kernel launched last on the device, on any stream.
+    last: LastLaunch,
+}
+
+impl Generation {
+    fn new(context: chorus_cuda::Context, device: Device, programs: Arc<ProgramNames>) -> Self {
+        Generation {
+            context,
+            device,
+            programs,
+            fault: OnceLock::new(),
+            retired: AtomicBool::new(false),
+            last: LastLaunch::default(),
+        }
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// Makes the context current for a call about `what`, unless the device was reset since
+    /// (`what` went with it) or a fault left the context unusable.
+    fn enter(&self, what: &'static str) -> Result<()> {
+        if self.is_retired() {
+            return Err(Error::DeviceWasReset {
+                device: self.device,
+                what,
+            });
+        }
+        if let Some(fault) = self.fault.get() {
+            return Err(Error::ContextPoisoned {
+                device: self.device,
+                fault: fault.clone(),
+            });
+        }
         enter(&self.context)
     }
 
-    fn error<E: Into<chorus_cuda::Error>>(&self) -> impl Fn(E) -> Error {
-        device_error(self.context.device())
+    /// The facade's error for `source`, a CUDA error of a call on this device. A sticky error
+    /// is a kernel's fault: it names the kernel launched last on `stream` (where the call was
+    /// about a stream and it launched one), else on the device, and marks the context unusable.
+    fn fail(&self, source: impl Into<chorus_cuda::Error>, stream: Option<&LastLaunch>) -> Error {
+        let source = source.into();
+        if !source.is_sticky() {
+            return Error::Cuda {
+                device: Some(self.device),
+                source,
+            };
+        }
+        let code_name = match &source {
+            chorus_cuda::Error::Driver { name, .. } => name.as_str(),
+            _ => "a sticky error",
+        };
+        let (kernel, launched_at) = stream
+            .and_then(|s| s.describe(&self.programs))
+            .or_else(|| self.last.describe(&self.programs))
+            .unwrap_or_else(|| {
+                (
+                    "(none launched through Chorus)".to_string(),
+                    "?".to_string(),
+                )
+            });
+        let _ = self.fault.set(format!(
+            "kernel `{kernel}` (launched at {launched_at}) faulted: {code_name}"
+        ));
+        Error::KernelFault {
+            device: self.device,
+            kernel,
+            launched_at,
+            source: Box::new(source),
+        }
     }
+}
+
+/// What a device and everything made on it share: the current generation of its context.
+struct Shared {
+    device: Device,
+    /// Replaced by a reset.
+    current: Mutex<Arc<Generation>>,
+    programs: Arc<ProgramNames>,
+}
+
+impl Shared {
+    fn current(&self) -> std::sync::MutexGuard<'_, Arc<Generation>> {
+        // A poisoned lock only means a thread panicked while resetting; the value is whole.
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn generation(&self) -> Arc<Generation> {
+        self.current().clone()
+    }
+}
+
+/// One CUDA device: its primary context, shared with everything made on it.
+struct CudaDevice {
+    shared: Arc<Shared>,
+    /// The device's compute capability as a target.
+    target: Target,
 }
 
 impl DeviceImpl for CudaDevice {
@@ -117,76 +301,102 @@ impl DeviceImpl for CudaDevice {
     }
 
     fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
-        self.enter()?;
-        let memory = chorus_cuda::DeviceMemory::alloc(bytes).map_err(self.error())?;
+        let generation = self.shared.generation();
+        generation.enter("device")?;
+        let memory =
+            chorus_cuda::DeviceMemory::alloc(bytes).map_err(|e| generation.fail(e, None))?;
         Ok(Box::new(CudaMemory {
-            context: self.context.clone(),
-            memory,
+            generation,
+            memory: ManuallyDrop::new(memory),
         }))
     }
 
     fn compile(&self, module: &Arc<Module>, name: &str) -> Result<Box<dyn CompiledImpl>> {
-        self.enter()?;
-        let program = chorus_cuda::Program::from_ir(module.clone(), name).map_err(self.error())?;
-        // The kernels' `CUfunction`s are looked up once here rather than at every launch.
-        let kernels = module
-            .functions
-            .iter()
-            .map(|f| {
-                (f.kind == FunctionKind::Kernel)
-                    .then(|| program.function(&f.name))
-                    .transpose()
-            })
-            .collect::<std::result::Result<_, _>>()
-            .map_err(self.error())?;
+        let generation = self.shared.generation();
+        let loaded = Box::new(Loaded::load(generation, module, name)?);
+        let current = AtomicPtr::new(std::ptr::from_ref::<Loaded>(&*loaded).cast_mut());
         Ok(Box::new(CudaCompiled {
-            context: self.context.clone(),
-            program,
-            kernels,
+            shared: self.shared.clone(),
+            id: self.shared.programs.register(module),
+            module: module.clone(),
+            name: name.to_string(),
+            current,
+            loads: Mutex::new(vec![loaded]),
         }))
     }
 
     fn stream(&self) -> Result<Box<dyn StreamImpl>> {
-        self.enter()?;
+        let generation = self.shared.generation();
+        generation.enter("device")?;
+        let stream = chorus_cuda::Stream::new().map_err(|e| generation.fail(e, None))?;
         Ok(Box::new(CudaStream {
-            context: self.context.clone(),
-            stream: chorus_cuda::Stream::new().map_err(self.error())?,
+            generation,
+            stream: ManuallyDrop::new(stream),
+            last: LastLaunch::default(),
         }))
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.context.synchronize().map_err(self.error())
+        let generation = self.shared.generation();
+        generation.enter("device")?;
+        generation
+            .context
+            .synchronize()
+            .map_err(|e| generation.fail(e, None))
+    }
+
+    fn reset(&self) -> Result<()> {
+        let mut current = self.shared.current();
+        let index = self.shared.device.index();
+        // Retired first: from here on no object of the old context passes a handle to the
+        // driver (their drops forget them; the reset frees them all).
+        current.retired.store(true, Ordering::Release);
+        chorus_cuda::reset_primary_context(index).map_err(device_error(index))?;
+        let context = chorus_cuda::retain_primary_context(index).map_err(device_error(index))?;
+        *current = Arc::new(Generation::new(
+            context,
+            self.shared.device,
+            self.shared.programs.clone(),
+        ));
+        Ok(())
     }
 }
 
-/// Device memory, freed with its context current.
+/// Device memory, freed with its context current (or forgotten, once the device was reset).
 #[derive(Debug)]
 struct CudaMemory {
-    context: Arc<chorus_cuda::Context>,
-    memory: chorus_cuda::DeviceMemory,
+    generation: Arc<Generation>,
+    memory: ManuallyDrop<chorus_cuda::DeviceMemory>,
 }
 
 impl Drop for CudaMemory {
     fn drop(&mut self) {
-        // `cuMemFree` (run when the field drops, after this) needs a current context, and the
-        // thread dropping the block may never have used CUDA; a drop has nowhere to report.
-        let _ = enter(&self.context);
+        if self.generation.is_retired() {
+            // The reset freed it; its address may be another allocation's now.
+            return;
+        }
+        // `cuMemFree` needs a current context, and the thread dropping the block may never
+        // have used CUDA; a drop has nowhere to report.
+        let _ = enter(&self.generation.context);
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.memory) };
     }
 }
 
 impl MemoryImpl for CudaMemory {
     fn upload(&mut self, src: &[u8]) -> Result<()> {
-        enter(&self.context)?;
+        self.generation.enter("memory block")?;
+        let generation = &self.generation;
         self.memory
             .copy_from_host(src)
-            .map_err(device_error(self.context.device()))
+            .map_err(|e| generation.fail(e, None))
     }
 
     fn download(&self, dst: &mut [u8]) -> Result<()> {
-        enter(&self.context)?;
+        self.generation.enter("memory block")?;
         self.memory
             .copy_to_host(dst)
-            .map_err(device_error(self.context.device()))
+            .map_err(|e| self.generation.fail(e, None))
     }
 
     fn address(&self) -> Option<u64> {
@@ -198,26 +408,49 @@ impl MemoryImpl for CudaMemory {
     }
 }
 
-/// A driver stream, destroyed with its context current.
+/// A driver stream, destroyed with its context current (or forgotten after a reset).
 #[derive(Debug)]
 struct CudaStream {
-    context: Arc<chorus_cuda::Context>,
-    stream: chorus_cuda::Stream,
+    generation: Arc<Generation>,
+    stream: ManuallyDrop<chorus_cuda::Stream>,
+    /// The kernel launched last on this stream.
+    last: LastLaunch,
+}
+
+impl std::fmt::Debug for LastLaunch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LastLaunch").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Generation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation")
+            .field("device", &self.device)
+            .field("fault", &self.fault.get())
+            .field("retired", &self.is_retired())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
+        if self.generation.is_retired() {
+            return;
+        }
         // As for memory: `cuStreamDestroy` needs the context current.
-        let _ = enter(&self.context);
+        let _ = enter(&self.generation.context);
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.stream) };
     }
 }
 
 impl StreamImpl for CudaStream {
     fn synchronize(&self) -> Result<()> {
-        enter(&self.context)?;
+        self.generation.enter("stream")?;
         self.stream
             .synchronize()
-            .map_err(device_error(self.context.device()))
+            .map_err(|e| self.generation.fail(e, Some(&self.last)))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -225,28 +458,107 @@ impl StreamImpl for CudaStream {
     }
 }
 
-/// A loaded program and its kernels' `CUfunction`s.
-struct CudaCompiled {
-    context: Arc<chorus_cuda::Context>,
-    program: chorus_cuda::Program,
+/// A program loaded in one generation of the context, and its kernels' `CUfunction`s.
+struct Loaded {
+    generation: Arc<Generation>,
+    program: ManuallyDrop<chorus_cuda::Program>,
     /// Per function of the module, by its index: the loaded function where it is a kernel.
-    kernels: Vec<Option<chorus_cuda::Function>>,
+    kernels: ManuallyDrop<Vec<Option<chorus_cuda::Function>>>,
 }
 
-impl Drop for CudaCompiled {
-    fn drop(&mut self) {
-        // `cuModuleUnload` (when the last of the module's handles drops) unloads from the
-        // current context, which must be the module's own.
-        let _ = enter(&self.context);
+impl Loaded {
+    fn load(generation: Arc<Generation>, module: &Arc<Module>, name: &str) -> Result<Loaded> {
+        generation.enter("device")?;
+        let fail = |e| generation.fail(e, None);
+        let program = chorus_cuda::Program::from_ir(module.clone(), name).map_err(fail)?;
+        // The kernels' `CUfunction`s are looked up once here rather than at every launch.
+        let kernels = module
+            .functions
+            .iter()
+            .map(|f| {
+                (f.kind == FunctionKind::Kernel)
+                    .then(|| program.function(&f.name))
+                    .transpose()
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map_err(fail)?;
+        Ok(Loaded {
+            generation,
+            program: ManuallyDrop::new(program),
+            kernels: ManuallyDrop::new(kernels),
+        })
     }
-}
 
-impl CudaCompiled {
     /// The device address and size of `global`.
     fn global(&self, global: &Global) -> Result<(u64, usize)> {
         self.program
             .global_address(&global.name)
-            .map_err(device_error(self.context.device()))
+            .map_err(|e| self.generation.fail(e, None))
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        if self.generation.is_retired() {
+            // The reset unloaded the module.
+            return;
+        }
+        // `cuModuleUnload` (when the last of the module's handles drops) unloads from the
+        // current context, which must be the module's own.
+        let _ = enter(&self.generation.context);
+        // SAFETY: each dropped once, here, and never used again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.kernels);
+            ManuallyDrop::drop(&mut self.program);
+        }
+    }
+}
+
+/// A program compiled for a device: loaded in the context's current generation, and loaded
+/// again at the first use after a reset.
+struct CudaCompiled {
+    shared: Arc<Shared>,
+    /// Its id in the device's [`ProgramNames`].
+    id: u32,
+    module: Arc<Module>,
+    name: String,
+    /// The load of the newest generation: one of `loads`, read without a lock at launches.
+    current: AtomicPtr<Loaded>,
+    /// Every load, boxed so that `current` stays valid while `self` lives.
+    #[expect(
+        clippy::vec_box,
+        reason = "`current` points into the boxes, which must not move when the vector grows"
+    )]
+    loads: Mutex<Vec<Box<Loaded>>>,
+}
+
+impl Drop for CudaCompiled {
+    fn drop(&mut self) {
+        self.shared.programs.lock().remove(&self.id);
+    }
+}
+
+impl CudaCompiled {
+    /// The program as loaded in the context's current generation (loaded again after a reset).
+    fn loaded(&self) -> Result<&Loaded> {
+        // SAFETY: `current` points into a box of `loads`, which only grows while `self` lives.
+        let loaded = unsafe { &*self.current.load(Ordering::Acquire) };
+        if !loaded.generation.is_retired() {
+            return Ok(loaded);
+        }
+        let mut loads = self.loads.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = self.shared.generation();
+        // SAFETY: as above.
+        let loaded = unsafe { &*self.current.load(Ordering::Acquire) };
+        if Arc::ptr_eq(&loaded.generation, &generation) {
+            return Ok(loaded);
+        }
+        let reloaded = Box::new(Loaded::load(generation, &self.module, &self.name)?);
+        let pointer = std::ptr::from_ref::<Loaded>(&*reloaded).cast_mut();
+        loads.push(reloaded);
+        self.current.store(pointer, Ordering::Release);
+        // SAFETY: it points into the box just pushed onto `loads`.
+        Ok(unsafe { &*pointer })
     }
 }
 
@@ -257,20 +569,20 @@ impl CompiledImpl for CudaCompiled {
         args: CheckedArgs<'_, '_>,
         launch: &LaunchShape<'_>,
     ) -> Result<()> {
-        enter(&self.context)?;
-        let on = device_error(self.context.device());
-        let function = self.kernels[kernel].as_ref().ok_or_else(|| {
-            on(chorus_cuda::Error::NotFound {
+        let loaded = self.loaded()?;
+        let generation = &loaded.generation;
+        generation.enter("compiled program")?;
+        let function = loaded.kernels[kernel].as_ref().ok_or_else(|| Error::Cuda {
+            device: Some(generation.device),
+            source: chorus_cuda::Error::NotFound {
                 what: "kernel",
-                name: self
-                    .program
-                    .ir()
-                    .map_or_else(String::new, |ir| ir.functions[kernel].name.to_string()),
-            })
+                name: self.module.functions[kernel].name.to_string(),
+            },
         })?;
         let mut config = chorus_cuda::LaunchConfig::grid(launch.grid)
             .block(launch.block)
             .shared_mem(launch.shared_mem);
+        let mut stream_last = None;
         if let Some(stream) = launch.stream {
             let stream =
                 stream
@@ -280,42 +592,68 @@ impl CompiledImpl for CudaCompiled {
                         backend: Backend::Cuda,
                         what: "stream",
                     })?;
+            if stream.generation.is_retired() {
+                return Err(Error::DeviceWasReset {
+                    device: generation.device,
+                    what: "stream",
+                });
+            }
             config = config.stream(&stream.stream);
+            stream_last = Some(&stream.last);
         }
         with_cuda_args(args.get(), |cuda_args| {
             // SAFETY: `CheckedArgs` are checked against this kernel's parameters: their count,
             // each value's type and size in the module, each pointer's element type, and that
             // memory is on this device; that is what `chorus_cuda::check_arguments` verifies.
-            unsafe { chorus_cuda::launch_unchecked(function, &config, cuda_args) }.map_err(&on)
-        })
+            unsafe { chorus_cuda::launch_unchecked(function, &config, cuda_args) }
+                // A sticky error here is an earlier kernel's, surfacing now.
+                .map_err(|e| generation.fail(e, stream_last))
+        })?;
+        generation.last.record(self.id, kernel, launch.site);
+        if let Some(last) = stream_last {
+            last.record(self.id, kernel, launch.site);
+        }
+        Ok(())
     }
 
     fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
-        enter(&self.context)?;
-        let on = device_error(self.context.device());
-        let (address, bytes) = self.global(global)?;
+        let loaded = self.loaded()?;
+        let generation = &loaded.generation;
+        generation.enter("compiled program")?;
+        let fail = |e| generation.fail(e, None);
+        let (address, bytes) = loaded.global(global)?;
         // Through device memory of the global's size: the driver copies between device
         // addresses and between device memory and the host.
-        let staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
+        let staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(fail)?;
+        // Zeroed first: compute-sanitizer's initcheck does not count a device-to-device copy
+        // as initialising its destination, and reported every read of a global as a read of
+        // uninitialised memory (two in the facade's GPU tests).
+        // SAFETY: `staging` owns `bytes` bytes at its address.
+        unsafe {
+            chorus_cuda::memset_device(staging.ptr(), chorus_cuda::MemsetValue::U8(0), bytes)
+        }
+        .map_err(fail)?;
         // SAFETY: both ranges are `bytes` long: `staging` was allocated with the global's size
         // and `address` is the global's own address in this context's module.
         unsafe { chorus_cuda::memcpy_device_to_device(staging.ptr(), address, bytes) }
-            .map_err(&on)?;
-        staging.copy_to_host(dst).map_err(&on)
+            .map_err(fail)?;
+        staging.copy_to_host(dst).map_err(fail)
     }
 
     fn write_global(&self, global: &Global, src: &[u8]) -> Result<()> {
-        enter(&self.context)?;
-        let on = device_error(self.context.device());
-        let (address, bytes) = self.global(global)?;
-        let mut staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(&on)?;
-        staging.copy_from_host(src).map_err(&on)?;
+        let loaded = self.loaded()?;
+        let generation = &loaded.generation;
+        generation.enter("compiled program")?;
+        let fail = |e| generation.fail(e, None);
+        let (address, bytes) = loaded.global(global)?;
+        let mut staging = chorus_cuda::DeviceMemory::alloc(bytes).map_err(fail)?;
+        staging.copy_from_host(src).map_err(fail)?;
         // SAFETY: the copy is at most the global's size, which is both the global's extent at
         // `address` and `staging`'s length.
         unsafe {
             chorus_cuda::memcpy_device_to_device(address, staging.ptr(), bytes.min(src.len()))
         }
-        .map_err(&on)
+        .map_err(fail)
     }
 }
 
@@ -356,6 +694,14 @@ fn cuda_arg<'a>(arg: &'a ArgRef<'_>) -> Result<chorus_cuda::KernelArg<'a>> {
         // and size.
         ArgRef::Value { ty, bytes } => unsafe { chorus_cuda::KernelArg::raw(ty.clone(), bytes) },
         ArgRef::Memory { memory, .. } => {
+            if let Some(cuda) = memory.memory.as_any().downcast_ref::<CudaMemory>()
+                && cuda.generation.is_retired()
+            {
+                return Err(Error::DeviceWasReset {
+                    device: cuda.generation.device,
+                    what: "memory block",
+                });
+            }
             let address = memory.memory.address().ok_or(Error::ForeignObject {
                 backend: Backend::Cuda,
                 what: "memory argument",
