@@ -20,6 +20,8 @@ const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcGetPTX",
     "nvrtcGetCUBINSize",
     "nvrtcGetCUBIN",
+    "nvrtcGetLTOIRSize",
+    "nvrtcGetLTOIR",
     "nvrtcGetErrorString",
 ];
 
