@@ -92,11 +92,13 @@ impl IpcMemHandle {
         let mut ptr = 0;
         let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
         cu!(cuIpcOpenMemHandle_v2(&mut ptr, raw, flags))?;
-        let (mut base, mut bytes) = (0, 0);
-        if let Err(e) = cu!(cuMemGetAddressRange_v2(&mut base, &mut bytes, ptr)) {
+        let (mut base, mut range) = (0, 0);
+        if let Err(e) = cu!(cuMemGetAddressRange_v2(&mut base, &mut range, ptr)) {
             cu_drop!(cuIpcCloseMemHandle(ptr));
             return Err(e);
         }
+        // The bytes from the opened address to the end of the allocation it lies in.
+        let bytes = (base + range as CUdeviceptr).saturating_sub(ptr) as usize;
         Ok(IpcMemory { ptr, bytes })
     }
 }
@@ -114,7 +116,8 @@ impl IpcMemory {
         self.ptr
     }
 
-    /// The size of the exported allocation in bytes.
+    /// The bytes addressable from [`IpcMemory::ptr`] (to the end of the exported allocation,
+    /// which the driver may have rounded up).
     pub fn len(&self) -> usize {
         self.bytes
     }
