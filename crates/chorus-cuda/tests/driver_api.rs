@@ -179,12 +179,12 @@ fn lto_ir_goes_to_the_linker_and_its_answer_is_reported() {
         });
         match linked {
             Ok(image) => run_linked(&image.cubin, 1000),
+            // On the H200 (driver 580, CUDA 13.0) cuLinkAddData answers
+            // CUDA_ERROR_JIT_COMPILER_NOT_FOUND: the driver links only pre-12.0 LTO-IR, through
+            // an NVVM library the driver install lacks.
             Err(e) => {
                 eprintln!("the driver's linker refuses CUDA 12+ LTO-IR: {e}");
-                assert!(
-                    matches!(e, driver::Error::Link { .. } | driver::Error::Driver { .. }),
-                    "{e:?}"
-                );
+                assert!(matches!(e, driver::Error::Link { .. }), "{e:?}");
                 Ok(())
             }
         }
@@ -735,7 +735,9 @@ fn a_child_process_is_checkpointed_and_restored() {
         let mut ready = false;
         for line in lines.by_ref() {
             let line = line.map_err(|e| io_error("the child's output", e))?;
-            if line.trim() == "READY" {
+            // The test harness prints "test checkpoint_child_side ... " before the test's own
+            // output, on the same line.
+            if line.trim_end().ends_with("READY") {
                 ready = true;
                 break;
             }
@@ -762,7 +764,7 @@ fn a_child_process_is_checkpointed_and_restored() {
         let mut stdin = process.stdin.take().unwrap();
         writeln!(stdin, "GO").map_err(|e| io_error("the child's input", e))?;
         drop(stdin);
-        let verified = lines.any(|l| l.is_ok_and(|l| l.trim() == "VERIFIED"));
+        let verified = lines.any(|l| l.is_ok_and(|l| l.trim_end().ends_with("VERIFIED")));
         let status = process
             .wait()
             .map_err(|e| io_error("waiting for the child", e))?;

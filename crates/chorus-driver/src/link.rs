@@ -120,8 +120,16 @@ pub struct Linker {
     // stay where the driver was told they are.
     info_log: Box<[u8]>,
     error_log: Box<[u8]>,
+    // The JIT options: the driver writes output options (the logs' used sizes) back into
+    // `values` until the state is destroyed, so they live as long as it does.
+    _keys: Box<[CUjit_option]>,
+    _values: Box<[*mut c_void]>,
     inputs: usize,
 }
+
+// SAFETY: the link state and the buffers the driver writes are owned by this value and used
+// only through `&mut self` or by value.
+unsafe impl Send for Linker {}
 
 /// The text of a NUL-padded log buffer.
 fn log_text(buffer: &[u8]) -> String {
@@ -182,6 +190,8 @@ impl Linker {
             keys.push(CUjit_option::CU_JIT_LTO);
             values.push(int(1));
         }
+        let mut keys = keys.into_boxed_slice();
+        let mut values = values.into_boxed_slice();
         let mut raw = std::ptr::null_mut();
         cu!(cuLinkCreate_v2(
             keys.len() as u32,
@@ -193,6 +203,8 @@ impl Linker {
             raw,
             info_log,
             error_log,
+            _keys: keys,
+            _values: values,
             inputs: 0,
         })
     }
