@@ -647,6 +647,7 @@ fn ipc_child_side() {
 // ---------------------------------------------------------------------------------------
 // External memory and semaphores.
 
+#[cfg(unix)]
 #[test]
 fn exported_memory_imports_as_external_memory() {
     on_gpu("external memory", |ctx| {
