@@ -17,6 +17,14 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys::CUresult;
 
 const FEATURE: &str = "checkpoint and restore";
+const ENTRY_POINTS: &[&str] = &[
+    "cuCheckpointProcessGetState",
+    "cuCheckpointProcessLock",
+    "cuCheckpointProcessCheckpoint",
+    "cuCheckpointProcessRestore",
+    "cuCheckpointProcessUnlock",
+    "cuCheckpointProcessGetRestoreThreadId",
+];
 
 /// Where a CUDA process is in checkpointing (`CUprocessState`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,7 +95,7 @@ fn check_pid(pid: u32) -> Result<i32> {
 pub fn process_state(pid: u32) -> Result<ProcessState> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<GetState>(FEATURE, "cuCheckpointProcessGetState") }?;
+    let f = unsafe { symbol::<GetState>(FEATURE, ENTRY_POINTS, "cuCheckpointProcessGetState") }?;
     let mut state = 0;
     // SAFETY: the function writes one enum value.
     crate::call::check("cuCheckpointProcessGetState", unsafe { f(pid, &mut state) })?;
@@ -99,7 +107,7 @@ pub fn process_state(pid: u32) -> Result<ProcessState> {
 pub fn lock_process(pid: u32, timeout_ms: u32) -> Result<()> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<Lock>(FEATURE, "cuCheckpointProcessLock") }?;
+    let f = unsafe { symbol::<Lock>(FEATURE, ENTRY_POINTS, "cuCheckpointProcessLock") }?;
     let mut args = LockArgs {
         timeout_ms,
         reserved0: 0,
@@ -114,7 +122,7 @@ pub fn lock_process(pid: u32, timeout_ms: u32) -> Result<()> {
 pub fn checkpoint_process(pid: u32) -> Result<()> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<Reserved>(FEATURE, "cuCheckpointProcessCheckpoint") }?;
+    let f = unsafe { symbol::<Reserved>(FEATURE, ENTRY_POINTS, "cuCheckpointProcessCheckpoint") }?;
     let mut args = ReservedArgs { reserved: [0; 8] };
     // SAFETY: as in `lock_process`.
     crate::call::check("cuCheckpointProcessCheckpoint", unsafe {
@@ -126,7 +134,7 @@ pub fn checkpoint_process(pid: u32) -> Result<()> {
 pub fn restore_process(pid: u32) -> Result<()> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<Restore>(FEATURE, "cuCheckpointProcessRestore") }?;
+    let f = unsafe { symbol::<Restore>(FEATURE, ENTRY_POINTS, "cuCheckpointProcessRestore") }?;
     let mut args = RestoreArgs {
         gpu_pairs: std::ptr::null_mut(),
         gpu_pairs_count: 0,
@@ -141,7 +149,7 @@ pub fn restore_process(pid: u32) -> Result<()> {
 pub fn unlock_process(pid: u32) -> Result<()> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<Reserved>(FEATURE, "cuCheckpointProcessUnlock") }?;
+    let f = unsafe { symbol::<Reserved>(FEATURE, ENTRY_POINTS, "cuCheckpointProcessUnlock") }?;
     let mut args = ReservedArgs { reserved: [0; 8] };
     // SAFETY: as in `lock_process`.
     crate::call::check("cuCheckpointProcessUnlock", unsafe { f(pid, &mut args) })
@@ -153,7 +161,13 @@ pub fn unlock_process(pid: u32) -> Result<()> {
 pub fn restore_thread_id(pid: u32) -> Result<u32> {
     let pid = check_pid(pid)?;
     // SAFETY: the type is the entry point's C signature.
-    let f = unsafe { symbol::<RestoreThread>(FEATURE, "cuCheckpointProcessGetRestoreThreadId") }?;
+    let f = unsafe {
+        symbol::<RestoreThread>(
+            FEATURE,
+            ENTRY_POINTS,
+            "cuCheckpointProcessGetRestoreThreadId",
+        )
+    }?;
     let mut tid = 0;
     // SAFETY: the function writes one int.
     crate::call::check("cuCheckpointProcessGetRestoreThreadId", unsafe {

@@ -45,7 +45,7 @@ fn missing(symbols: &[&'static str]) -> Vec<&'static str> {
 
 /// The driver loads (else [`Error::SdkNotFound`]) and has every one of `symbols` (else
 /// [`Error::Unsupported`] for `feature`, naming the missing ones and the driver's CUDA
-/// version). Answered once per feature.
+/// version). Answered once per feature: every call for one feature passes the same list.
 pub(crate) fn require(feature: &'static str, symbols: &[&'static str]) -> Result<()> {
     static KNOWN: Mutex<Option<HashMap<&'static str, Option<String>>>> = Mutex::new(None);
     ensure_driver()?;
@@ -71,14 +71,19 @@ pub(crate) fn require(feature: &'static str, symbols: &[&'static str]) -> Result
     }
 }
 
-/// The address of the driver's entry point `name`, as a function pointer of type `F`, for
-/// entry points cudarc has no binding of; [`Error::Unsupported`] for `feature` when absent.
+/// The address of the driver's entry point `name`, one of `feature`'s `entry_points` (all
+/// of which are [required](require)), as a function pointer of type `F`, for entry points
+/// cudarc has no binding of; [`Error::Unsupported`] for `feature` when absent.
 ///
 /// # Safety
 ///
 /// `F` must be an `unsafe extern "C" fn` type with the entry point's exact C signature.
-pub(crate) unsafe fn symbol<F: Copy>(feature: &'static str, name: &'static str) -> Result<F> {
-    require(feature, &[name])?;
+pub(crate) unsafe fn symbol<F: Copy>(
+    feature: &'static str,
+    entry_points: &[&'static str],
+    name: &'static str,
+) -> Result<F> {
+    require(feature, entry_points)?;
     let library = driver_library().ok_or_else(|| Error::Unsupported {
         feature,
         reason: "the driver library could not be reopened".into(),
@@ -106,7 +111,8 @@ mod tests {
             Err(Error::SdkNotFound { .. })
         ));
         // SAFETY: never called: the lookup fails first.
-        let lookup = unsafe { symbol::<unsafe extern "C" fn()>("checkpoints", "cuInit") };
+        let lookup =
+            unsafe { symbol::<unsafe extern "C" fn()>("checkpoints", &["cuInit"], "cuInit") };
         assert!(matches!(lookup, Err(Error::SdkNotFound { .. })));
     }
 

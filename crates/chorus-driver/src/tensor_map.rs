@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUdeviceptr};
 
 const FEATURE: &str = "tensor maps";
+const ENTRY_POINTS: &[&str] = &["cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"];
 
 /// The element type of a tensor (`CUtensorMapDataType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -398,7 +399,7 @@ impl TensorMap {
     /// tensor `layout` describes (`cuTensorMapEncodeTiled`). Needs compute capability 9.0.
     pub fn encode_tiled(layout: &TensorLayout, box_dims: &[u32]) -> Result<TensorMap> {
         validate_tiled(layout, box_dims)?;
-        require(FEATURE, &["cuTensorMapEncodeTiled"])?;
+        require(FEATURE, ENTRY_POINTS)?;
         let element_strides = layout.element_strides();
         let mut map = TensorMap::zeroed();
         cu!(cuTensorMapEncodeTiled(
@@ -423,7 +424,7 @@ impl TensorMap {
     pub fn encode_im2col(layout: &TensorLayout, im2col: &Im2colBox) -> Result<TensorMap> {
         layout.validate(3)?;
         im2col.validate(layout)?;
-        require(FEATURE, &["cuTensorMapEncodeIm2col"])?;
+        require(FEATURE, ENTRY_POINTS)?;
         let element_strides = layout.element_strides();
         let mut map = TensorMap::zeroed();
         cu!(cuTensorMapEncodeIm2col(
