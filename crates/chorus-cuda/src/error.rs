@@ -136,6 +136,29 @@ pub enum Error {
     /// [`crate::Context`].
     #[error("no current CUDA context (call it inside with_cuda or while a Context is current)")]
     NoContext,
+    /// A driver feature that this driver or device does not offer (green contexts before CUDA
+    /// 12.4, checkpointing before 12.8, memory pools on a device without them).
+    #[error("{feature} is not supported here: {reason}")]
+    Unsupported {
+        /// The feature (`green contexts`).
+        feature: &'static str,
+        /// Why not (the entry points the driver lacks, the device attribute that says no).
+        reason: String,
+    },
+    /// The JIT linker (`cuLinkAddData`, `cuLinkComplete`) failed; `log` is its error log.
+    #[error("{call} failed: {name} ({code}): {message}\n{log}")]
+    Link {
+        /// The driver entry point.
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// Its name (`CUDA_ERROR_INVALID_IMAGE`).
+        name: String,
+        /// The driver's description of it.
+        message: String,
+        /// The linker's error log (unresolved symbols, bad inputs).
+        log: String,
+    },
 }
 
 impl Error {
@@ -154,7 +177,7 @@ impl Error {
 
     /// True for [`Error::Driver`] with the given `CUresult` name.
     pub fn is_driver_error(&self, cu_name: &str) -> bool {
-        matches!(self, Error::Driver { name, .. } if name == cu_name)
+        matches!(self, Error::Driver { name, .. } | Error::Link { name, .. } if name == cu_name)
     }
 
     /// True for a driver error that leaves its context unusable: a kernel faulted (see
@@ -192,6 +215,20 @@ impl From<chorus_driver::Error> for Error {
             Driver::InvalidArgument(what) => Error::InvalidArgument(what),
             Driver::IndexOutOfRange { index, len } => Error::IndexOutOfRange { index, len },
             Driver::NoContext => Error::NoContext,
+            Driver::Unsupported { feature, reason } => Error::Unsupported { feature, reason },
+            Driver::Link {
+                call,
+                code,
+                name,
+                message,
+                log,
+            } => Error::Link {
+                call,
+                code,
+                name,
+                message,
+                log,
+            },
         }
     }
 }
@@ -223,6 +260,17 @@ mod tests {
             chorus_driver::Error::InvalidArgument("cannot allocate 0 bytes".into()),
             chorus_driver::Error::IndexOutOfRange { index: 4, len: 2 },
             chorus_driver::Error::NoContext,
+            chorus_driver::Error::Unsupported {
+                feature: "green contexts",
+                reason: "the driver lacks cuGreenCtxCreate".into(),
+            },
+            chorus_driver::Error::Link {
+                call: "cuLinkComplete",
+                code: 218,
+                name: "CUDA_ERROR_INVALID_PTX".into(),
+                message: "a PTX JIT compilation failed".into(),
+                log: "error   : Undefined reference to 'scale'".into(),
+            },
         ];
         for driver in cases {
             let text = driver.to_string();
@@ -247,6 +295,11 @@ mod tests {
                         Error::IndexOutOfRange { .. }
                     )
                     | (chorus_driver::Error::NoContext, Error::NoContext)
+                    | (
+                        chorus_driver::Error::Unsupported { .. },
+                        Error::Unsupported { .. }
+                    )
+                    | (chorus_driver::Error::Link { .. }, Error::Link { .. })
             );
             assert!(same_variant, "{driver:?} became {cuda:?}");
         }

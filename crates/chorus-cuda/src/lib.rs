@@ -15,6 +15,7 @@
 //! | [`sys`] | the raw driver API (cudarc's bindings; call [`ensure_driver`] first) |
 //! | [`driver`] | the driver layer: [`with_cuda`], [`Context`], [`MemoryBlock`], [`Stream`], … |
 //! | [`compile`] | NVRTC and nvcc through the [`cache`]; PTX or cubin |
+//! | nvrtc | [`nvrtc_compile`]; [`nvrtc_compile_relocatable`] for separate compilation (`-rdc`, `-dlto`) |
 //! | module | [`Module`], [`Function`] (attributes, occupancy) |
 //! | launch | [`launch`], [`launch_unchecked`], [`LaunchConfig`], [`KernelArg`] |
 //! | [`testing`] | skipping (or failing) GPU tests where there is no GPU |
@@ -65,7 +66,7 @@ pub use nvcc::{
     find_nvcc, find_nvcc_with, is_arch_option, nvcc_arch_option, nvcc_available, nvcc_compile,
     nvcc_compile_with, nvcc_version, with_arch_option,
 };
-pub use nvrtc::{nvrtc_compile, nvrtc_version};
+pub use nvrtc::{RelocatableOutput, nvrtc_compile, nvrtc_compile_relocatable, nvrtc_version};
 pub use nvrtc_loader::nvrtc_available;
 pub use program::Program;
 pub use settings::{

@@ -80,6 +80,82 @@ pub fn nvrtc_compile(
     kind: ImageKind,
     options: &[String],
 ) -> Result<Vec<u8>> {
+    let program = compile_program(source, name, options)?;
+    match kind {
+        ImageKind::Ptx => program_output(&program, Output::Ptx),
+        ImageKind::Cubin => program_output(&program, Output::Cubin),
+    }
+}
+
+/// What [`nvrtc_compile_relocatable`] produces: an input of the driver's linker
+/// (`chorus_driver::Linker`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RelocatableOutput {
+    /// Relocatable PTX (`-rdc=true`), JIT-compiled by the linker.
+    Ptx,
+    /// A relocatable cubin (`-rdc=true`) for the architecture.
+    Cubin,
+    /// LTO-IR (`-rdc=true -dlto`), for link-time optimization (see `chorus_driver::Linker`
+    /// for what the driver's linker accepts).
+    LtoIr,
+}
+
+impl RelocatableOutput {
+    /// The linker input kind of this output.
+    pub fn link_input_kind(self) -> chorus_driver::LinkInputKind {
+        match self {
+            RelocatableOutput::Ptx => chorus_driver::LinkInputKind::Ptx,
+            RelocatableOutput::Cubin => chorus_driver::LinkInputKind::Cubin,
+            RelocatableOutput::LtoIr => chorus_driver::LinkInputKind::LtoIr,
+        }
+    }
+
+    /// The options that make NVRTC emit it.
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            RelocatableOutput::Ptx | RelocatableOutput::Cubin => &["-rdc=true"],
+            RelocatableOutput::LtoIr => &["-rdc=true", "-dlto"],
+        }
+    }
+}
+
+/// Compiles CUDA C `source` with NVRTC into relocatable device code for architecture `arch`
+/// (separate compilation: `extern __device__` functions may be defined by another input of
+/// the same link). `user` options are added to NVRTC's usual ones
+/// ([`nvrtc_options`]: C++17, the architecture, the toolkit's headers). The result is not
+/// cached: it is linked, not loaded.
+pub fn nvrtc_compile_relocatable(
+    source: &str,
+    name: &str,
+    output: RelocatableOutput,
+    arch: (u32, u32),
+    user: &[String],
+) -> Result<Vec<u8>> {
+    let mut options = nvrtc_options(arch, user);
+    for option in output.options() {
+        if !options.iter().any(|o| o == option) {
+            options.push((*option).to_owned());
+        }
+    }
+    let program = compile_program(source, name, &options)?;
+    match output {
+        RelocatableOutput::Ptx => program_output(&program, Output::Ptx),
+        RelocatableOutput::Cubin => program_output(&program, Output::Cubin),
+        RelocatableOutput::LtoIr => program_output(&program, Output::LtoIr),
+    }
+}
+
+/// What to take out of a compiled program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    Ptx,
+    Cubin,
+    LtoIr,
+}
+
+/// Creates and compiles a program with exactly `options`; on failure the error has NVRTC's log
+/// and the source lines it points at.
+fn compile_program(source: &str, name: &str, options: &[String]) -> Result<Program> {
     ensure_nvrtc()?;
     let src = CString::new(source)
         .map_err(|_| Error::InvalidArgument("kernel source contains NUL".into()))?;
@@ -117,12 +193,17 @@ pub fn nvrtc_compile(
         }
         return Err(compile_error("nvrtc", name, &file_name, &log, source));
     }
+    Ok(program)
+}
+
+/// The `output` of a compiled program.
+fn program_output(program: &Program, output: Output) -> Result<Vec<u8>> {
     let mut size = 0;
     let mut image;
     // SAFETY: the program compiled; each Get writes `size` bytes into a buffer of that size.
     unsafe {
-        match kind {
-            ImageKind::Ptx => {
+        match output {
+            Output::Ptx => {
                 check(
                     "nvrtcGetPTXSize",
                     sys::nvrtcGetPTXSize(program.0, &mut size),
@@ -133,7 +214,7 @@ pub fn nvrtc_compile(
                     sys::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()),
                 )?;
             }
-            ImageKind::Cubin => {
+            Output::Cubin => {
                 check(
                     "nvrtcGetCUBINSize",
                     sys::nvrtcGetCUBINSize(program.0, &mut size),
@@ -144,9 +225,20 @@ pub fn nvrtc_compile(
                     sys::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()),
                 )?;
             }
+            Output::LtoIr => {
+                check(
+                    "nvrtcGetLTOIRSize",
+                    sys::nvrtcGetLTOIRSize(program.0, &mut size),
+                )?;
+                image = vec![0u8; size];
+                check(
+                    "nvrtcGetLTOIR",
+                    sys::nvrtcGetLTOIR(program.0, image.as_mut_ptr().cast()),
+                )?;
+            }
         }
     }
-    if kind == ImageKind::Ptx {
+    if output == Output::Ptx {
         // PTX comes NUL-terminated; the image is the text.
         while image.last() == Some(&0) {
             image.pop();

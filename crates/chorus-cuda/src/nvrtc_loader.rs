@@ -25,6 +25,8 @@ const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcGetPTX",
     "nvrtcGetCUBINSize",
     "nvrtcGetCUBIN",
+    "nvrtcGetLTOIRSize",
+    "nvrtcGetLTOIR",
     "nvrtcGetErrorString",
 ];
 

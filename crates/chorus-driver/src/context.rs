@@ -261,16 +261,22 @@ pub fn on_context_release(hook: ReleaseHook) {
         .push(hook);
 }
 
+/// Runs the [release hooks](on_context_release) for `raw`, which is about to be destroyed (a
+/// [`Context`] or a green context's).
+pub(crate) fn run_release_hooks(raw: sys::CUcontext) {
+    // Copied out so that a hook may register another without deadlocking.
+    let hooks = RELEASE_HOOKS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    for hook in hooks {
+        hook(raw);
+    }
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
-        // Copied out so that a hook may register another without deadlocking.
-        let hooks = RELEASE_HOOKS
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        for hook in hooks {
-            hook(self.raw);
-        }
+        run_release_hooks(self.raw);
         match self.ownership {
             Ownership::Created => cu_drop!(cuCtxDestroy_v2(self.raw)),
             Ownership::Primary => {

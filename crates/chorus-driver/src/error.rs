@@ -51,12 +51,35 @@ pub enum Error {
     /// [`crate::Context`].
     #[error("no current CUDA context (call it inside with_cuda or while a Context is current)")]
     NoContext,
+    /// A driver feature that this driver or device does not offer (green contexts before CUDA
+    /// 12.4, checkpointing before 12.8, memory pools on a device without them).
+    #[error("{feature} is not supported here: {reason}")]
+    Unsupported {
+        /// The feature (`green contexts`).
+        feature: &'static str,
+        /// Why not (the entry points the driver lacks, the device attribute that says no).
+        reason: String,
+    },
+    /// The JIT linker (`cuLinkAddData`, `cuLinkComplete`) failed; `log` is its error log.
+    #[error("{call} failed: {name} ({code}): {message}\n{log}")]
+    Link {
+        /// The driver entry point.
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// Its name (`CUDA_ERROR_INVALID_IMAGE`).
+        name: String,
+        /// The driver's description of it.
+        message: String,
+        /// The linker's error log (unresolved symbols, bad inputs).
+        log: String,
+    },
 }
 
 impl Error {
     /// True for [`Error::Driver`] with the given `CUresult` name.
     pub fn is_driver_error(&self, cu_name: &str) -> bool {
-        matches!(self, Error::Driver { name, .. } if name == cu_name)
+        matches!(self, Error::Driver { name, .. } | Error::Link { name, .. } if name == cu_name)
     }
 
     /// True for a driver error that leaves its context unusable (CUDA's "sticky" errors: a
@@ -126,6 +149,26 @@ mod tests {
         assert_eq!(
             Error::IndexOutOfRange { index: 5, len: 3 }.to_string(),
             "index 5 out of range for a memory block of 3 elements"
+        );
+        let unsupported = Error::Unsupported {
+            feature: "green contexts",
+            reason: "the driver lacks cuGreenCtxCreate".into(),
+        };
+        assert_eq!(
+            unsupported.to_string(),
+            "green contexts is not supported here: the driver lacks cuGreenCtxCreate"
+        );
+        let link = Error::Link {
+            call: "cuLinkComplete",
+            code: 218,
+            name: "CUDA_ERROR_INVALID_PTX".into(),
+            message: "a PTX JIT compilation failed".into(),
+            log: "error   : Undefined reference to 'scale'".into(),
+        };
+        assert!(link.is_driver_error("CUDA_ERROR_INVALID_PTX"));
+        assert!(
+            link.to_string()
+                .ends_with("\nerror   : Undefined reference to 'scale'")
         );
     }
 }

@@ -18,6 +18,17 @@
 //! | memory | [`MemoryBlock`], pinned and managed blocks, raw memory, memset, device copies |
 //! | stream | [`Stream`], [`with_stream`], [`Event`], [`Timer`], [`Graph`] |
 //! | view | [`DeviceSlice`], [`DeviceSliceMut`]: typed device memory with a length, for libraries |
+//! | link | [`Linker`]: separate compilation, relocatable inputs linked into one cubin |
+//! | vmm | [`VirtualRange`], [`PhysicalMemory`], [`Mapping`], [`GrowableBuffer`] |
+//! | pool | [`MemoryPool`], [`StreamAllocation`]: stream-ordered allocation |
+//! | tensor_map | [`TensorMap`]: tiled and im2col maps for Hopper's bulk tensor copies |
+//! | green | [`GreenContext`], [`SmResource`]: SM partitions |
+//! | ipc | [`IpcMemHandle`], [`IpcEventHandle`]: memory and events between processes |
+//! | external | [`ExternalMemory`], [`ExternalSemaphore`]: imports from file descriptors (Unix) |
+//! | checkpoint | [`lock_process`], [`checkpoint_process`], [`restore_process`], [`unlock_process`] |
+//!
+//! Features built on entry points newer than every supported driver's (green contexts,
+//! checkpointing) answer [`Error::Unsupported`] on a driver without them.
 //!
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
@@ -27,15 +38,25 @@
 pub use cudarc::driver::sys;
 
 mod call;
+mod checkpoint;
 mod context;
+mod entry;
 mod error;
+#[cfg(unix)]
+mod external;
+mod green;
+mod ipc;
+mod link;
 pub mod loader;
 mod memory;
 mod messages;
 pub mod search;
+mod pool;
 mod stream;
+mod tensor_map;
 pub mod toolkit;
 mod view;
+mod vmm;
 
 pub use call::{check, driver_version, ensure_driver, error_text, sdk_not_found};
 pub use context::{
@@ -53,3 +74,22 @@ pub use memory::{
 pub use messages::set_show_messages;
 pub use stream::{Event, Graph, GraphExec, Stream, Timer, current_stream, with_stream};
 pub use view::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
+
+pub use checkpoint::{
+    ProcessState, checkpoint_process, lock_process, process_state, restore_process,
+    restore_thread_id, unlock_process,
+};
+#[cfg(unix)]
+pub use external::{ExternalBuffer, ExternalMemory, ExternalSemaphore, SemaphoreFdKind};
+pub use green::{GreenContext, SmResource};
+pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
+pub use link::{LinkInputKind, LinkOptions, LinkedImage, Linker};
+pub use pool::{MemoryPool, PoolUsage, StreamAllocation};
+pub use tensor_map::{
+    Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
+    TensorOobFill, TensorSwizzle,
+};
+pub use vmm::{
+    GrowableBuffer, Mapping, PhysicalMemory, Shareable, VirtualRange, allocation_granularity,
+    round_up_to_granularity,
+};

@@ -185,16 +185,7 @@ pub fn preload(file_names: &[String], dirs: &[PathBuf]) -> Option<PathBuf> {
 
 /// The symbols of `symbols` the library lacks.
 fn missing_symbols(file_names: &[String], path: Option<&Path>, symbols: &[&str]) -> Vec<String> {
-    let lib = match path {
-        // SAFETY: the library is already loaded (by our preload); this opens another
-        // reference to it, running no initialiser again.
-        Some(p) => unsafe { Library::new(p) }.ok(),
-        None => file_names.iter().find_map(|n| {
-            // SAFETY: as above: the system loader found it under one of these names.
-            unsafe { Library::new(n) }.ok()
-        }),
-    };
-    let Some(lib) = lib else {
+    let Some(lib) = reopen(file_names, path) else {
         return vec!["(could not reopen the library)".into()];
     };
     symbols
@@ -205,6 +196,19 @@ fn missing_symbols(file_names: &[String], path: Option<&Path>, symbols: &[&str])
         })
         .map(|s| (*s).to_owned())
         .collect()
+}
+
+/// Another reference to a library already loaded from `path`, or by one of `file_names`.
+pub(crate) fn reopen(file_names: &[String], path: Option<&Path>) -> Option<Library> {
+    match path {
+        // SAFETY: the library is already loaded (by our preload); this opens another
+        // reference to it, running no initialiser again.
+        Some(p) => unsafe { Library::new(p) }.ok(),
+        None => file_names.iter().find_map(|n| {
+            // SAFETY: as above: the system loader found it under one of these names.
+            unsafe { Library::new(n) }.ok()
+        }),
+    }
 }
 
 /// The system's library directories, where a driver lives when the system loader's cache does

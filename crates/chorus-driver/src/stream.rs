@@ -40,6 +40,12 @@ impl Stream {
         self.raw
     }
 
+    /// Takes ownership of a stream made by another entry point (a green context's), destroyed
+    /// on drop.
+    pub(crate) fn from_owned_raw(raw: CUstream) -> Stream {
+        Stream { raw, owned: true }
+    }
+
     /// Waits until every task of the stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         cu!(cuStreamSynchronize(self.raw))
@@ -115,6 +121,12 @@ impl Event {
         let mut raw = std::ptr::null_mut();
         cu!(cuEventCreate(&mut raw, flags))?;
         Ok(Event { raw })
+    }
+
+    /// Takes ownership of an event made by another entry point (an opened IPC handle),
+    /// destroyed on drop.
+    pub(crate) fn from_owned_raw(raw: sys::CUevent) -> Event {
+        Event { raw }
     }
 
     /// Records the event on `stream`.

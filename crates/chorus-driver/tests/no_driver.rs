@@ -66,3 +66,56 @@ fn every_driver_entry_point_is_sdk_not_found() {
     assert_eq!(current_context(), None);
     assert_eq!(current_compute_capability(), None);
 }
+
+#[test]
+fn every_extended_driver_entry_point_is_sdk_not_found() {
+    if !sdk_not_found_or_skip() {
+        return;
+    }
+    assert_sdk_not_found("Linker::new", Linker::new(&LinkOptions::default()));
+    assert_sdk_not_found("allocation_granularity", allocation_granularity(0, false));
+    assert_sdk_not_found("VirtualRange::reserve", VirtualRange::reserve(1 << 21));
+    assert_sdk_not_found(
+        "PhysicalMemory::new",
+        PhysicalMemory::new(1 << 21, Shareable::No),
+    );
+    assert_sdk_not_found("GrowableBuffer::new", GrowableBuffer::new(1 << 26));
+    assert_sdk_not_found("MemoryPool::new", MemoryPool::new(None));
+    assert_sdk_not_found(
+        "MemoryPool::default_for_device",
+        MemoryPool::default_for_device(0),
+    );
+    assert_sdk_not_found(
+        "StreamAllocation::new",
+        StreamAllocation::new(64, &Stream::null()),
+    );
+    let layout = TensorLayout::dense(TensorDataType::F32, 0x1000, &[64, 64]);
+    assert_sdk_not_found(
+        "TensorMap::encode_tiled",
+        TensorMap::encode_tiled(&layout, &[16, 16]),
+    );
+    assert_sdk_not_found("SmResource::of_device", SmResource::of_device(0));
+    assert_sdk_not_found(
+        "IpcEventHandle::interprocess_event",
+        IpcEventHandle::interprocess_event(),
+    );
+    assert_sdk_not_found(
+        "IpcMemHandle::open",
+        IpcMemHandle::from_bytes([0; 64]).open(),
+    );
+    #[cfg(unix)]
+    {
+        let null = std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        assert_sdk_not_found(
+            "ExternalMemory::import_fd",
+            ExternalMemory::import_fd(null, 4096, false),
+        );
+    }
+    let pid = std::process::id();
+    assert_sdk_not_found("process_state", process_state(pid));
+    assert_sdk_not_found("lock_process", lock_process(pid, 0));
+    assert_sdk_not_found("checkpoint_process", checkpoint_process(pid));
+    assert_sdk_not_found("restore_process", restore_process(pid));
+    assert_sdk_not_found("unlock_process", unlock_process(pid));
+    assert_sdk_not_found("restore_thread_id", restore_thread_id(pid));
+}
