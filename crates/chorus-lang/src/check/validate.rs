@@ -274,14 +274,27 @@ impl Validator<'_> {
         }
         let t = self.target;
         if takes_lane_masks(op, args) && t.lane_mask_bits != 32 {
-            return err(
-                &e.span,
-                format!(
-                    "`{name}` works on 32-bit lane masks (`uint`), but the {t} has {}-lane warps \
-                     with {}-bit masks",
-                    t.warp_width, t.lane_mask_bits
-                ),
-            );
+            // Wider waves (AMD CDNA's 64 lanes): a mask operand that is the constant full
+            // 32-bit mask means "the whole warp" and is widened to the whole wave; any other
+            // mask, and a mask as the result, cannot name the wave's lanes in a `uint`.
+            let span = match op {
+                _ if returns_lane_mask(op) => Some(&e.span),
+                _ => args
+                    .first()
+                    .filter(|mask| consts::int_value(mask) != Some(i128::from(u32::MAX)))
+                    .map(|mask| &mask.span),
+            };
+            if let Some(span) = span {
+                return err(
+                    span,
+                    format!(
+                        "`{name}` works on 32-bit lane masks (`uint`), but the {t} has {}-lane \
+                         warps with {}-bit masks; only the constant full mask `(uint -1)` is \
+                         accepted there (it means the whole wave)",
+                        t.warp_width, t.lane_mask_bits
+                    ),
+                );
+            }
         }
         if is_shuffle(op)
             && let Some(width) = args.get(3)
@@ -457,6 +470,15 @@ fn takes_lane_masks(op: Builtin, args: &[Expr]) -> bool {
         | Builtin::WarpReduce(_) => true,
         other => is_shuffle(other),
     }
+}
+
+/// True for the warp operations whose result is a lane mask (`ballot-sync`, `activemask`, the
+/// matches), which a 32-bit `uint` cannot hold on a wider wave.
+fn returns_lane_mask(op: Builtin) -> bool {
+    matches!(
+        op,
+        Builtin::BallotSync | Builtin::ActiveMask | Builtin::MatchAnySync | Builtin::MatchAllSync
+    )
 }
 
 /// The kernel-language name of a built-in (`atomic-add`), for messages.
