@@ -19,6 +19,8 @@
 //! * `__launch_bounds__(N, W)`: HIP's second value is a minimum of waves per execution unit
 //!   (SIMD), derived from the language's minimum of blocks per multiprocessor as
 //!   `ceil(blocks × ceil(N / wave) / 4)` (four SIMDs per compute unit);
+//! * `atomic-min` and `atomic-max` print clang's `__hip_atomic_fetch_min`/`_max` (relaxed,
+//!   device scope), since ROCm 5's `atomicMin`/`atomicMax` have no `long long` overloads;
 //! * `lane-id` masks the linear thread index with the wave's width (63 on 64-lane waves), and
 //!   `warp-size` is HIP's `warpSize`.
 //!
@@ -260,6 +262,22 @@ impl Dialect for Hip {
                      __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"wavefront\"))"
                         .into(),
                 )
+            }
+            // ROCm 5 has no `long long` overloads of atomicMin/atomicMax; clang's HIP
+            // built-ins take every integer type (device scope, relaxed, as CUDA's atomics).
+            "atomicMin" | "atomicMax" => {
+                let [pointer, value] = args else {
+                    return None;
+                };
+                let op = if intrinsic == "atomicMin" {
+                    "min"
+                } else {
+                    "max"
+                };
+                Some(format!(
+                    "__hip_atomic_fetch_{op}({pointer}, {value}, __ATOMIC_RELAXED, \
+                     __HIP_MEMORY_SCOPE_AGENT)"
+                ))
             }
             "__activemask"
             | "__match_any_sync"

@@ -17,7 +17,7 @@ use crate::ir::{
     LocalId, Module, Stmt, StmtKind,
 };
 use crate::span::Span;
-use crate::target::{Capability, Target};
+use crate::target::{Capability, Target, TargetKind};
 use crate::types::{ScalarType, Type, VectorType};
 
 /// Checks that `target` can run `module`: the first feature it lacks or limit it exceeds is an
@@ -295,6 +295,20 @@ impl Validator<'_> {
                     ),
                 );
             }
+        }
+        if is_shuffle(op)
+            && t.kind == TargetKind::Hip
+            && args
+                .get(1)
+                .is_some_and(|v| v.ty == Type::Scalar(ScalarType::Half))
+        {
+            // HIP's `__shfl` family has no `__half` overload (ROCm 5 and 6).
+            return err(
+                &e.span,
+                format!(
+                    "`{name}` on `half` is not available for the {t}: HIP shuffles no `__half`"
+                ),
+            );
         }
         if is_shuffle(op)
             && let Some(width) = args.get(3)
