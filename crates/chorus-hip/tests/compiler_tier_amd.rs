@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The modules each target refuses, by name, with the start of the refusal's message.
 const REFUSED: &[(&str, &str)] = &[
+    ("corpus/atomics_float.lisp", "needs atomics on half"),
     ("corpus/fp8_fp4.lisp", "needs 8-bit floating point"),
     ("corpus/half_bf16.lisp", "needs bfloat16"),
     (

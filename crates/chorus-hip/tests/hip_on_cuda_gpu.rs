@@ -18,6 +18,7 @@ use corpus::Outcome;
 
 /// The corpus cases the HIP targets refuse, with what they lack.
 const REFUSED: &[(&str, &str)] = &[
+    ("atomics_float", "atomics on half"),
     ("curand_normal", "random-number"),
     ("curand_uniform", "random-number"),
     ("fp8_fp4", "8-bit floating point"),
