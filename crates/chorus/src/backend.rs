@@ -213,7 +213,7 @@ mod tests {
         assert!(
             !devices
                 .iter()
-                .any(|d| matches!(d.backend(), Backend::Metal | Backend::Hip))
+                .any(|d| matches!(d.backend(), Backend::Metal))
         );
     }
 }

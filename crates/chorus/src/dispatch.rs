@@ -1,7 +1,7 @@
 //! The registry of backends and devices: which backends this build contains, whether each can
 //! run kernels here, and each device's state, started on first use and kept for the process.
 
-use crate::backends::{cpu, cuda};
+use crate::backends::{cpu, cuda, hip};
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{BackendImpl, BadVariable, DeviceImpl};
 use crate::kind::{Backend, Device};
@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 /// The backends this build contains; every other [`Backend`] is unavailable as not built.
-const BUILT: [&dyn BackendImpl; 2] = [&cuda::Cuda, &cpu::Cpu];
+const BUILT: [&dyn BackendImpl; 3] = [&cuda::Cuda, &hip::Hip, &cpu::Cpu];
 
 /// A probed backend: its devices (each started on first use) and its default device.
 struct BackendState {

@@ -58,6 +58,14 @@ pub enum Error {
         /// The CUDA backend's error.
         source: chorus_cuda::Error,
     },
+    /// An error of the HIP backend (runtime call, hipRTC, out of memory).
+    #[error("HIP{}: {source}", on_device(*.device))]
+    Hip {
+        /// The device the operation ran on, where one was involved.
+        device: Option<Device>,
+        /// The HIP backend's error.
+        source: chorus_hip::Error,
+    },
     /// An error of the CPU executor.
     #[error("CPU executor: {source}")]
     Cpu {
@@ -345,6 +353,9 @@ pub enum Unavailable {
     /// A driver call failed while the backend or device started.
     #[error("{0}")]
     Driver(Arc<chorus_cuda::Error>),
+    /// A HIP runtime call failed while the backend or device started.
+    #[error("{0}")]
+    Hip(Arc<chorus_hip::Error>),
 }
 
 /// What a kernel argument is, as errors report it.

@@ -7,7 +7,7 @@ use std::fmt;
 /// A backend: a kind of device kernels run on.
 ///
 /// Every backend Chorus knows has a name here, built or not: a backend this build does not
-/// contain (Metal and HIP today) is simply unavailable, and [`Backend::availability`] says so.
+/// contain (Metal today) is simply unavailable, and [`Backend::availability`] says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
     /// NVIDIA GPUs through the CUDA driver API ([`crate::cuda`]).
@@ -16,7 +16,7 @@ pub enum Backend {
     Cpu,
     /// Apple silicon through Metal (not in this build).
     Metal,
-    /// AMD GPUs through HIP (not in this build).
+    /// AMD GPUs through HIP (chorus-hip), where ROCm loads and a device exists.
     Hip,
 }
 

@@ -73,6 +73,7 @@ mod backend;
 mod backends {
     pub(crate) mod cpu;
     pub(crate) mod cuda;
+    pub(crate) mod hip;
 }
 mod dispatch;
 mod error;

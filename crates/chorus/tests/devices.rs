@@ -59,11 +59,23 @@ fn every_backends_availability_is_reported_with_its_reason() {
         };
         assert!(backend.devices().is_empty() || backend == Backend::Cuda);
         match backend {
-            Backend::Metal | Backend::Hip => assert!(
+            Backend::Metal => assert!(
                 matches!(
                     &error,
                     Error::BackendUnavailable { backend: b, reason: Unavailable::NotBuilt }
                         if *b == backend
+                ),
+                "{error}"
+            ),
+            // Built: no ROCm (the loader's reason) or ROCm without an AMD device.
+            Backend::Hip => assert!(
+                matches!(
+                    &error,
+                    Error::SdkNotFound { .. }
+                        | Error::BackendUnavailable {
+                            backend: Backend::Hip,
+                            ..
+                        }
                 ),
                 "{error}"
             ),

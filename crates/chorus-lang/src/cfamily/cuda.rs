@@ -636,7 +636,7 @@ impl Dialect for Cuda {
 }
 
 /// The CUDA C spelling of a scalar type.
-fn scalar_name(s: ScalarType) -> &'static str {
+pub(super) fn scalar_name(s: ScalarType) -> &'static str {
     match s {
         ScalarType::Int8 => "signed char",
         ScalarType::UInt8 => "unsigned char",
@@ -657,7 +657,7 @@ fn scalar_name(s: ScalarType) -> &'static str {
 }
 
 /// The constructor of a vector type (`make_float3`, `__halves2half2`).
-fn vector_constructor(vector: VectorType) -> &'static str {
+pub(super) fn vector_constructor(vector: VectorType) -> &'static str {
     match vector {
         VectorType::Int2 => "make_int2",
         VectorType::Int4 => "make_int4",
@@ -686,7 +686,7 @@ fn one(element: ScalarType) -> &'static str {
 
 /// The CUDA C definition of `helper`, named `name`, ending in a newline; `warp` is the warp
 /// width (a power of two).
-fn helper_definition(helper: Helper, name: &str, warp: u32) -> String {
+pub(super) fn helper_definition(helper: Helper, name: &str, warp: u32) -> String {
     const PREFIX: &str = "static __device__ __forceinline__";
     let mut out = String::new();
     let ty = |v: VectorType| match v {

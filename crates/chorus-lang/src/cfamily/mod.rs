@@ -18,6 +18,7 @@
 pub mod cuda;
 mod expr;
 mod helpers;
+pub mod hip;
 pub mod names;
 mod printer;
 
@@ -246,9 +247,11 @@ pub fn print_for_target(
     options: &PrintOptions,
 ) -> Result<PrintedModule> {
     crate::check::validate(module, target)?;
-    let dialect: &(dyn Dialect + Sync) = match target.kind {
-        TargetKind::Cuda => &cuda::Cuda,
-        TargetKind::Hip | TargetKind::Metal | TargetKind::Cpu => {
+    let hip = hip::Hip::for_target(target);
+    let dialect: &(dyn Dialect + Sync) = match (target.kind, &hip) {
+        (TargetKind::Cuda, _) => &cuda::Cuda,
+        (TargetKind::Hip, Some(hip)) => hip,
+        (TargetKind::Hip | TargetKind::Metal | TargetKind::Cpu, _) => {
             let span = module
                 .functions
                 .first()

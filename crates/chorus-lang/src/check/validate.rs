@@ -17,7 +17,7 @@ use crate::ir::{
     LocalId, Module, Stmt, StmtKind,
 };
 use crate::span::Span;
-use crate::target::{Capability, Target};
+use crate::target::{Capability, Target, TargetKind};
 use crate::types::{ScalarType, Type, VectorType};
 
 /// Checks that `target` can run `module`: the first feature it lacks or limit it exceeds is an
@@ -274,12 +274,39 @@ impl Validator<'_> {
         }
         let t = self.target;
         if takes_lane_masks(op, args) && t.lane_mask_bits != 32 {
+            // Wider waves (AMD CDNA's 64 lanes): a mask operand that is the constant full
+            // 32-bit mask means "the whole warp" and is widened to the whole wave; any other
+            // mask, and a mask as the result, cannot name the wave's lanes in a `uint`.
+            let span = match op {
+                _ if returns_lane_mask(op) => Some(&e.span),
+                _ => args
+                    .first()
+                    .filter(|mask| consts::int_value(mask) != Some(i128::from(u32::MAX)))
+                    .map(|mask| &mask.span),
+            };
+            if let Some(span) = span {
+                return err(
+                    span,
+                    format!(
+                        "`{name}` works on 32-bit lane masks (`uint`), but the {t} has {}-lane \
+                         warps with {}-bit masks; only the constant full mask `(uint -1)` is \
+                         accepted there (it means the whole wave)",
+                        t.warp_width, t.lane_mask_bits
+                    ),
+                );
+            }
+        }
+        if is_shuffle(op)
+            && t.kind == TargetKind::Hip
+            && args
+                .get(1)
+                .is_some_and(|v| v.ty == Type::Scalar(ScalarType::Half))
+        {
+            // HIP's `__shfl` family has no `__half` overload (ROCm 5 and 6).
             return err(
                 &e.span,
                 format!(
-                    "`{name}` works on 32-bit lane masks (`uint`), but the {t} has {}-lane warps \
-                     with {}-bit masks",
-                    t.warp_width, t.lane_mask_bits
+                    "`{name}` on `half` is not available for the {t}: HIP shuffles no `__half`"
                 ),
             );
         }
@@ -457,6 +484,15 @@ fn takes_lane_masks(op: Builtin, args: &[Expr]) -> bool {
         | Builtin::WarpReduce(_) => true,
         other => is_shuffle(other),
     }
+}
+
+/// True for the warp operations whose result is a lane mask (`ballot-sync`, `activemask`, the
+/// matches), which a 32-bit `uint` cannot hold on a wider wave.
+fn returns_lane_mask(op: Builtin) -> bool {
+    matches!(
+        op,
+        Builtin::BallotSync | Builtin::ActiveMask | Builtin::MatchAnySync | Builtin::MatchAllSync
+    )
 }
 
 /// The kernel-language name of a built-in (`atomic-add`), for messages.

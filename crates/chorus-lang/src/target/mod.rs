@@ -194,24 +194,28 @@ impl Target {
     /// Limits: 64 KiB of LDS per workgroup (160 KiB on gfx950; CDNA3/CDNA4 ISA guides and
     /// `hipDeviceProp_t::sharedMemPerBlock`), 1024 threads per block, and 4 KiB of kernel
     /// arguments, the portable limit HIP documents for `hipLaunchKernel` arguments.
+    ///
+    /// Capabilities are what the HIP dialect ([`crate::cfamily::hip`]) prints for every ROCm
+    /// from 5.2 (Debian 12's, the compiler tier's) on: not `bfloat16`, `fp8`, `fp4`, warp
+    /// matches and the device random-number library, which need ROCm 6 headers
+    /// (`amd_hip_bf16.h`, `amd_hip_fp8.h`, the `*_sync` warp built-ins) or hipRAND; nor
+    /// clusters, inline CUDA C/PTX, 16-bit and half atomics and warp reductions, which HIP has
+    /// not. On 64-lane waves the 32-bit lane masks of the language are limited to the full
+    /// mask (see [`crate::cfamily::hip`]).
     pub fn hip(arch: &str) -> Option<Target> {
         use Capability::*;
-        let (wave64, lds_kib, fp8, fp4) = match arch {
-            "gfx90a" => (true, 64, false, false),
-            "gfx942" => (true, 64, true, false),
-            "gfx950" => (true, 160, true, true),
-            "gfx1030" | "gfx1100" => (false, 64, false, false),
-            "gfx1200" | "gfx1201" => (false, 64, true, false),
+        let (wave64, lds_kib) = match arch {
+            "gfx90a" | "gfx942" => (true, 64),
+            "gfx950" => (true, 160),
+            "gfx1030" | "gfx1100" | "gfx1200" | "gfx1201" => (false, 64),
             _ => return None,
         };
         let capabilities = Capabilities::of(&[
             Float64,
             Float16,
-            BFloat16,
             Atomic64,
             FloatAtomics,
             DoubleAtomics,
-            DeviceRandom,
             Printf,
             ManagedMemory,
             DeviceGlobals,
@@ -221,13 +225,10 @@ impl Target {
             LaunchMinBlocks,
             WarpShuffle,
             WarpVote,
-            WarpMatch,
             WarpSync,
             SystemFence,
             Recursion,
-        ])
-        .with_if(Fp8, fp8)
-        .with_if(Fp4, fp4);
+        ]);
         let lanes = if wave64 { 64 } else { 32 };
         Some(Target {
             kind: TargetKind::Hip,
