@@ -625,6 +625,49 @@ fn build() -> Table {
         "curand-normal-double-xorwow",
         vec![sig(Builtin::CurandNormal, &[state], s(Double))],
     );
+
+    // Textures and surfaces (`check/texture.rs` reads the element type written in the call and
+    // picks among these by result type; surface coordinates are ints, `x` in bytes).
+    let elements = &super::texture::ELEMENT_TYPES;
+    let tex = Type::TextureObject;
+    add(
+        "tex1d-fetch",
+        elements
+            .iter()
+            .map(|t| sig(Builtin::TexFetch, &[tex.clone(), s(Int)], t.clone()))
+            .collect(),
+    );
+    for (name, dims) in [("tex1d", 1u8), ("tex2d", 2), ("tex3d", 3)] {
+        let mut params = vec![tex.clone()];
+        params.extend(std::iter::repeat_n(s(Float), usize::from(dims)));
+        add(
+            name,
+            elements
+                .iter()
+                .map(|t| sig(Builtin::Tex(dims), &params, t.clone()))
+                .collect(),
+        );
+    }
+    for (read, write, dims) in [
+        ("surf1d-read", "surf1d-write", 1u8),
+        ("surf2d-read", "surf2d-write", 2),
+        ("surf3d-read", "surf3d-write", 3),
+    ] {
+        let mut coords = vec![Type::SurfaceObject];
+        coords.extend(std::iter::repeat_n(s(Int), usize::from(dims)));
+        let mut reads = Vec::new();
+        let mut writes = Vec::new();
+        for mode in crate::ir::SurfaceBoundary::ALL {
+            for t in elements {
+                reads.push(sig(Builtin::SurfRead(dims, mode), &coords, t.clone()));
+                let mut params = vec![t.clone()];
+                params.extend(coords.iter().cloned());
+                writes.push(sig(Builtin::SurfWrite(dims, mode), &params, Type::Void));
+            }
+        }
+        add(read, reads);
+        add(write, writes);
+    }
     t
 }
 
@@ -645,6 +688,7 @@ pub fn has_effect(op: Builtin) -> bool {
             | Builtin::CurandInit
             | Builtin::CurandUniform
             | Builtin::CurandNormal
+            | Builtin::SurfWrite(..)
     )
 }
 
