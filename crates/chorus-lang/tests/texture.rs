@@ -134,3 +134,4 @@ fn targets_without_textures_refuse_them_at_their_use() {
     let e = chorus_lang::check::validate(&module, &metal).unwrap_err();
     assert!(e.message.contains("texture and surface objects"), "{}", e.message);
 }
+
