@@ -119,9 +119,14 @@ fn mistakes_are_errors_at_their_forms() {
     assert!(m.contains("unknown boundary mode `:wrap`"), "{m}");
     let m = error_at(
         "(defkernel k (void ((s surface-object) (v double3))) (surf1d-write v s 0))",
-        "(surf1d-write",
+        "v s 0",
     );
-    assert!(m.contains("no overload of `surf1d-write`"), "{m}");
+    assert!(m.contains("`surf1d-write` writes one of"), "{m}");
+    let m = error_at(
+        "(defkernel k (void ((s surface-object) (v int64))) (surf1d-write v s 0))",
+        "v s 0",
+    );
+    assert!(m.contains("got an int64 (convert it first)"), "{m}");
 }
 
 #[test]

@@ -128,6 +128,21 @@ impl FnCx<'_> {
             }
             exprs.push(e);
         }
+        // A write's value must have an element type itself: an implicit conversion would pick
+        // the element size, which the surface's format decides.
+        if is_write
+            && let Some(value) = exprs.first()
+            && !ELEMENT_TYPES.contains(&value.ty)
+        {
+            return err(
+                &value.span,
+                format!(
+                    "`{head}` writes one of {}; got {} (convert it first)",
+                    ELEMENT_TYPES.map(|t| t.to_string()).join(", "),
+                    super::convert::with_article(&value.ty)
+                ),
+            );
+        }
         let candidates: Vec<&Signature> = builtins::signatures(head)
             .iter()
             .filter(|s| element.as_ref().is_none_or(|t| s.result == *t))
