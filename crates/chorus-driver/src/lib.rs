@@ -16,6 +16,7 @@
 //! | context | [`with_cuda`], [`Context`], devices and their attributes |
 //! | memory | [`MemoryBlock`], pinned and managed blocks, raw memory, memset, device copies |
 //! | stream | [`Stream`], [`with_stream`], [`Event`], [`Timer`], [`Graph`] |
+//! | texture | [`CudaArray`], [`TextureObject`], [`SurfaceObject`] and their descriptors |
 //!
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
@@ -31,6 +32,7 @@ pub mod loader;
 mod memory;
 mod messages;
 mod stream;
+mod texture;
 pub mod toolkit;
 
 pub use call::{check, driver_version, ensure_driver, error_text, sdk_not_found};
@@ -48,3 +50,7 @@ pub use memory::{
 };
 pub use messages::set_show_messages;
 pub use stream::{Event, Graph, GraphExec, Stream, Timer, current_stream, with_stream};
+pub use texture::{
+    AddressMode, ArrayDesc, ChannelFormat, ChannelType, CudaArray, FilterMode, ReadMode,
+    SurfaceObject, TextureDesc, TextureObject,
+};
