@@ -5,9 +5,9 @@
 //! slots" (see [`Op::IfBegin`] and friends), so a warp can stop at any `syncthreads` and resume
 //! from its program counter.
 
+use crate::texture::Component;
 use crate::value::Kind;
 use chorus_lang::Span;
-use crate::texture::Component;
 use chorus_lang::ir::{AtomicOp, Builtin, MathFn, WarpReduceOp};
 
 /// A register index, relative to the function's frame.

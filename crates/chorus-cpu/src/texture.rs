@@ -492,11 +492,7 @@ fn load_texel(image: &ImageLayout, region: &Region<'_>, x: usize, y: usize, z: u
 }
 
 /// The texel in the sampler's read mode: normalized floats where asked.
-fn read_texel(
-    texture: &TextureObject,
-    region: &Region<'_>,
-    index: [Option<usize>; 3],
-) -> Texel {
+fn read_texel(texture: &TextureObject, region: &Region<'_>, index: [Option<usize>; 3]) -> Texel {
     let sampler = &texture.sampler;
     let [Some(x), Some(y), Some(z)] = index else {
         // Outside, with border addressing.
@@ -620,11 +616,7 @@ pub(crate) fn sample(
     let texel_at = |offsets: [i64; 3]| -> Texel {
         let mut index = [Some(0usize); 3];
         for k in 0..d {
-            index[k] = address(
-                first[k] + offsets[k],
-                image.extent[k],
-                sampler.address[k],
-            );
+            index[k] = address(first[k] + offsets[k], image.extent[k], sampler.address[k]);
         }
         read_texel(texture, region, index)
     };
@@ -670,7 +662,11 @@ pub(crate) fn fetch(texture: &TextureObject, region: &Region<'_>, i: i64) -> Res
             TexelClass::Int => Texel::Int([0; 4]),
         });
     }
-    Ok(read_texel(texture, region, [Some(i as usize), Some(0), Some(0)]))
+    Ok(read_texel(
+        texture,
+        region,
+        [Some(i as usize), Some(0), Some(0)],
+    ))
 }
 
 /// The canonical register bits of the first `count` components of `texel`, read as
@@ -766,7 +762,9 @@ pub(crate) fn surface_offset(
                 ));
             }
             SurfaceBoundary::Clamp => {
-                index[0] = coords[0].div_euclid(element as i64).clamp(0, width as i64 - 1) as usize;
+                index[0] = coords[0]
+                    .div_euclid(element as i64)
+                    .clamp(0, width as i64 - 1) as usize;
                 for k in 1..d {
                     index[k] = coords[k].clamp(0, image.extent[k] as i64 - 1) as usize;
                 }

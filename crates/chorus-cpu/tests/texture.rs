@@ -13,8 +13,12 @@ const KERNELS: &str = include_str!("texture_kernels.lisp");
 fn module() -> &'static CpuModule {
     static MODULE: OnceLock<CpuModule> = OnceLock::new();
     MODULE.get_or_init(|| {
-        let ir = chorus_lang::compile_str_for(KERNELS, "texture_kernels.lisp", &chorus_lang::target::Target::cpu())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let ir = chorus_lang::compile_str_for(
+            KERNELS,
+            "texture_kernels.lisp",
+            &chorus_lang::target::Target::cpu(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         CpuModule::new(Arc::new(ir)).unwrap_or_else(|e| panic!("{e}"))
     })
 }
@@ -38,7 +42,11 @@ fn floats(values: &[f32]) -> DeviceBuffer {
 }
 
 fn launch(kernel: &str, n: usize, args: &[KernelArg<'_>]) -> Result<(), Error> {
-    module().launch(kernel, &LaunchConfig::linear(n.div_ceil(32) as u32, 32), args)
+    module().launch(
+        kernel,
+        &LaunchConfig::linear(n.div_ceil(32) as u32, 32),
+        args,
+    )
 }
 
 /// `sample-1d` at each of `xs`.
@@ -87,29 +95,32 @@ fn array_1d(values: &[f32], sampler: SamplerDesc) -> (TextureObject, DeviceBuffe
 
 #[test]
 fn point_filtering_reads_the_texel_under_the_coordinate() {
-    let (tex, image) = array_1d(&[1.0, 2.0, 3.0, 4.0], sampler(FilterMode::Point, AddressMode::Clamp, false));
+    let (tex, image) = array_1d(
+        &[1.0, 2.0, 3.0, 4.0],
+        sampler(FilterMode::Point, AddressMode::Clamp, false),
+    );
     assert_eq!(
-        sample_1d(&tex, &image, &[0.0, 0.99, 1.0, 2.5, 3.999, -0.5, 4.0, 100.0]),
+        sample_1d(
+            &tex,
+            &image,
+            &[0.0, 0.99, 1.0, 2.5, 3.999, -0.5, 4.0, 100.0]
+        ),
         [1.0, 1.0, 2.0, 3.0, 4.0, 1.0, 4.0, 4.0]
     );
 }
 
 #[test]
 fn linear_filtering_interpolates_with_weights_of_eight_fractional_bits() {
-    let (tex, image) = array_1d(&[0.0, 10.0, 20.0, 30.0], sampler(FilterMode::Linear, AddressMode::Clamp, false));
+    let (tex, image) = array_1d(
+        &[0.0, 10.0, 20.0, 30.0],
+        sampler(FilterMode::Linear, AddressMode::Clamp, false),
+    );
     let got = sample_1d(&tex, &image, &[0.5, 1.0, 1.75, 2.3, 0.25, 3.9]);
     // x = 2.3: x − 0.5 = 1.8, weight 0.8 → 205/256 in 1.8 fixed point.
     let w = 205.0f32 / 256.0;
     assert_eq!(
         got,
-        [
-            0.0,
-            5.0,
-            12.5,
-            (1.0 - w) * 10.0 + w * 20.0,
-            0.0,
-            30.0
-        ]
+        [0.0, 5.0, 12.5, (1.0 - w) * 10.0 + w * 20.0, 0.0, 30.0]
     );
 }
 
@@ -118,11 +129,17 @@ fn border_addressing_reads_the_border_colour_outside() {
     let mut s = sampler(FilterMode::Point, AddressMode::Border, false);
     s.border_color = [-7.0, 0.0, 0.0, 0.0];
     let (tex, image) = array_1d(&[1.0, 2.0], s);
-    assert_eq!(sample_1d(&tex, &image, &[-0.5, 0.5, 1.5, 2.0]), [-7.0, 1.0, 2.0, -7.0]);
+    assert_eq!(
+        sample_1d(&tex, &image, &[-0.5, 0.5, 1.5, 2.0]),
+        [-7.0, 1.0, 2.0, -7.0]
+    );
     // Linear filtering blends the border in.
     s.filter = FilterMode::Linear;
     let (tex, image) = array_1d(&[1.0, 2.0], s);
-    assert_eq!(sample_1d(&tex, &image, &[0.0, 2.0]), [0.5 * -7.0 + 0.5, 0.5 * 2.0 + 0.5 * -7.0]);
+    assert_eq!(
+        sample_1d(&tex, &image, &[0.0, 2.0]),
+        [0.5 * -7.0 + 0.5, 0.5 * 2.0 + 0.5 * -7.0]
+    );
 }
 
 #[test]
@@ -133,7 +150,10 @@ fn wrap_addressing_repeats_the_texture_with_normalized_coordinates() {
         sample_1d(&tex, &image, &[0.125, 1.125, -0.125, 2.875, 0.625]),
         [1.0, 1.0, 4.0, 4.0, 3.0]
     );
-    let (tex, image) = array_1d(&values, sampler(FilterMode::Linear, AddressMode::Wrap, true));
+    let (tex, image) = array_1d(
+        &values,
+        sampler(FilterMode::Linear, AddressMode::Wrap, true),
+    );
     // x = 0: u − 0.5 = −0.5 → texels 3 and 0, half each.
     assert_eq!(sample_1d(&tex, &image, &[0.0, 1.0, 0.25]), [2.5, 2.5, 1.5]);
 }
@@ -141,29 +161,49 @@ fn wrap_addressing_repeats_the_texture_with_normalized_coordinates() {
 #[test]
 fn mirror_addressing_reflects_the_texture_at_each_edge() {
     let values = [1.0, 2.0, 3.0, 4.0];
-    let (tex, image) = array_1d(&values, sampler(FilterMode::Point, AddressMode::Mirror, true));
+    let (tex, image) = array_1d(
+        &values,
+        sampler(FilterMode::Point, AddressMode::Mirror, true),
+    );
     assert_eq!(
         sample_1d(&tex, &image, &[0.125, 1.125, -0.125, 1.875, 2.125]),
         [1.0, 4.0, 1.0, 1.0, 1.0]
     );
-    let (tex, image) = array_1d(&values, sampler(FilterMode::Linear, AddressMode::Mirror, true));
+    let (tex, image) = array_1d(
+        &values,
+        sampler(FilterMode::Linear, AddressMode::Mirror, true),
+    );
     // x = 0: texels −1 → 0 and 0: the edge texel; x = 1: texels 3 and 4 → 3.
     assert_eq!(sample_1d(&tex, &image, &[0.0, 0.999_999]), [1.0, 4.0]);
 }
 
 #[test]
 fn normalized_coordinates_span_the_texture() {
-    let (tex, image) = array_1d(&[1.0, 2.0, 3.0, 4.0], sampler(FilterMode::Point, AddressMode::Clamp, true));
-    assert_eq!(sample_1d(&tex, &image, &[0.0, 0.3, 0.5, 0.99, 1.5, -1.0]), [1.0, 2.0, 3.0, 4.0, 4.0, 1.0]);
+    let (tex, image) = array_1d(
+        &[1.0, 2.0, 3.0, 4.0],
+        sampler(FilterMode::Point, AddressMode::Clamp, true),
+    );
+    assert_eq!(
+        sample_1d(&tex, &image, &[0.0, 0.3, 0.5, 0.99, 1.5, -1.0]),
+        [1.0, 2.0, 3.0, 4.0, 4.0, 1.0]
+    );
 }
 
 #[test]
 fn bilinear_filtering_of_a_two_dimensional_array() {
     // 3 × 2 texels: row 0 = 0 1 2, row 1 = 10 11 12.
     let image = ImageLayout::array(format(ChannelType::F32, 1), 3, 2, 0).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Linear, AddressMode::Clamp, false)).unwrap();
+    let tex = TextureObject::new(
+        image,
+        sampler(FilterMode::Linear, AddressMode::Clamp, false),
+    )
+    .unwrap();
     let data = floats(&[0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
-    let got = sample_2d(&tex, &data, &[(0.5, 0.5), (1.0, 1.0), (2.5, 1.5), (1.5, 1.25), (-3.0, 9.0)]);
+    let got = sample_2d(
+        &tex,
+        &data,
+        &[(0.5, 0.5), (1.0, 1.0), (2.5, 1.5), (1.5, 1.25), (-3.0, 9.0)],
+    );
     assert_eq!(got, [0.0, 5.5, 12.0, 1.0 + 7.5, 10.0]);
 }
 
@@ -171,10 +211,15 @@ fn bilinear_filtering_of_a_two_dimensional_array() {
 fn pitched_memory_reads_rows_at_their_pitch() {
     // 2 × 2 texels, rows 16 bytes apart (padding of 99s between).
     let image = ImageLayout::pitch2d(format(ChannelType::F32, 1), 2, 2, 16).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Clamp, false)).unwrap();
+    let tex =
+        TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Clamp, false)).unwrap();
     let data = floats(&[1.0, 2.0, 99.0, 99.0, 3.0, 4.0]);
     assert_eq!(
-        sample_2d(&tex, &data, &[(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5), (5.0, 5.0)]),
+        sample_2d(
+            &tex,
+            &data,
+            &[(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5), (5.0, 5.0)]
+        ),
         [1.0, 2.0, 3.0, 4.0, 4.0]
     );
     assert!(ImageLayout::pitch2d(format(ChannelType::F32, 1), 4, 2, 8).is_err());
@@ -183,7 +228,11 @@ fn pitched_memory_reads_rows_at_their_pitch() {
 #[test]
 fn trilinear_filtering_of_a_three_dimensional_array() {
     let image = ImageLayout::array(format(ChannelType::F32, 1), 2, 2, 2).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Linear, AddressMode::Clamp, false)).unwrap();
+    let tex = TextureObject::new(
+        image,
+        sampler(FilterMode::Linear, AddressMode::Clamp, false),
+    )
+    .unwrap();
     let values: Vec<f32> = (0..8).map(|v| v as f32).collect();
     let data = floats(&values);
     let points = [(1.0f32, 1.0f32, 1.0f32), (0.5, 0.5, 1.5), (1.5, 1.0, 0.5)];
@@ -211,16 +260,30 @@ fn trilinear_filtering_of_a_three_dimensional_array() {
 #[test]
 fn normalized_float_reads_scale_small_integers() {
     let cases: [(ChannelType, Vec<u8>, Vec<f32>); 4] = [
-        (ChannelType::U8, vec![0, 51, 255, 128], vec![0.0, 0.2, 1.0, 128.0 / 255.0]),
-        (ChannelType::I8, vec![0, 127, 0x80, 0x81], vec![0.0, 1.0, -1.0, -1.0]),
+        (
+            ChannelType::U8,
+            vec![0, 51, 255, 128],
+            vec![0.0, 0.2, 1.0, 128.0 / 255.0],
+        ),
+        (
+            ChannelType::I8,
+            vec![0, 127, 0x80, 0x81],
+            vec![0.0, 1.0, -1.0, -1.0],
+        ),
         (
             ChannelType::U16,
-            [0u16, 65535, 1000, 32768].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            [0u16, 65535, 1000, 32768]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
             vec![0.0, 1.0, 1000.0 / 65535.0, 32768.0 / 65535.0],
         ),
         (
             ChannelType::I16,
-            [0i16, 32767, -32768, -16384].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            [0i16, 32767, -32768, -16384]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
             vec![0.0, 1.0, -1.0, -16384.0 / 32767.0],
         ),
     ];
@@ -230,7 +293,11 @@ fn normalized_float_reads_scale_small_integers() {
         s.read_mode = ReadMode::NormalizedFloat;
         let tex = TextureObject::new(image, s).unwrap();
         let data = DeviceBuffer::from_bytes(&bytes).unwrap();
-        assert_eq!(sample_1d(&tex, &data, &[0.5, 1.5, 2.5, 3.5]), expected, "{channel:?}");
+        assert_eq!(
+            sample_1d(&tex, &data, &[0.5, 1.5, 2.5, 3.5]),
+            expected,
+            "{channel:?}"
+        );
     }
 }
 
@@ -247,7 +314,11 @@ fn normalized_float_reads_filter_linearly() {
 #[test]
 fn half_textures_read_as_float() {
     let image = ImageLayout::array(format(ChannelType::F16, 1), 2, 0, 0).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Linear, AddressMode::Clamp, false)).unwrap();
+    let tex = TextureObject::new(
+        image,
+        sampler(FilterMode::Linear, AddressMode::Clamp, false),
+    )
+    .unwrap();
     let bytes: Vec<u8> = [half::f16::from_f32(1.5), half::f16::from_f32(-2.0)]
         .iter()
         .flat_map(|h| h.to_bits().to_le_bytes())
@@ -259,7 +330,11 @@ fn half_textures_read_as_float() {
 #[test]
 fn four_channel_textures_read_as_vectors_and_integers_as_integers() {
     let image = ImageLayout::array(format(ChannelType::F32, 4), 2, 1, 0).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Linear, AddressMode::Clamp, false)).unwrap();
+    let tex = TextureObject::new(
+        image,
+        sampler(FilterMode::Linear, AddressMode::Clamp, false),
+    )
+    .unwrap();
     let data = floats(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
     let out = DeviceBuffer::alloc(16).unwrap();
     let (xs, ys) = (floats(&[1.0]), floats(&[0.5]));
@@ -279,7 +354,8 @@ fn four_channel_textures_read_as_vectors_and_integers_as_integers() {
 
     // A signed 16-bit texture read as its element type, into ints.
     let image = ImageLayout::array(format(ChannelType::I16, 1), 2, 1, 0).unwrap();
-    let tex = TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Clamp, false)).unwrap();
+    let tex =
+        TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Clamp, false)).unwrap();
     let data = DeviceBuffer::from_bytes(&[0xff, 0xff, 7, 0]).unwrap();
     let out = DeviceBuffer::alloc(8).unwrap();
     let (xs, ys) = (floats(&[0.5, 1.5]), floats(&[0.0, 0.0]));
@@ -390,25 +466,51 @@ fn reads_of_the_wrong_kind_fault() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("4 components from a texture of 1 channel"), "{e}");
+    assert!(
+        e.contains("4 components from a texture of 1 channel"),
+        "{e}"
+    );
 }
 
 #[test]
 fn descriptors_cuda_refuses_are_refused() {
     let image = ImageLayout::array(format(ChannelType::F32, 1), 4, 0, 0).unwrap();
-    let e = TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Wrap, false)).unwrap_err();
-    assert!(e.to_string().contains("Wrap needs normalized coordinates"), "{e}");
-    let e = TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Mirror, false)).unwrap_err();
-    assert!(e.to_string().contains("Mirror needs normalized coordinates"), "{e}");
+    let e = TextureObject::new(image, sampler(FilterMode::Point, AddressMode::Wrap, false))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("Wrap needs normalized coordinates"),
+        "{e}"
+    );
+    let e = TextureObject::new(
+        image,
+        sampler(FilterMode::Point, AddressMode::Mirror, false),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Mirror needs normalized coordinates"),
+        "{e}"
+    );
     let mut s = SamplerDesc::default();
     s.read_mode = ReadMode::NormalizedFloat;
     let e = TextureObject::new(image, s).unwrap_err();
     assert!(e.to_string().contains("8- or 16-bit integer format"), "{e}");
     let ints = ImageLayout::array(format(ChannelType::I32, 1), 4, 0, 0).unwrap();
-    let e = TextureObject::new(ints, sampler(FilterMode::Linear, AddressMode::Clamp, false)).unwrap_err();
-    assert!(e.to_string().contains("linear filtering needs a float result"), "{e}");
+    let e = TextureObject::new(ints, sampler(FilterMode::Linear, AddressMode::Clamp, false))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("linear filtering needs a float result"),
+        "{e}"
+    );
     let linear = ImageLayout::linear(format(ChannelType::F32, 1), 4).unwrap();
-    assert!(TextureObject::new(linear, sampler(FilterMode::Linear, AddressMode::Clamp, false)).is_err());
+    assert!(
+        TextureObject::new(
+            linear,
+            sampler(FilterMode::Linear, AddressMode::Clamp, false)
+        )
+        .is_err()
+    );
     assert!(SurfaceObject::new(linear).is_err());
     assert!(ChannelFormat::new(ChannelType::F32, 3).is_err());
     assert!(ImageLayout::array(format(ChannelType::F32, 1), 0, 0, 0).is_err());
@@ -507,7 +609,10 @@ fn surface_boundary_modes_clamp_zero_and_trap() {
         [13.0, 14.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     );
     let e = shift("surface-shift-trap", 1, 0).unwrap_err().to_string();
-    assert!(e.contains("outside the surface at (x = 16 bytes, y = 0) with :trap"), "{e}");
+    assert!(
+        e.contains("outside the surface at (x = 16 bytes, y = 0) with :trap"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -515,8 +620,16 @@ fn one_and_three_dimensional_surfaces_and_vector_elements() {
     let image = ImageLayout::array(format(ChannelType::U8, 4), 3, 0, 0).unwrap();
     let surface = SurfaceObject::new(image).unwrap();
     let data = DeviceBuffer::from_bytes(&[1, 2, 3, 4, 0, 0, 0, 0, 255, 255, 255, 255]).unwrap();
-    launch("surface-1d-invert", 3, &[KernelArg::Surface(&data, &surface), KernelArg::value(3i32)]).unwrap();
-    assert_eq!(data.to_bytes(), [254, 253, 252, 251, 255, 255, 255, 255, 0, 0, 0, 0]);
+    launch(
+        "surface-1d-invert",
+        3,
+        &[KernelArg::Surface(&data, &surface), KernelArg::value(3i32)],
+    )
+    .unwrap();
+    assert_eq!(
+        data.to_bytes(),
+        [254, 253, 252, 251, 255, 255, 255, 255, 0, 0, 0, 0]
+    );
 
     let image = ImageLayout::array(format(ChannelType::I32, 1), 3, 2, 2).unwrap();
     let surface = SurfaceObject::new(image).unwrap();
@@ -541,7 +654,11 @@ fn one_and_three_dimensional_surfaces_and_vector_elements() {
     let surface = SurfaceObject::new(image).unwrap();
     let data = floats(&[1.0, 2.0, 3.0, 4.0]);
     module()
-        .launch("surface-float4-swap", &LaunchConfig::linear(1, 1), &[KernelArg::Surface(&data, &surface)])
+        .launch(
+            "surface-float4-swap",
+            &LaunchConfig::linear(1, 1),
+            &[KernelArg::Surface(&data, &surface)],
+        )
         .unwrap();
     assert_eq!(data.to_vec::<f32>().unwrap(), [4.0, 3.0, 2.0, 1.0]);
 
@@ -549,17 +666,31 @@ fn one_and_three_dimensional_surfaces_and_vector_elements() {
     let image = ImageLayout::array(format(ChannelType::U8, 1), 4, 0, 0).unwrap();
     let bytes = SurfaceObject::new(image).unwrap();
     let data = DeviceBuffer::alloc(4).unwrap();
-    let e = launch("surface-1d-invert", 1, &[KernelArg::Surface(&data, &bytes), KernelArg::value(1i32)])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("a surface access of 4 bytes to 1-byte elements"), "{e}");
+    let e = launch(
+        "surface-1d-invert",
+        1,
+        &[KernelArg::Surface(&data, &bytes), KernelArg::value(1i32)],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("a surface access of 4 bytes to 1-byte elements"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_texture_for_a_surface_parameter_is_refused_at_launch() {
     let (tex, data) = array_1d(&[1.0], SamplerDesc::default());
-    let e = launch("surface-1d-invert", 1, &[KernelArg::Texture(&data, &tex), KernelArg::value(1i32)])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("is a `surface-object`, but a texture was given"), "{e}");
+    let e = launch(
+        "surface-1d-invert",
+        1,
+        &[KernelArg::Texture(&data, &tex), KernelArg::value(1i32)],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("is a `surface-object`, but a texture was given"),
+        "{e}"
+    );
 }

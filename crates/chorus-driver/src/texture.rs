@@ -436,7 +436,9 @@ impl TextureDesc {
                 .iter()
                 .find(|m| matches!(m, AddressMode::Wrap | AddressMode::Mirror))
         {
-            return invalid(format!("address mode {mode:?} needs normalized coordinates"));
+            return invalid(format!(
+                "address mode {mode:?} needs normalized coordinates"
+            ));
         }
         let channel = format.channel;
         if self.read_mode == ReadMode::NormalizedFloat && !channel.normalizes() {
@@ -552,9 +554,8 @@ impl<'a> TextureObject<'a> {
         if width == 0 {
             return invalid("a linear texture needs at least one element");
         }
-        let alignment = current_attribute(
-            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT,
-        )?;
+        let alignment =
+            current_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)?;
         if alignment > 0 && !ptr.is_multiple_of(alignment as u64) {
             return invalid(format!(
                 "a linear texture's address must be aligned to {alignment} bytes (the device's texture alignment), not {ptr:#x}"
@@ -588,9 +589,7 @@ impl<'a> TextureObject<'a> {
             .and_then(|b| b.checked_add(last_row?));
         check_fits(memory, needed)?;
         // SAFETY: the rows lie in `memory` (checked), which outlives the texture.
-        unsafe {
-            TextureObject::from_pitch2d_raw(memory.ptr(), format, width, height, pitch, desc)
-        }
+        unsafe { TextureObject::from_pitch2d_raw(memory.ptr(), format, width, height, pitch, desc) }
     }
 
     /// As [`TextureObject::from_pitch2d`], over a raw device address.
@@ -638,7 +637,10 @@ impl<'a> TextureObject<'a> {
     /// # Safety
     ///
     /// The resource `res` describes lives as long as the texture.
-    unsafe fn create(res: &sys::CUDA_RESOURCE_DESC, desc: &TextureDesc) -> Result<TextureObject<'a>> {
+    unsafe fn create(
+        res: &sys::CUDA_RESOURCE_DESC,
+        desc: &TextureDesc,
+    ) -> Result<TextureObject<'a>> {
         ensure_texture_api()?;
         let raw = desc.raw();
         let mut handle = 0;

@@ -51,10 +51,7 @@ fn texture_and_surface_objects_are_types_of_eight_bytes() {
 fn reads_are_typed_by_the_element_type_written_first() {
     let module = compile_str(&kernels(), "t.lisp").unwrap();
     let printed = print_module(&module).unwrap().code;
-    assert!(
-        printed.contains("tex2D<float4>("),
-        "{printed}"
-    );
+    assert!(printed.contains("tex2D<float4>("), "{printed}");
     assert!(printed.contains("tex1Dfetch<int>("), "{printed}");
     assert!(printed.contains("tex1D<float>("), "{printed}");
     assert!(printed.contains("tex3D<float>("), "{printed}");
@@ -68,11 +65,16 @@ fn reads_are_typed_by_the_element_type_written_first() {
 
 #[test]
 fn the_default_boundary_mode_is_trap() {
-    let text = "(defkernel k (void ((s surface-object))) (surf1d-write (surf1d-read float s 0) s 4))";
+    let text =
+        "(defkernel k (void ((s surface-object))) (surf1d-write (surf1d-read float s 0) s 4))";
     let printed = print_module(&compile_str(text, "t.lisp").unwrap())
         .unwrap()
         .code;
-    assert_eq!(printed.matches("cudaBoundaryModeTrap").count(), 2, "{printed}");
+    assert_eq!(
+        printed.matches("cudaBoundaryModeTrap").count(),
+        2,
+        "{printed}"
+    );
 }
 
 /// The error of compiling `text`, and whether it lies at the first occurrence of `at`.
@@ -137,6 +139,9 @@ fn targets_without_textures_refuse_them_at_their_use() {
     let metal = Target::metal(8).unwrap();
     assert!(!metal.has(Capability::Textures));
     let e = chorus_lang::check::validate(&module, &metal).unwrap_err();
-    assert!(e.message.contains("texture and surface objects"), "{}", e.message);
+    assert!(
+        e.message.contains("texture and surface objects"),
+        "{}",
+        e.message
+    );
 }
-

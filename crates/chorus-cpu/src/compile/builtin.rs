@@ -305,9 +305,10 @@ impl FnCompiler<'_> {
                 }
                 Ok(dst)
             }
-            Builtin::TexFetch | Builtin::Tex(_) | Builtin::SurfRead(..) | Builtin::SurfWrite(..) => {
-                self.texture(e, op, args)
-            }
+            Builtin::TexFetch
+            | Builtin::Tex(_)
+            | Builtin::SurfRead(..)
+            | Builtin::SurfWrite(..) => self.texture(e, op, args),
             other => Err(unsupported(&e.span, format!("the built-in {other:?}"))),
         }
     }
@@ -366,7 +367,11 @@ impl FnCompiler<'_> {
             ));
         }
         let coords: [Reg; 3] = std::array::from_fn(|k| coords.get(k).copied().unwrap_or(coords[0]));
-        let dst = if write { 0 } else { self.alloc(u32::from(count)) };
+        let dst = if write {
+            0
+        } else {
+            self.alloc(u32::from(count))
+        };
         self.emit(Op::Texture {
             op,
             dst,

@@ -1,7 +1,7 @@
 //! The instruction loop: one warp runs until it finishes, reaches a barrier or faults.
 
-use super::*;
 use super::texture::TextureAccess;
+use super::*;
 
 impl BlockCtx<'_> {
     /// Runs `w` until it finishes, reaches a barrier, or faults (the warp's `pc` is then the

@@ -57,8 +57,7 @@ impl BlockCtx<'_> {
                 }
                 (Builtin::Tex(dims), Bound::Texture(t, region)) => {
                     let xyz = lane_coords.map(|c| f32::from_bits(c as u32));
-                    let texel =
-                        texture::sample(t, &region, dims, xyz).map_err(|m| fault(l, m))?;
+                    let texel = texture::sample(t, &region, dims, xyz).map_err(|m| fault(l, m))?;
                     self.store_texel(regs, access, i, t, texel, l)?;
                 }
                 (Builtin::SurfRead(dims, mode), Bound::Surface(s, region)) => {
@@ -75,8 +74,7 @@ impl BlockCtx<'_> {
                         let mut word = [0u8; 8];
                         word[..size].copy_from_slice(&raw[c * size..(c + 1) * size]);
                         let kind = component_kind(access.component);
-                        regs[access.dst as usize + c][i] =
-                            from_raw(kind, u64::from_le_bytes(word));
+                        regs[access.dst as usize + c][i] = from_raw(kind, u64::from_le_bytes(word));
                     }
                 }
                 (Builtin::SurfWrite(dims, mode), Bound::Surface(s, region)) => {
@@ -95,16 +93,10 @@ impl BlockCtx<'_> {
                     }
                 }
                 (op, Bound::Surface(..)) => {
-                    return Err(fault(
-                        l,
-                        format!("{} of a surface object", describe(op)),
-                    ));
+                    return Err(fault(l, format!("{} of a surface object", describe(op))));
                 }
                 (op, Bound::Texture(..)) => {
-                    return Err(fault(
-                        l,
-                        format!("{} of a texture object", describe(op)),
-                    ));
+                    return Err(fault(l, format!("{} of a texture object", describe(op))));
                 }
             }
         }
@@ -122,8 +114,8 @@ impl BlockCtx<'_> {
         lane: u32,
     ) -> Result<(), Fault> {
         let count = usize::from(access.count);
-        let bits = texture::texel_bits(t, texel, access.component, count)
-            .map_err(|m| fault(lane, m))?;
+        let bits =
+            texture::texel_bits(t, texel, access.component, count).map_err(|m| fault(lane, m))?;
         for (c, b) in bits.iter().take(count).enumerate() {
             regs[access.dst as usize + c][i] = *b;
         }

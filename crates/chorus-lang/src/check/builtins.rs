@@ -139,6 +139,43 @@ pub const ARITHMETIC_SCALARS: [ScalarType; 13] = [
     ScalarType::BFloat16,
 ];
 
+/// The element types a texture or surface access reads or writes.
+pub const ELEMENT_TYPES: [Type; 13] = [
+    Type::Scalar(ScalarType::Int8),
+    Type::Scalar(ScalarType::UInt8),
+    Type::Scalar(ScalarType::Int16),
+    Type::Scalar(ScalarType::UInt16),
+    Type::Scalar(ScalarType::Int),
+    Type::Scalar(ScalarType::UInt),
+    Type::Scalar(ScalarType::Float),
+    Type::Vector(VectorType::Int2),
+    Type::Vector(VectorType::Int4),
+    Type::Vector(VectorType::UInt2),
+    Type::Vector(VectorType::UInt4),
+    Type::Vector(VectorType::Float2),
+    Type::Vector(VectorType::Float4),
+];
+
+/// The texture and surface built-ins by name.
+const TEXTURE_NAMES: [&str; 10] = [
+    "tex1d-fetch",
+    "tex1d",
+    "tex2d",
+    "tex3d",
+    "surf1d-read",
+    "surf2d-read",
+    "surf3d-read",
+    "surf1d-write",
+    "surf2d-write",
+    "surf3d-write",
+];
+
+/// True for the texture and surface built-ins, whose reads name their element type first
+/// (`check/texture.rs`).
+pub fn is_texture_builtin(name: &str) -> bool {
+    TEXTURE_NAMES.contains(&name)
+}
+
 /// The overloads by name, and the names in definition order.
 struct Table {
     names: Vec<&'static str>,
@@ -628,7 +665,7 @@ fn build() -> Table {
 
     // Textures and surfaces (`check/texture.rs` reads the element type written in the call and
     // picks among these by result type; surface coordinates are ints, `x` in bytes).
-    let elements = &super::texture::ELEMENT_TYPES;
+    let elements = &ELEMENT_TYPES;
     let tex = Type::TextureObject;
     add(
         "tex1d-fetch",

@@ -281,7 +281,7 @@ impl FnCx<'_> {
         if let Some(id) = self.m.function(head) {
             return self.user_call(id, args, f);
         }
-        if super::texture::is_texture_builtin(head) {
+        if builtins::is_texture_builtin(head) {
             return self.texture_builtin(head, args, f);
         }
         if !builtins::signatures(head).is_empty() {
@@ -798,7 +798,12 @@ fn is_homogeneous(sigs: &[&Signature]) -> bool {
 ///    conversions (`(+ i 1.5)` is float; `(+ i u)` for int and uint is an error).
 /// 3. The overload whose implicit conversions cost least (ties: the earlier in the table).
 pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> {
-    resolve_among(name, builtins::signatures(name).iter().collect(), args, span)
+    resolve_among(
+        name,
+        builtins::signatures(name).iter().collect(),
+        args,
+        span,
+    )
 }
 
 /// [`resolve`] among `all`, some of `name`'s overloads (those of one result type, say).

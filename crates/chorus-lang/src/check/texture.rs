@@ -9,54 +9,18 @@
 //! | `(surf2d-read T surf x y [boundary])` | `surf2Dread<T>(surf, x, y, mode)` |
 //! | `(surf2d-write value surf x y [boundary])` | `surf2Dwrite(value, surf, x, y, mode)` |
 //!
-//! `T` is one of [`ELEMENT_TYPES`]. Surface `x` coordinates are in **bytes**, as in CUDA (element
+//! `T` is one of [`ELEMENT_TYPES`](super::builtins::ELEMENT_TYPES). Surface `x` coordinates are in **bytes**, as in CUDA (element
 //! `i` of a `float4` surface is at `x = 16 i`); `y` and `z` are rows and slices. `boundary` is
 //! `:trap` (the default: an access outside faults), `:clamp` or `:zero`. A write's element type
 //! is its value's.
 
-use super::builtins::{self, Signature};
+use super::builtins::{self, ELEMENT_TYPES, Signature};
 use super::expr::resolve_among;
 use super::{FnCx, err};
 use crate::error::Result;
 use crate::form::Form;
 use crate::ir::{Builtin, Expr, SurfaceBoundary};
-use crate::types::{ScalarType, Type, VectorType};
-
-/// The element types a texture or surface access reads or writes.
-pub const ELEMENT_TYPES: [Type; 13] = [
-    Type::Scalar(ScalarType::Int8),
-    Type::Scalar(ScalarType::UInt8),
-    Type::Scalar(ScalarType::Int16),
-    Type::Scalar(ScalarType::UInt16),
-    Type::Scalar(ScalarType::Int),
-    Type::Scalar(ScalarType::UInt),
-    Type::Scalar(ScalarType::Float),
-    Type::Vector(VectorType::Int2),
-    Type::Vector(VectorType::Int4),
-    Type::Vector(VectorType::UInt2),
-    Type::Vector(VectorType::UInt4),
-    Type::Vector(VectorType::Float2),
-    Type::Vector(VectorType::Float4),
-];
-
-/// The texture and surface built-ins by name.
-const NAMES: [&str; 10] = [
-    "tex1d-fetch",
-    "tex1d",
-    "tex2d",
-    "tex3d",
-    "surf1d-read",
-    "surf2d-read",
-    "surf3d-read",
-    "surf1d-write",
-    "surf2d-write",
-    "surf3d-write",
-];
-
-/// True for the built-ins this module checks.
-pub(super) fn is_texture_builtin(name: &str) -> bool {
-    NAMES.contains(&name)
-}
+use crate::types::Type;
 
 /// The boundary mode a keyword names.
 fn boundary(name: &str) -> Option<SurfaceBoundary> {

@@ -1,12 +1,16 @@
 //! CUDA as a backend: each device through its primary context (one per device, retained for the
 //! process), memory, programs and streams made in it, launches through `cuLaunchKernel`.
 
+use super::cuda_context::{device_error, enter};
+use super::cuda_texture;
+use crate::TextureDesc;
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{
-    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
-    MemoryImpl, StreamImpl,
+    ArgRef, ArrayImpl, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl,
+    ImageSource, LaunchShape, MemoryImpl, StreamImpl, TextureImpl,
 };
-use crate::kind::{Backend, Device};
+use crate::image::{ChannelFormat, ImageShape};
+use crate::kind::Backend;
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use std::any::Any;
@@ -66,32 +70,6 @@ impl BackendImpl for Cuda {
             target: Target::cuda(major, minor),
         }))
     }
-}
-
-/// A CUDA error of the operation on device `index`.
-fn device_error<E: Into<chorus_cuda::Error>>(index: usize) -> impl Fn(E) -> Error {
-    move |source| Error::Cuda {
-        device: Some(Device::handle(Backend::Cuda, index)),
-        source: source.into(),
-    }
-}
-
-/// Makes `context` current on this thread (every CUDA call needs one).
-///
-/// Asking which context is current reads the driver's thread state; setting it takes the
-/// driver's locks, so it is done only when another context (or none) is current: launches in
-/// a loop on one device set it once.
-fn enter(context: &chorus_cuda::Context) -> Result<()> {
-    let mut current = std::ptr::null_mut();
-    // SAFETY: the driver is loaded and initialised (the context exists), and `current` is a
-    // valid place for the handle.
-    let result = unsafe { chorus_cuda::sys::cuCtxGetCurrent(&mut current) };
-    if result == chorus_cuda::sys::CUresult::CUDA_SUCCESS && current == context.raw() {
-        return Ok(());
-    }
-    context
-        .make_current()
-        .map_err(device_error(context.device()))
 }
 
 /// One CUDA device: its primary context, shared with everything made on it.
@@ -156,6 +134,55 @@ impl DeviceImpl for CudaDevice {
 
     fn synchronize(&self) -> Result<()> {
         self.context.synchronize().map_err(self.error())
+    }
+
+    fn alloc_array(
+        &self,
+        format: ChannelFormat,
+        extent: [usize; 3],
+        surface: bool,
+    ) -> Result<Box<dyn ArrayImpl>> {
+        cuda_texture::alloc_array(&self.context, format, extent, surface)
+    }
+
+    fn texture(
+        &self,
+        source: ImageSource<'_>,
+        shape: ImageShape,
+        format: ChannelFormat,
+        desc: &TextureDesc,
+    ) -> Result<Box<dyn TextureImpl>> {
+        match source {
+            ImageSource::Array(array) => {
+                cuda_texture::texture_over_array(&self.context, array, shape, desc)
+            }
+            ImageSource::Memory(memory) => {
+                let memory =
+                    memory
+                        .as_any()
+                        .downcast_ref::<CudaMemory>()
+                        .ok_or(Error::ForeignObject {
+                            backend: Backend::Cuda,
+                            what: "memory",
+                        })?;
+                cuda_texture::texture_over_memory(
+                    &self.context,
+                    &memory.memory,
+                    shape,
+                    format,
+                    desc,
+                )
+            }
+        }
+    }
+
+    fn surface(
+        &self,
+        array: &dyn ArrayImpl,
+        _format: ChannelFormat,
+        _extent: [usize; 3],
+    ) -> Result<Box<dyn TextureImpl>> {
+        cuda_texture::surface(&self.context, array)
     }
 }
 
@@ -367,5 +394,6 @@ fn cuda_arg<'a>(arg: &'a ArgRef<'_>) -> Result<chorus_cuda::KernelArg<'a>> {
         // SAFETY: an address its maker vouched for (`DeviceAddress::new` is unsafe), checked
         // against the parameter's pointer type.
         ArgRef::Address { address, .. } => unsafe { chorus_cuda::KernelArg::device_ptr(*address) },
+        ArgRef::Texture { object, .. } => cuda_texture::kernel_arg(*object)?,
     })
 }
