@@ -27,6 +27,9 @@ fn gpu(name: &str) -> bool {
     true
 }
 
+/// A rounding of an interpolation weight.
+type Weight = fn(f32) -> f32;
+
 /// The weights a texture unit might use, for the report: which rounding of `frac` to 1.8
 /// fixed point reproduces the GPU's 1-D linear filtering bit for bit.
 fn linear_1d_reference(case: &TextureCase, x: f32, weight: impl Fn(f32) -> f32) -> f32 {
@@ -94,7 +97,7 @@ fn textures_read_the_same_on_the_gpu_and_the_cpu() {
                 ));
             }
             if case.name == "1-D Linear Clamp normalized=false" {
-                let variants: [(&str, fn(f32) -> f32); 4] = [
+                let variants: [(&str, Weight); 4] = [
                     ("round to nearest", |f| (f * 256.0).round() / 256.0),
                     ("truncate", |f| (f * 256.0).floor() / 256.0),
                     ("round half up", |f| (f * 256.0 + 0.5).floor() / 256.0),
