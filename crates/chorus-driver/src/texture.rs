@@ -462,7 +462,7 @@ impl TextureDesc {
         Ok(())
     }
 
-    fn raw(&self) -> sys::CUDA_TEXTURE_DESC {
+    fn raw(&self, format: ChannelFormat) -> sys::CUDA_TEXTURE_DESC {
         let mode = |m: AddressMode| match m {
             AddressMode::Wrap => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
             AddressMode::Clamp => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
@@ -474,7 +474,9 @@ impl TextureDesc {
             FilterMode::Linear => sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
         };
         let mut flags = 0;
-        if self.read_mode == ReadMode::ElementType {
+        // Integer formats read as their type instead of promoted to floats; float and half
+        // formats always read as floats.
+        if self.read_mode == ReadMode::ElementType && !format.channel.is_float() {
             flags |= sys::CU_TRSF_READ_AS_INTEGER;
         }
         if self.normalized_coords {
@@ -522,7 +524,7 @@ impl<'a> TextureObject<'a> {
             hArray: array.handle,
         };
         // SAFETY: the array lives as long as the texture (borrowed for 'a).
-        unsafe { TextureObject::create(&res, desc) }
+        unsafe { TextureObject::create(&res, array.desc.format, desc) }
     }
 
     /// A texture reading the first `width` elements of `format` of `memory` with `tex1d-fetch`.
@@ -569,7 +571,7 @@ impl<'a> TextureObject<'a> {
             sizeInBytes: width * format.element_bytes(),
         };
         // SAFETY: the caller vouches for the memory.
-        unsafe { TextureObject::create(&res, desc) }
+        unsafe { TextureObject::create(&res, format, desc) }
     }
 
     /// A texture reading `height` rows of `width` elements of `format` in `memory`, each row
@@ -631,7 +633,7 @@ impl<'a> TextureObject<'a> {
             pitchInBytes: pitch,
         };
         // SAFETY: the caller vouches for the memory.
-        unsafe { TextureObject::create(&res, desc) }
+        unsafe { TextureObject::create(&res, format, desc) }
     }
 
     /// # Safety
@@ -639,10 +641,11 @@ impl<'a> TextureObject<'a> {
     /// The resource `res` describes lives as long as the texture.
     unsafe fn create(
         res: &sys::CUDA_RESOURCE_DESC,
+        format: ChannelFormat,
         desc: &TextureDesc,
     ) -> Result<TextureObject<'a>> {
         ensure_texture_api()?;
-        let raw = desc.raw();
+        let raw = desc.raw(format);
         let mut handle = 0;
         cu!(cuTexObjectCreate(&mut handle, res, &raw, std::ptr::null()))?;
         Ok(TextureObject {
