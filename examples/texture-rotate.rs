@@ -42,7 +42,11 @@ fn test_card() -> Vec<[u8; 4]> {
         for x in 0..WIDTH {
             let checker = ((x / 16 + y / 16) % 2) as u8 * 255;
             let (dx, dy) = (x as f64 - 128.0, y as f64 - 96.0);
-            let disc = if dx * dx + dy * dy < 60.0 * 60.0 { 255 } else { 64 };
+            let disc = if dx * dx + dy * dy < 60.0 * 60.0 {
+                255
+            } else {
+                64
+            };
             pixels.push([x as u8, (y * 255 / HEIGHT) as u8, checker, disc]);
         }
     }

@@ -133,13 +133,23 @@ fn border_addressing_reads_the_border_colour_outside() {
         sample_1d(&tex, &image, &[-0.5, 0.5, 1.5, 2.0]),
         [-7.0, 1.0, 2.0, -7.0]
     );
-    // Linear filtering blends the border in.
+    // Linear filtering blends the border in: in x, and, as the texture unit reads a 1-D
+    // texture as a 2-D one of height 1 at y = 0, half and half with the row above.
     s.filter = FilterMode::Linear;
     let (tex, image) = array_1d(&[1.0, 2.0], s);
+    let blend = |x_filtered: f32| 0.5 * -7.0 + 0.5 * x_filtered;
     assert_eq!(
-        sample_1d(&tex, &image, &[0.0, 2.0]),
-        [0.5 * -7.0 + 0.5, 0.5 * 2.0 + 0.5 * -7.0]
+        sample_1d(&tex, &image, &[0.0, 1.0, 2.0]),
+        [
+            blend(0.5 * -7.0 + 0.5),
+            blend(1.5),
+            blend(0.5 * 2.0 + 0.5 * -7.0)
+        ]
     );
+    // Without border addressing in y the row above is the texels' own.
+    s.address[1] = AddressMode::Clamp;
+    let (tex, image) = array_1d(&[1.0, 2.0], s);
+    assert_eq!(sample_1d(&tex, &image, &[1.0]), [1.5]);
 }
 
 #[test]
