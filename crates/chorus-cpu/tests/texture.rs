@@ -501,8 +501,10 @@ fn descriptors_cuda_refuses_are_refused() {
             .contains("Mirror needs normalized coordinates"),
         "{e}"
     );
-    let mut s = SamplerDesc::default();
-    s.read_mode = ReadMode::NormalizedFloat;
+    let s = SamplerDesc {
+        read_mode: ReadMode::NormalizedFloat,
+        ..SamplerDesc::default()
+    };
     let e = TextureObject::new(image, s).unwrap_err();
     assert!(e.to_string().contains("8- or 16-bit integer format"), "{e}");
     let ints = ImageLayout::array(format(ChannelType::I32, 1), 4, 0, 0).unwrap();
