@@ -5,9 +5,10 @@
 //! slots" (see [`Op::IfBegin`] and friends), so a warp can stop at any `syncthreads` and resume
 //! from its program counter.
 
+use crate::texture::Component;
 use crate::value::Kind;
 use chorus_lang::Span;
-use chorus_lang::ir::{AtomicOp, MathFn, WarpReduceOp};
+use chorus_lang::ir::{AtomicOp, Builtin, MathFn, WarpReduceOp};
 
 /// A register index, relative to the function's frame.
 pub(crate) type Reg = u32;
@@ -324,6 +325,18 @@ pub(crate) enum Op {
     },
     Printf {
         index: u32,
+    },
+    /// A texture read or a surface access (`op` is the IR's): `handle` the object, `coords`
+    /// its first 1 to 3 coordinates, `value` the first of `count` registers written (for a
+    /// surface write), `dst` the first of `count` registers read into, each a `component`.
+    Texture {
+        op: Builtin,
+        dst: Reg,
+        handle: Reg,
+        coords: [Reg; 3],
+        value: Reg,
+        component: Component,
+        count: u8,
     },
 }
 

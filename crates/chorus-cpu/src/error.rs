@@ -36,6 +36,10 @@ pub enum Error {
         /// What was wrong.
         message: String,
     },
+    /// A texture or surface object that CUDA would refuse (an address mode without normalized
+    /// coordinates, linear filtering of integers, …), or an image that does not fit its buffer.
+    #[error("texture or surface: {0}")]
+    Texture(String),
     /// A buffer could not be allocated, or a host copy fell outside it.
     #[error("device buffer: {0}")]
     Alloc(String),

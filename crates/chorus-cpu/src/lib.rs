@@ -71,12 +71,17 @@ mod math;
 mod memory;
 mod printf;
 mod scalar;
+mod texture;
 mod value;
 
 pub use compile::MAX_EXPRESSION_DEPTH;
 pub use error::{Error, Result};
 pub use memory::DeviceBuffer;
 pub use printf::MAX_PRINTF_FIELD;
+pub use texture::{
+    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageLayout, ReadMode, SamplerDesc,
+    SurfaceObject, TextureObject,
+};
 
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{self, FunctionKind};
@@ -122,6 +127,10 @@ pub enum KernelArg<'a> {
     Buffer(&'a DeviceBuffer),
     /// A pointer to byte `offset` of a buffer.
     BufferAt(&'a DeviceBuffer, usize),
+    /// A texture object (for a `texture-object` parameter) over the image in a buffer.
+    Texture(&'a DeviceBuffer, &'a TextureObject),
+    /// A surface object (for a `surface-object` parameter) over the image in a buffer.
+    Surface(&'a DeviceBuffer, &'a SurfaceObject),
     /// A value passed by value: its kernel type and its bytes (the type's size).
     Value {
         /// The parameter's type, which must match exactly.
@@ -149,6 +158,10 @@ pub enum PrecheckedArg<'a> {
     Buffer(&'a DeviceBuffer, usize),
     /// The bytes of a value passed by copy, laid out as on the device.
     Bytes(&'a [u8]),
+    /// A texture object over the image in a buffer.
+    Texture(&'a DeviceBuffer, &'a TextureObject),
+    /// A surface object over the image in a buffer.
+    Surface(&'a DeviceBuffer, &'a SurfaceObject),
 }
 
 /// Held by the running launch: launches never overlap (see the crate documentation).
@@ -263,6 +276,28 @@ impl CpuModule {
                     };
                     PrecheckedArg::Buffer(b, offset)
                 }
+                KernelArg::Texture(b, t) => {
+                    if local.ty != Type::TextureObject {
+                        return Err(launch_error(format!(
+                            "argument {} (`{}`) is a `{}`, but a texture was given",
+                            k + 1,
+                            local.name,
+                            local.ty
+                        )));
+                    }
+                    PrecheckedArg::Texture(b, t)
+                }
+                KernelArg::Surface(b, s) => {
+                    if local.ty != Type::SurfaceObject {
+                        return Err(launch_error(format!(
+                            "argument {} (`{}`) is a `{}`, but a surface was given",
+                            k + 1,
+                            local.name,
+                            local.ty
+                        )));
+                    }
+                    PrecheckedArg::Surface(b, s)
+                }
                 KernelArg::Value { ty, bytes } => {
                     if *ty != local.ty {
                         return Err(launch_error(format!(
@@ -334,9 +369,27 @@ impl CpuModule {
         let mut regions: Vec<(u32, memory::Region<'_>)> =
             self.globals.iter().map(|g| (g.id(), g.region())).collect();
         let mut params = Vec::new();
+        let mut textures: Vec<texture::Bound<'_>> = Vec::new();
         for (k, (arg, (first_reg, leaves))) in args.iter().zip(&code.params).enumerate() {
             let pointer;
+            let handle;
             let bytes: &[u8] = match arg {
+                PrecheckedArg::Texture(b, t) => {
+                    check_image_fits(t.image(), b).map_err(|m| {
+                        launch_error(format!("argument {} (a texture): {m}", k + 1))
+                    })?;
+                    textures.push(texture::Bound::Texture(t, b.region()));
+                    handle = t.handle().to_le_bytes();
+                    &handle
+                }
+                PrecheckedArg::Surface(b, s) => {
+                    check_image_fits(s.image(), b).map_err(|m| {
+                        launch_error(format!("argument {} (a surface): {m}", k + 1))
+                    })?;
+                    textures.push(texture::Bound::Surface(s, b.region()));
+                    handle = s.handle().to_le_bytes();
+                    &handle
+                }
                 PrecheckedArg::Buffer(b, offset) => {
                     if *offset > b.len() {
                         return Err(launch_error(format!(
@@ -380,6 +433,7 @@ impl CpuModule {
             block: config.block,
             regions,
             params,
+            textures,
             dynamic_shared: config.shared_mem,
             stack_bytes: if uses_local_memory {
                 LOCAL_STACK_BYTES
@@ -453,6 +507,18 @@ impl CpuModule {
         }
         Ok(())
     }
+}
+
+/// Whether `buffer` holds the whole of `image`.
+fn check_image_fits(image: &ImageLayout, buffer: &DeviceBuffer) -> std::result::Result<(), String> {
+    if image.bytes() > buffer.len() {
+        return Err(format!(
+            "its image needs {} bytes, but its buffer has {}",
+            image.bytes(),
+            buffer.len()
+        ));
+    }
+    Ok(())
 }
 
 fn check_config(config: &LaunchConfig, function: &ir::Function) -> std::result::Result<(), String> {

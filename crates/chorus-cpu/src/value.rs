@@ -38,6 +38,8 @@ impl Kind {
             Type::Bool => Kind::Bool,
             Type::Pointer(_) => Kind::Ptr,
             Type::Scalar(s) => Kind::of_scalar(*s),
+            // 64-bit handles, resolved by the texture and surface instructions.
+            Type::TextureObject | Type::SurfaceObject => Kind::U64,
             _ => return None,
         })
     }

@@ -3,6 +3,7 @@
 //! table.
 
 use chorus_cpu::{CpuModule, DeviceBuffer, Error, KernelArg, LaunchConfig};
+use chorus_lang::ir::Builtin;
 use chorus_lang::types::Type;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -323,6 +324,58 @@ fn curand_subsequences_match_skipping_on_the_host() {
     assert_ne!(state[0].v, state[1].v);
 }
 
+/// A zeroed image whose texture and surface objects fit the texture or surface built-in `sig`:
+/// its format is the element type's, its dimensions the built-in's.
+fn texture_objects_for(
+    sig: &chorus_lang::check::builtins::Signature,
+) -> (
+    DeviceBuffer,
+    chorus_cpu::TextureObject,
+    chorus_cpu::SurfaceObject,
+) {
+    use chorus_cpu::{
+        ChannelFormat, ChannelType, ImageLayout, SamplerDesc, SurfaceObject, TextureObject,
+    };
+    use chorus_lang::types::ScalarType;
+    let element = match sig.op {
+        Builtin::SurfWrite(..) => sig.params[0].clone(),
+        _ => sig.result.clone(),
+    };
+    let (scalar, channels) = match element {
+        Type::Vector(v) if matches!(v.len(), 2 | 4) => (v.element(), v.len() as u8),
+        Type::Scalar(s) => (s, 1),
+        // Not a texture or surface built-in: any image will do, it is not passed.
+        _ => (ScalarType::Float, 1),
+    };
+    let channel = match scalar {
+        ScalarType::Int8 => ChannelType::I8,
+        ScalarType::UInt8 => ChannelType::U8,
+        ScalarType::Int16 => ChannelType::I16,
+        ScalarType::UInt16 => ChannelType::U16,
+        ScalarType::Int => ChannelType::I32,
+        ScalarType::UInt => ChannelType::U32,
+        _ => ChannelType::F32,
+    };
+    let format = ChannelFormat::new(channel, channels).unwrap();
+    let dims = match sig.op {
+        Builtin::Tex(d) | Builtin::SurfRead(d, _) | Builtin::SurfWrite(d, _) => d,
+        _ => 1,
+    };
+    let extent = |d: u8| if dims >= d { 4 } else { 0 };
+    let array = ImageLayout::array(format, 4, extent(2), extent(3)).unwrap();
+    let image = if sig.op == Builtin::TexFetch {
+        ImageLayout::linear(format, 4).unwrap()
+    } else {
+        array
+    };
+    let buffer = DeviceBuffer::alloc(array.bytes()).unwrap();
+    (
+        buffer,
+        TextureObject::new(image, SamplerDesc::default()).unwrap(),
+        SurfaceObject::new(array).unwrap(),
+    )
+}
+
 /// Every overload of the checker's table, called with arguments of exactly its parameter types
 /// (zero values, pointers to zeroed buffers), prepares and runs: nothing is left unimplemented,
 /// and nothing panics (integer division by zero faults, as it should).
@@ -338,7 +391,17 @@ fn every_builtin_signature_of_the_checker_runs() {
                 .enumerate()
                 .map(|(i, t)| format!("(p{i} {t})"))
                 .collect();
-            let args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            let mut args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            // Texture reads name their element type first; surface accesses end with their
+            // boundary mode.
+            if chorus_lang::check::builtins::is_texture_builtin(name) {
+                if sig.result != Type::Void {
+                    args.insert(0, sig.result.to_string());
+                }
+                if let Builtin::SurfRead(_, b) | Builtin::SurfWrite(_, b) = sig.op {
+                    args.push(b.keyword().to_string());
+                }
+            }
             let call = format!("({name} {})", args.join(" "));
             let stmt = if sig.result == Type::Void {
                 call
@@ -346,6 +409,7 @@ fn every_builtin_signature_of_the_checker_runs() {
                 format!("(let ((r {call})) (return))")
             };
             let text = format!("(defkernel k (void ({})) {stmt})", params.join(" "));
+            let images = texture_objects_for(sig);
             let ir = chorus_lang::compile_str(&text, "sig.lisp")
                 .unwrap_or_else(|e| panic!("{text}: {e}"));
             let m = match CpuModule::new(Arc::new(ir.clone())) {
@@ -367,6 +431,8 @@ fn every_builtin_signature_of_the_checker_runs() {
                 .zip(&buffers)
                 .map(|(t, b)| match t {
                     Type::Pointer(_) => KernelArg::Buffer(b),
+                    Type::TextureObject => KernelArg::Texture(&images.0, &images.1),
+                    Type::SurfaceObject => KernelArg::Surface(&images.0, &images.2),
                     _ => KernelArg::Value {
                         ty: t.clone(),
                         bytes: vec![0; ir.layout(t).expect("a sized type").0],

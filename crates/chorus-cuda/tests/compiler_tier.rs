@@ -91,6 +91,18 @@ fn every_signature_module(curand: bool) -> String {
                     args.push(format!("(aref p{i} 0)"));
                 }
             }
+            // Texture reads name their element type first; surface accesses end with their
+            // boundary mode.
+            if chorus_lang::check::builtins::is_texture_builtin(name) {
+                if signature.result != Type::Void {
+                    args.insert(0, signature.result.to_string());
+                }
+                if let chorus_lang::ir::Builtin::SurfRead(_, b)
+                | chorus_lang::ir::Builtin::SurfWrite(_, b) = signature.op
+                {
+                    args.push(b.keyword().to_string());
+                }
+            }
             let call = format!(
                 "({name}{})",
                 args.iter().map(|a| format!(" {a}")).collect::<String>()

@@ -29,6 +29,7 @@
 //!
 //! Features built on entry points newer than every supported driver's (green contexts,
 //! checkpointing) answer [`Error::Unsupported`] on a driver without them.
+//! | texture | [`CudaArray`], [`TextureObject`], [`SurfaceObject`] and their descriptors |
 //!
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
@@ -54,6 +55,7 @@ pub mod search;
 mod pool;
 mod stream;
 mod tensor_map;
+mod texture;
 pub mod toolkit;
 mod view;
 mod vmm;
@@ -92,4 +94,8 @@ pub use tensor_map::{
 pub use vmm::{
     GrowableBuffer, Mapping, PhysicalMemory, Shareable, VirtualRange, allocation_granularity,
     round_up_to_granularity,
+};
+pub use texture::{
+    AddressMode, ArrayDesc, ChannelFormat, ChannelType, CudaArray, FilterMode, ReadMode,
+    SurfaceObject, TextureDesc, TextureObject,
 };

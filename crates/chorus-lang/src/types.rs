@@ -270,6 +270,12 @@ pub enum Type {
     Struct(Arc<str>),
     /// cuRAND's `curandStateXORWOW_t` (48 bytes, 8-byte aligned).
     CurandStateXorwow,
+    /// `texture-object`: a texture object (CUDA's `cudaTextureObject_t`, a 64-bit handle), read
+    /// with `tex1d-fetch`, `tex1d`, `tex2d` and `tex3d`.
+    TextureObject,
+    /// `surface-object`: a surface object (CUDA's `cudaSurfaceObject_t`, a 64-bit handle), read
+    /// and written with `surf1d-read` … `surf3d-write`.
+    SurfaceObject,
 }
 
 impl Type {
@@ -296,6 +302,8 @@ impl Type {
             "void" => Type::Void,
             "bool" => Type::Bool,
             "curand-state-xorwow" => Type::CurandStateXorwow,
+            "texture-object" => Type::TextureObject,
+            "surface-object" => Type::SurfaceObject,
             _ => {
                 if let Some(s) = ScalarType::from_name(base) {
                     Type::Scalar(s)
@@ -355,6 +363,8 @@ impl fmt::Display for Type {
             Type::Pointer(t) => write!(f, "{t}*"),
             Type::Struct(name) => write!(f, "{name}"),
             Type::CurandStateXorwow => write!(f, "curand-state-xorwow"),
+            Type::TextureObject => write!(f, "texture-object"),
+            Type::SurfaceObject => write!(f, "surface-object"),
         }
     }
 }

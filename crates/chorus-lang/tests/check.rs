@@ -705,7 +705,19 @@ fn every_built_in_signature_resolves_to_itself() {
                 .enumerate()
                 .map(|(i, t)| format!("(p{i} {t})"))
                 .collect();
-            let args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            let mut args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            // Texture reads name their element type first; surface accesses end with their
+            // boundary mode.
+            if builtins::is_texture_builtin(name) {
+                if sig.result != Type::Void {
+                    args.insert(0, sig.result.to_string());
+                }
+                if let chorus_lang::ir::Builtin::SurfRead(_, b)
+                | chorus_lang::ir::Builtin::SurfWrite(_, b) = sig.op
+                {
+                    args.push(b.keyword().to_string());
+                }
+            }
             let call = format!("({name} {})", args.join(" "));
             let stmt = if sig.result == Type::Void {
                 call

@@ -170,6 +170,11 @@ fn uses() -> Vec<(Capability, &'static str, &'static str)> {
             "(defkernel (f :device) (int ((n int)))\n  (return (if (> n 0) (g (- n 1)) 0)))\n(defkernel (g :device) (int ((n int)))\n  (return (f n)))",
             "4:11",
         ),
+        (
+            Textures,
+            "(defkernel k (void ((a float*) (tx texture-object)))\n  (set (aref a 0) (tex1d float tx 0.5)))",
+            "1:1",
+        ),
     ]
 }
 

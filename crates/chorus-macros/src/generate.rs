@@ -136,6 +136,9 @@ fn value_type(module: &Module, ty: &Type) -> Option<TokenStream> {
             quote!(#ident)
         }
         Type::CurandStateXorwow => quote!(::chorus::CurandStateXorwow),
+        // Handles the host only makes through `chorus::Texture`/`chorus::Surface`, passed as
+        // their `as_arg()`.
+        Type::TextureObject | Type::SurfaceObject => return None,
     })
 }
 
@@ -328,7 +331,8 @@ fn struct_item(module: &Module, def: &StructDef) -> TokenStream {
     for (field, field_name) in def.fields.iter().zip(&field_names) {
         let ident = rust_ident(field_name);
         let Some(ty) = value_type(module, &field.ty) else {
-            // The checker refuses `void` fields; nothing else lacks a host type.
+            // The checker refuses `void` fields; texture and surface handles have no host type
+            // (the backend makes them).
             let message = format!(
                 "field `{}` of structure `{kernel_name}` has no host type",
                 field.name

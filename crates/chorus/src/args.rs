@@ -1,7 +1,7 @@
 //! Kernel arguments and the one check they pass before any backend sees them.
 
 use crate::error::{ArgumentKind, Error, Result};
-use crate::hal::{ArgRef, CheckedArgs, DeviceMemory, ValueBytes};
+use crate::hal::{ArgRef, CheckedArgs, DeviceMemory, TextureImpl, ValueBytes};
 use crate::kind::{Backend, Device};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, Module};
@@ -34,12 +34,22 @@ impl<'a> Arg<'a> {
         Arg(ArgRef::Address { address, element })
     }
 
+    pub(crate) fn texture(object: &'a dyn TextureImpl, device: Device, surface: bool) -> Arg<'a> {
+        Arg(ArgRef::Texture {
+            object,
+            device,
+            surface,
+        })
+    }
+
     /// What the argument is (`a float value`, `a memory block of int`).
     pub fn kind(&self) -> ArgumentKind {
         match &self.0 {
             ArgRef::Value { ty, .. } => ArgumentKind::Value(ty.clone()),
             ArgRef::Memory { element, .. } => ArgumentKind::Memory(element.clone()),
             ArgRef::Address { element, .. } => ArgumentKind::Address(element.clone()),
+            ArgRef::Texture { surface: false, .. } => ArgumentKind::Texture,
+            ArgRef::Texture { surface: true, .. } => ArgumentKind::Surface,
         }
     }
 
@@ -47,6 +57,7 @@ impl<'a> Arg<'a> {
     pub fn device(&self) -> Option<Device> {
         match &self.0 {
             ArgRef::Memory { memory, .. } => Some(memory.device),
+            ArgRef::Texture { device, .. } => Some(*device),
             _ => None,
         }
     }
@@ -136,6 +147,24 @@ pub(crate) fn check_args<'s, 'a>(
                         index: position + 1,
                         parameter: local.name.to_string(),
                         backend: device.backend(),
+                    });
+                }
+            }
+            (
+                Type::TextureObject | Type::SurfaceObject,
+                ArgRef::Texture {
+                    device: object_device,
+                    surface,
+                    ..
+                },
+            ) if *surface == (local.ty == Type::SurfaceObject) => {
+                if *object_device != device {
+                    return Err(Error::ArgumentDevice {
+                        kernel: function.name.to_string(),
+                        index: position + 1,
+                        parameter: local.name.to_string(),
+                        argument_device: *object_device,
+                        launch_device: device,
                     });
                 }
             }

@@ -66,6 +66,14 @@ pub enum Error {
         /// The HIP backend's error.
         source: chorus_hip::Error,
     },
+    /// A texture, surface or array the backend cannot make: an invalid descriptor (an address
+    /// mode that needs normalized coordinates, linear filtering of integers, …), a shape that
+    /// does not fit its memory, or a backend without textures.
+    #[error("texture or surface: {reason}")]
+    Texture {
+        /// What is wrong.
+        reason: String,
+    },
     /// An error of the CPU executor.
     #[error("CPU executor: {source}")]
     Cpu {
@@ -367,6 +375,10 @@ pub enum ArgumentKind {
     Memory(Type),
     /// A raw device address of this element type.
     Address(Type),
+    /// A texture object.
+    Texture,
+    /// A surface object.
+    Surface,
 }
 
 impl fmt::Display for ArgumentKind {
@@ -375,6 +387,8 @@ impl fmt::Display for ArgumentKind {
             ArgumentKind::Value(ty) => write!(f, "a {ty} value"),
             ArgumentKind::Memory(element) => write!(f, "a memory block of {element}"),
             ArgumentKind::Address(element) => write!(f, "a device address of {element}"),
+            ArgumentKind::Texture => write!(f, "a texture"),
+            ArgumentKind::Surface => write!(f, "a surface"),
         }
     }
 }

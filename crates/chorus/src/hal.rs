@@ -5,6 +5,7 @@
 //! new kind of device, a `Backend` variant in `kind.rs`.
 
 use crate::error::{Error, Result, Unavailable};
+use crate::image::{ChannelFormat, ImageShape, TextureDesc};
 use crate::kind::{Backend, Device};
 use chorus_cuda::Dim3;
 use chorus_lang::ir::{Global, Module};
@@ -62,6 +63,71 @@ pub(crate) trait DeviceImpl: Send + Sync {
     /// Recreates the device's state after a fault left it unusable (see
     /// [`crate::Device::reset`]); objects made on it before are gone.
     fn reset(&self) -> Result<()>;
+    /// An array of `extent` elements of `format` (`[w, 0, 0]` 1-D, `[w, h, 0]` 2-D), which
+    /// surfaces may also use when `surface`. Backends without textures keep this default.
+    fn alloc_array(
+        &self,
+        format: ChannelFormat,
+        extent: [usize; 3],
+        surface: bool,
+    ) -> Result<Box<dyn ArrayImpl>> {
+        let _ = (format, extent, surface);
+        Err(no_textures(self.target()))
+    }
+    /// A texture object reading `source` as `shape` of `format` (checked by the facade against
+    /// `desc` and the source's size).
+    fn texture(
+        &self,
+        source: ImageSource<'_>,
+        shape: ImageShape,
+        format: ChannelFormat,
+        desc: &TextureDesc,
+    ) -> Result<Box<dyn TextureImpl>> {
+        let _ = (source, shape, format, desc);
+        Err(no_textures(self.target()))
+    }
+    /// A surface object over `array` (made for surfaces, of `format` and `extent`).
+    fn surface(
+        &self,
+        array: &dyn ArrayImpl,
+        format: ChannelFormat,
+        extent: [usize; 3],
+    ) -> Result<Box<dyn TextureImpl>> {
+        let _ = (array, format, extent);
+        Err(no_textures(self.target()))
+    }
+}
+
+/// The error of a texture call on a backend without textures.
+fn no_textures(target: &Target) -> Error {
+    Error::Texture {
+        reason: format!("the {target} has no texture or surface objects"),
+    }
+}
+
+/// An array for textures and surfaces on one device.
+pub(crate) trait ArrayImpl: Send + Sync + std::fmt::Debug {
+    /// Copies `src` (the array's size, rows packed) into the array.
+    fn upload(&mut self, src: &[u8]) -> Result<()>;
+    /// Copies the array into `dst` (its size, rows packed).
+    fn download(&self, dst: &mut [u8]) -> Result<()>;
+    /// The array as the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A texture or surface object on one device.
+pub(crate) trait TextureImpl: Send + Sync + std::fmt::Debug {
+    /// The object as the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// What a texture reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ImageSource<'a> {
+    /// An array.
+    Array(&'a dyn ArrayImpl),
+    /// Device memory (linear or pitched).
+    Memory(&'a dyn MemoryImpl),
 }
 
 /// Device memory of one device.
@@ -136,6 +202,12 @@ pub(crate) enum ArgRef<'a> {
     },
     /// A raw device address of elements of `element`.
     Address { address: u64, element: Type },
+    /// A texture object (`surface` false) or a surface object (true) of `device`.
+    Texture {
+        object: &'a dyn TextureImpl,
+        device: Device,
+        surface: bool,
+    },
 }
 
 /// Arguments checked against one kernel's parameters and one device (count, types, value

@@ -72,17 +72,22 @@ mod backend;
 /// The backends built into this crate, one file each, behind the interface of `hal.rs`.
 mod backends {
     pub(crate) mod cpu;
+    pub(crate) mod cpu_texture;
     pub(crate) mod cuda;
     pub(crate) mod hip;
+    pub(crate) mod cuda_context;
+    pub(crate) mod cuda_texture;
 }
 mod dispatch;
 mod error;
 mod hal;
+mod image;
 mod kind;
 mod launch;
 mod memory;
 mod program;
 mod stream;
+mod texture;
 
 pub use args::Arg;
 pub use backend::{
@@ -90,11 +95,13 @@ pub use backend::{
     with_device,
 };
 pub use error::{ArgumentKind, BadExtent, Error, Result, Unavailable};
+pub use image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ReadMode, TextureDesc};
 pub use kind::{Backend, Device};
 pub use launch::{Dim3, IntoDim3, Launch};
 pub use memory::{DeviceAddress, DevicePtr, Direction, MemoryBlock};
 pub use program::Program;
 pub use stream::Stream;
+pub use texture::{Surface, Texture, TextureArray};
 
 pub use chorus_lang::host::{
     Bool8, CurandStateXorwow, Double2, Double3, Double4, Float2, Float3, Float4, Fp4E2M1, Fp8E4M3,

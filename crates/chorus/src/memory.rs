@@ -137,6 +137,11 @@ impl<T: KernelValue> MemoryBlock<T> {
         Arg::memory(&self.device, T::kernel_type())
     }
 
+    /// The device copy (what a texture over the block reads).
+    pub(crate) fn device_memory(&self) -> &DeviceMemory {
+        &self.device
+    }
+
     /// The device address of the device copy, on backends that have addresses (CUDA); `None`
     /// on the CPU executor.
     pub fn device_address(&self) -> Option<u64> {

@@ -1,6 +1,8 @@
 //! Lowering of built-in operations to their instructions.
 
 use super::*;
+use crate::texture::Component;
+use chorus_lang::types::ScalarType;
 
 impl FnCompiler<'_> {
     pub(super) fn builtin(&mut self, e: &Expr, op: Builtin, args: &[Expr]) -> Result<Reg> {
@@ -303,7 +305,82 @@ impl FnCompiler<'_> {
                 }
                 Ok(dst)
             }
+            Builtin::TexFetch
+            | Builtin::Tex(_)
+            | Builtin::SurfRead(..)
+            | Builtin::SurfWrite(..) => self.texture(e, op, args),
             other => Err(unsupported(&e.span, format!("the built-in {other:?}"))),
         }
+    }
+}
+
+impl FnCompiler<'_> {
+    /// A texture read or surface access: the element (the result, or a write's value) as
+    /// components, the handle, then the coordinates.
+    fn texture(&mut self, e: &Expr, op: Builtin, args: &[Expr]) -> Result<Reg> {
+        let write = matches!(op, Builtin::SurfWrite(..));
+        let element = if write {
+            args.first().map(|a| &a.ty).unwrap_or(&Type::Void)
+        } else {
+            &e.ty
+        };
+        let (scalar, count) = match element {
+            Type::Scalar(s) => (*s, 1u8),
+            Type::Vector(v) => (v.element(), v.len() as u8),
+            other => {
+                return Err(unsupported(
+                    &e.span,
+                    format!("a texture or surface element of type `{other}`"),
+                ));
+            }
+        };
+        let component = if scalar == ScalarType::Float {
+            Component::Float
+        } else if scalar.is_integer() && scalar.size() <= 4 {
+            Component::Int {
+                bytes: scalar.size() as u8,
+                signed: scalar.is_signed_integer(),
+            }
+        } else {
+            return Err(unsupported(
+                &e.span,
+                format!("a texture or surface element of type `{element}`"),
+            ));
+        };
+        let mut regs = Vec::with_capacity(args.len());
+        for a in args {
+            regs.push(self.expr(a)?);
+        }
+        self.span = e.span.clone();
+        let (value, rest) = if write {
+            (regs[0], &regs[1..])
+        } else {
+            (0, &regs[..])
+        };
+        let Some((&handle, coords)) = rest.split_first() else {
+            return Err(unsupported(&e.span, "a texture access without its object"));
+        };
+        if coords.is_empty() || coords.len() > 3 {
+            return Err(unsupported(
+                &e.span,
+                format!("a texture access with {} coordinates", coords.len()),
+            ));
+        }
+        let coords: [Reg; 3] = std::array::from_fn(|k| coords.get(k).copied().unwrap_or(coords[0]));
+        let dst = if write {
+            0
+        } else {
+            self.alloc(u32::from(count))
+        };
+        self.emit(Op::Texture {
+            op,
+            dst,
+            handle,
+            coords,
+            value,
+            component,
+            count,
+        });
+        Ok(dst)
     }
 }

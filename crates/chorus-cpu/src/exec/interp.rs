@@ -1,5 +1,6 @@
 //! The instruction loop: one warp runs until it finishes, reaches a barrier or faults.
 
+use super::texture::TextureAccess;
 use super::*;
 
 impl BlockCtx<'_> {
@@ -518,6 +519,27 @@ impl BlockCtx<'_> {
                     r
                 }
                 Op::Printf { index } => self.printf(&prog.printfs[*index as usize], w, exec),
+                Op::Texture {
+                    op,
+                    dst,
+                    handle,
+                    coords,
+                    value,
+                    component,
+                    count,
+                } => self.texture_lanes(
+                    &mut w.regs[rb..],
+                    TextureAccess {
+                        op: *op,
+                        dst: *dst,
+                        handle: *handle,
+                        coords: *coords,
+                        value: *value,
+                        component: *component,
+                        count: *count,
+                    },
+                    exec,
+                ),
             };
             if let Err(f) = result {
                 w.pc = pc as u32;

@@ -3,6 +3,7 @@
 
 mod access;
 mod interp;
+mod texture;
 
 use crate::atomic::{atomic16, atomic32, atomic64};
 use crate::bytecode::*;
@@ -36,6 +37,8 @@ pub(crate) struct Launch<'a> {
     pub(crate) regions: Vec<(u32, Region<'a>)>,
     /// Kernel parameter registers and their bits.
     pub(crate) params: Vec<(Reg, u64)>,
+    /// The texture and surface objects passed to this launch.
+    pub(crate) textures: Vec<crate::texture::Bound<'a>>,
     pub(crate) dynamic_shared: usize,
     /// Local stack bytes per thread (0 when no function has address-taken locals).
     pub(crate) stack_bytes: usize,

@@ -434,6 +434,22 @@ pub const RESERVED: &[&str] = &[
     "curand_discrete",
     "curandstate",
     "curandstate_t",
+    // Texture and surface objects (texture_indirect_functions.h, surface_indirect_functions.h).
+    "cudatextureobject_t",
+    "cudasurfaceobject_t",
+    "tex1dfetch",
+    "tex1d",
+    "tex2d",
+    "tex3d",
+    "surf1dread",
+    "surf2dread",
+    "surf3dread",
+    "surf1dwrite",
+    "surf2dwrite",
+    "surf3dwrite",
+    "cudaboundarymodetrap",
+    "cudaboundarymodeclamp",
+    "cudaboundarymodezero",
     // The C library the headers declare.
     "random",
     "rand",
@@ -534,6 +550,8 @@ impl Dialect for Cuda {
             Type::Vector(VectorType::Half2) => "__half2",
             Type::Vector(v) => v.name(),
             Type::CurandStateXorwow => "curandStateXORWOW_t",
+            Type::TextureObject => "cudaTextureObject_t",
+            Type::SurfaceObject => "cudaSurfaceObject_t",
             Type::Pointer(_) | Type::Struct(_) => return None,
         })
     }

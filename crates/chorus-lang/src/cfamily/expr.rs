@@ -3,7 +3,9 @@
 use super::IndexSpelling;
 use super::helpers::{Helper, Operands, VectorOp};
 use super::printer::Emitter;
-use crate::ir::{AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, WarpReduceOp};
+use crate::ir::{
+    AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, SurfaceBoundary, WarpReduceOp,
+};
 use crate::types::{ScalarType, Type, VectorType};
 
 /// How an expression's text binds, which decides where it needs parentheses.
@@ -1038,6 +1040,30 @@ impl Emitter<'_> {
                 };
                 self.exact_call(name, args)
             }
+            Builtin::TexFetch | Builtin::Tex(_) => {
+                // CUDA's templates: `tex2D<float4>(tex, x, y)`.
+                let name = match op {
+                    Builtin::Tex(1) => "tex1D",
+                    Builtin::Tex(2) => "tex2D",
+                    Builtin::Tex(_) => "tex3D",
+                    _ => "tex1Dfetch",
+                };
+                let element = self.c_type(result);
+                self.value_call(&format!("{name}<{element}>"), args)
+            }
+            Builtin::SurfRead(dims, mode) => {
+                let element = self.c_type(result);
+                let mut printed: Vec<CExpr> = args.iter().map(|a| self.value(a)).collect();
+                printed.push(CExpr::atom(boundary_mode(mode).to_string()));
+                self.call(&format!("surf{dims}Dread<{element}>"), &printed)
+            }
+            Builtin::SurfWrite(dims, mode) => {
+                // The value's type picks the overload.
+                let mut printed = vec![self.exact(&args[0])];
+                printed.extend(args[1..].iter().map(|a| self.value(a)));
+                printed.push(CExpr::atom(boundary_mode(mode).to_string()));
+                self.call(&format!("surf{dims}Dwrite"), &printed)
+            }
         }
     }
 
@@ -1250,6 +1276,15 @@ fn float_text(value: f64, suffix: &str, infinity: &str) -> CExpr {
         format!("{value:?}")
     };
     signed_text(format!("{text}{suffix}"))
+}
+
+/// CUDA's `cudaSurfaceBoundaryMode` for `mode`.
+fn boundary_mode(mode: SurfaceBoundary) -> &'static str {
+    match mode {
+        SurfaceBoundary::Trap => "cudaBoundaryModeTrap",
+        SurfaceBoundary::Clamp => "cudaBoundaryModeClamp",
+        SurfaceBoundary::Zero => "cudaBoundaryModeZero",
+    }
 }
 
 #[cfg(test)]

@@ -139,6 +139,43 @@ pub const ARITHMETIC_SCALARS: [ScalarType; 13] = [
     ScalarType::BFloat16,
 ];
 
+/// The element types a texture or surface access reads or writes.
+pub const ELEMENT_TYPES: [Type; 13] = [
+    Type::Scalar(ScalarType::Int8),
+    Type::Scalar(ScalarType::UInt8),
+    Type::Scalar(ScalarType::Int16),
+    Type::Scalar(ScalarType::UInt16),
+    Type::Scalar(ScalarType::Int),
+    Type::Scalar(ScalarType::UInt),
+    Type::Scalar(ScalarType::Float),
+    Type::Vector(VectorType::Int2),
+    Type::Vector(VectorType::Int4),
+    Type::Vector(VectorType::UInt2),
+    Type::Vector(VectorType::UInt4),
+    Type::Vector(VectorType::Float2),
+    Type::Vector(VectorType::Float4),
+];
+
+/// The texture and surface built-ins by name.
+const TEXTURE_NAMES: [&str; 10] = [
+    "tex1d-fetch",
+    "tex1d",
+    "tex2d",
+    "tex3d",
+    "surf1d-read",
+    "surf2d-read",
+    "surf3d-read",
+    "surf1d-write",
+    "surf2d-write",
+    "surf3d-write",
+];
+
+/// True for the texture and surface built-ins, whose reads name their element type first
+/// (`check/texture.rs`).
+pub fn is_texture_builtin(name: &str) -> bool {
+    TEXTURE_NAMES.contains(&name)
+}
+
 /// The overloads by name, and the names in definition order.
 struct Table {
     names: Vec<&'static str>,
@@ -630,6 +667,49 @@ fn build() -> Table {
         "curand-normal-double-xorwow",
         vec![sig(Builtin::CurandNormal, &[state], s(Double))],
     );
+
+    // Textures and surfaces (`check/texture.rs` reads the element type written in the call and
+    // picks among these by result type; surface coordinates are ints, `x` in bytes).
+    let elements = &ELEMENT_TYPES;
+    let tex = Type::TextureObject;
+    add(
+        "tex1d-fetch",
+        elements
+            .iter()
+            .map(|t| sig(Builtin::TexFetch, &[tex.clone(), s(Int)], t.clone()))
+            .collect(),
+    );
+    for (name, dims) in [("tex1d", 1u8), ("tex2d", 2), ("tex3d", 3)] {
+        let mut params = vec![tex.clone()];
+        params.extend(std::iter::repeat_n(s(Float), usize::from(dims)));
+        add(
+            name,
+            elements
+                .iter()
+                .map(|t| sig(Builtin::Tex(dims), &params, t.clone()))
+                .collect(),
+        );
+    }
+    for (read, write, dims) in [
+        ("surf1d-read", "surf1d-write", 1u8),
+        ("surf2d-read", "surf2d-write", 2),
+        ("surf3d-read", "surf3d-write", 3),
+    ] {
+        let mut coords = vec![Type::SurfaceObject];
+        coords.extend(std::iter::repeat_n(s(Int), usize::from(dims)));
+        let mut reads = Vec::new();
+        let mut writes = Vec::new();
+        for mode in crate::ir::SurfaceBoundary::ALL {
+            for t in elements {
+                reads.push(sig(Builtin::SurfRead(dims, mode), &coords, t.clone()));
+                let mut params = vec![t.clone()];
+                params.extend(coords.iter().cloned());
+                writes.push(sig(Builtin::SurfWrite(dims, mode), &params, Type::Void));
+            }
+        }
+        add(read, reads);
+        add(write, writes);
+    }
     t
 }
 
@@ -650,6 +730,7 @@ pub fn has_effect(op: Builtin) -> bool {
             | Builtin::CurandInit
             | Builtin::CurandUniform
             | Builtin::CurandNormal
+            | Builtin::SurfWrite(..)
     )
 }
 

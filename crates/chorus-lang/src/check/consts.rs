@@ -120,7 +120,14 @@ fn round_to(x: f64, ty: ScalarType) -> f64 {
 
 /// True for a `bool`, number or vector type a constant can have.
 pub fn is_constant_type(ty: &Type) -> bool {
-    !matches!(ty, Type::Void | Type::Pointer(_) | Type::CurandStateXorwow)
+    !matches!(
+        ty,
+        Type::Void
+            | Type::Pointer(_)
+            | Type::CurandStateXorwow
+            | Type::TextureObject
+            | Type::SurfaceObject
+    )
 }
 
 #[cfg(test)]

@@ -281,6 +281,9 @@ impl FnCx<'_> {
         if let Some(id) = self.m.function(head) {
             return self.user_call(id, args, f);
         }
+        if builtins::is_texture_builtin(head) {
+            return self.texture_builtin(head, args, f);
+        }
         if !builtins::signatures(head).is_empty() {
             return self.builtin(head, args, f);
         }
@@ -795,9 +798,24 @@ fn is_homogeneous(sigs: &[&Signature]) -> bool {
 ///    conversions (`(+ i 1.5)` is float; `(+ i u)` for int and uint is an error).
 /// 3. The overload whose implicit conversions cost least (ties: the earlier in the table).
 pub(super) fn resolve(name: &str, args: Vec<Expr>, span: &Span) -> Result<Expr> {
-    let all = builtins::signatures(name);
+    resolve_among(
+        name,
+        builtins::signatures(name).iter().collect(),
+        args,
+        span,
+    )
+}
+
+/// [`resolve`] among `all`, some of `name`'s overloads (those of one result type, say).
+pub(super) fn resolve_among(
+    name: &str,
+    all: Vec<&Signature>,
+    args: Vec<Expr>,
+    span: &Span,
+) -> Result<Expr> {
     let sigs: Vec<&Signature> = all
         .iter()
+        .copied()
         .filter(|s| s.params.len() == args.len())
         .collect();
     if sigs.is_empty() {

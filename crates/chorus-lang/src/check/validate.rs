@@ -98,6 +98,7 @@ impl Validator<'_> {
             Type::Scalar(s) => scalar_needs(*s),
             Type::Vector(v) => vector_needs(*v),
             Type::CurandStateXorwow => Some(Capability::DeviceRandom),
+            Type::TextureObject | Type::SurfaceObject => Some(Capability::Textures),
             Type::Void | Type::Bool | Type::Struct(_) => None,
         };
         match needs {
@@ -449,6 +450,9 @@ fn builtin_needs(op: Builtin, args: &[Expr]) -> Option<Capability> {
         }
         Builtin::CurandInit | Builtin::CurandUniform | Builtin::CurandNormal => {
             Capability::DeviceRandom
+        }
+        Builtin::TexFetch | Builtin::Tex(_) | Builtin::SurfRead(..) | Builtin::SurfWrite(..) => {
+            Capability::Textures
         }
         Builtin::Atomic(_) => match args.first()?.ty.pointee()?.scalar()? {
             ScalarType::Int64 | ScalarType::UInt64 => Capability::Atomic64,

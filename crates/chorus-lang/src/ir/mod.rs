@@ -657,6 +657,46 @@ pub enum Builtin {
     CurandUniform,
     /// `curand-normal-float-xorwow` / `-double-`: standard normal.
     CurandNormal,
+    // ---- texture and surface objects (the result or value type picks the element type)
+    /// `tex1d-fetch T tex i` → `tex1Dfetch<T>(tex, i)`: element `i` of a linear texture, no
+    /// filtering.
+    TexFetch,
+    /// `texNd T tex x [y [z]]` → `tex1D<T>` / `tex2D<T>` / `tex3D<T>`: a filtered read at
+    /// floating coordinates; the number is the dimension count (1, 2 or 3).
+    Tex(u8),
+    /// `surfNd-read T surf x [y [z]] [boundary]` → `surfNDread<T>`: `x` in bytes.
+    SurfRead(u8, SurfaceBoundary),
+    /// `surfNd-write value surf x [y [z]] [boundary]` → `surfNDwrite`: `x` in bytes.
+    SurfWrite(u8, SurfaceBoundary),
+}
+
+/// What a surface access outside the surface does (CUDA's `cudaSurfaceBoundaryMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SurfaceBoundary {
+    /// `:trap` (the default): the access faults.
+    Trap,
+    /// `:clamp`: the coordinates are clamped to the surface.
+    Clamp,
+    /// `:zero`: reads give zero, writes are dropped.
+    Zero,
+}
+
+impl SurfaceBoundary {
+    /// Every mode, in the order of CUDA's enumeration.
+    pub const ALL: [SurfaceBoundary; 3] = [
+        SurfaceBoundary::Zero,
+        SurfaceBoundary::Clamp,
+        SurfaceBoundary::Trap,
+    ];
+
+    /// The keyword that selects it (`:trap`).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            SurfaceBoundary::Trap => ":trap",
+            SurfaceBoundary::Clamp => ":clamp",
+            SurfaceBoundary::Zero => ":zero",
+        }
+    }
 }
 
 /// Floating-point math functions; float arguments use the `f`-suffixed C function.

@@ -106,11 +106,19 @@ pub enum Capability {
     /// Functions that call themselves, directly or through others. CUDA (sm_20) and HIP
     /// allocate a stack; MSL 3.1 §2.1 forbids recursive calls.
     Recursion,
+    /// Texture and surface objects: the `texture-object` and `surface-object` types and the
+    /// `tex1d-fetch`, `tex1d`/`tex2d`/`tex3d` and `surfNd-read`/`surfNd-write` built-ins. CUDA:
+    /// texture objects from sm_30 (CUDA C++ Programming Guide, "Texture and Surface Memory");
+    /// the CPU executor reproduces their filtering and addressing. HIP has
+    /// `hipTextureObject_t`/`hipSurfaceObject_t` with `tex2D<T>` and friends; MSL has
+    /// `texture2d<T>` arguments with samplers (a different binding model, for its printer to
+    /// map or refuse).
+    Textures,
 }
 
 impl Capability {
     /// Every capability, in declaration order.
-    pub const ALL: [Capability; 27] = [
+    pub const ALL: [Capability; 28] = [
         Capability::Float64,
         Capability::Float16,
         Capability::BFloat16,
@@ -138,6 +146,7 @@ impl Capability {
         Capability::WarpSync,
         Capability::SystemFence,
         Capability::Recursion,
+        Capability::Textures,
     ];
 
     /// What the feature is, as error messages say it ("`cuda-asm` needs inline assembly, …").
@@ -170,6 +179,7 @@ impl Capability {
             Capability::WarpSync => "warp barriers",
             Capability::SystemFence => "system-wide memory fences",
             Capability::Recursion => "recursion",
+            Capability::Textures => "texture and surface objects",
         }
     }
 

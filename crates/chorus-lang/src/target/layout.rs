@@ -64,6 +64,8 @@ impl LayoutRules {
             Type::Vector(v) => self.vector(*v),
             Type::Pointer(_) => Some((8, 8)),
             Type::CurandStateXorwow => (self == LayoutRules::C).then_some((48, 8)),
+            // 64-bit handles (`cudaTextureObject_t`, `cudaSurfaceObject_t`).
+            Type::TextureObject | Type::SurfaceObject => (self == LayoutRules::C).then_some((8, 8)),
             Type::Struct(name) => {
                 let def = structs.iter().find(|s| *s.name == **name)?;
                 let layout = self.struct_layout_within(def, structs, depth)?;

@@ -130,6 +130,7 @@ impl Target {
             WarpSync,
             SystemFence,
             Recursion,
+            Textures,
         ])
         .with_if(Float16, at_least(5, 3))
         .with_if(DoubleAtomics, at_least(6, 0))

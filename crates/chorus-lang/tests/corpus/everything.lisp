@@ -171,3 +171,15 @@
                        (curand-normal-float-xorwow (pointer (aref states i)))))
     (set (aref d i) (+ (curand-uniform-double-xorwow (pointer (aref states i)))
                        (curand-normal-double-xorwow (pointer (aref states i)))))))
+
+;; Texture and surface objects.
+(defkernel textures (void ((out float4*) (n int*) (tex texture-object) (lin texture-object)
+                           (vol texture-object) (s surface-object) (s1 surface-object)
+                           (s3 surface-object)))
+  (let ((i thread-idx-x))
+    (set (aref out i) (tex2d float4 tex (float i) 0.5))
+    (set (aref n i) (+ (tex1d-fetch int lin i) (int (tex1d float vol 0.5))
+                       (int (tex3d float vol 0.5 0.5 0.5))))
+    (surf2d-write (surf2d-read float4 s (* 16 i) 0 :clamp) s (* 16 i) 1 :zero)
+    (surf1d-write (surf1d-read uint s1 (* 4 i)) s1 (* 4 i))
+    (surf3d-write (surf3d-read int s3 (* 4 i) 0 0 :zero) s3 (* 4 i) 1 1 :trap)))

@@ -3,11 +3,14 @@
 //! and tested without GPUs), memory as `chorus_cpu` buffers, launches that finish before they
 //! return.
 
+use super::cpu_texture;
+use crate::TextureDesc;
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{
-    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
-    MemoryImpl, StreamImpl,
+    ArgRef, ArrayImpl, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl,
+    ImageSource, LaunchShape, MemoryImpl, StreamImpl, TextureImpl,
 };
+use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Backend;
 use chorus_lang::ir::{Global, Module};
 use chorus_lang::target::Target;
@@ -73,7 +76,9 @@ impl DeviceImpl for CpuDevice {
     }
 
     fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
-        Ok(Box::new(CpuMemory(chorus_cpu::DeviceBuffer::alloc(bytes)?)))
+        Ok(Box::new(CpuMemory(Arc::new(
+            chorus_cpu::DeviceBuffer::alloc(bytes)?,
+        ))))
     }
 
     fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
@@ -95,10 +100,52 @@ impl DeviceImpl for CpuDevice {
         // A fault of the executor is an error of its launch and leaves nothing behind.
         Ok(())
     }
+
+    fn alloc_array(
+        &self,
+        format: ChannelFormat,
+        extent: [usize; 3],
+        _surface: bool,
+    ) -> Result<Box<dyn ArrayImpl>> {
+        cpu_texture::alloc_array(format, extent)
+    }
+
+    fn texture(
+        &self,
+        source: ImageSource<'_>,
+        shape: ImageShape,
+        format: ChannelFormat,
+        desc: &TextureDesc,
+    ) -> Result<Box<dyn TextureImpl>> {
+        match source {
+            ImageSource::Array(array) => cpu_texture::texture_over_array(array, shape, desc),
+            ImageSource::Memory(memory) => {
+                let memory =
+                    memory
+                        .as_any()
+                        .downcast_ref::<CpuMemory>()
+                        .ok_or(Error::ForeignObject {
+                            backend: Backend::Cpu,
+                            what: "memory",
+                        })?;
+                cpu_texture::texture_over_memory(memory.0.clone(), shape, format, desc)
+            }
+        }
+    }
+
+    fn surface(
+        &self,
+        array: &dyn ArrayImpl,
+        _format: ChannelFormat,
+        _extent: [usize; 3],
+    ) -> Result<Box<dyn TextureImpl>> {
+        cpu_texture::surface(array)
+    }
 }
 
+/// A buffer, shared with the textures that read it.
 #[derive(Debug)]
-struct CpuMemory(chorus_cpu::DeviceBuffer);
+struct CpuMemory(Arc<chorus_cpu::DeviceBuffer>);
 
 impl MemoryImpl for CpuMemory {
     fn upload(&mut self, src: &[u8]) -> Result<()> {
@@ -163,6 +210,7 @@ impl CompiledImpl for CpuCompiled {
                     backend: Backend::Cpu,
                     what: "device address argument",
                 }),
+                ArgRef::Texture { object, .. } => cpu_texture::prechecked(*object),
             })
             .collect::<Result<Vec<_>>>()?;
         let config = chorus_cpu::LaunchConfig {

@@ -10,11 +10,15 @@
 //! a new generation of it: objects of the old one answer [`Error::DeviceWasReset`] and forget
 //! their handles instead of freeing them; compiled programs load again at their next use.
 
+use super::cuda_context::{device_error, enter};
+use super::cuda_texture;
+use crate::TextureDesc;
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{
-    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
-    MemoryImpl, StreamImpl,
+    ArgRef, ArrayImpl, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl,
+    ImageSource, LaunchShape, MemoryImpl, StreamImpl, TextureImpl,
 };
+use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::{Backend, Device};
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
@@ -85,32 +89,6 @@ impl BackendImpl for Cuda {
             target: Target::cuda(major, minor),
         }))
     }
-}
-
-/// A CUDA error of the operation on device `index`.
-fn device_error<E: Into<chorus_cuda::Error>>(index: usize) -> impl Fn(E) -> Error {
-    move |source| Error::Cuda {
-        device: Some(Device::handle(Backend::Cuda, index)),
-        source: source.into(),
-    }
-}
-
-/// Makes `context` current on this thread (every CUDA call needs one).
-///
-/// Asking which context is current reads the driver's thread state; setting it takes the
-/// driver's locks, so it is done only when another context (or none) is current: launches in
-/// a loop on one device set it once.
-fn enter(context: &chorus_cuda::Context) -> Result<()> {
-    let mut current = std::ptr::null_mut();
-    // SAFETY: the driver is loaded and initialised (the context exists), and `current` is a
-    // valid place for the handle.
-    let result = unsafe { chorus_cuda::sys::cuCtxGetCurrent(&mut current) };
-    if result == chorus_cuda::sys::CUresult::CUDA_SUCCESS && current == context.raw() {
-        return Ok(());
-    }
-    context
-        .make_current()
-        .map_err(device_error(context.device()))
 }
 
 /// The kernel names of each live compiled program of a device, by the program's id: what a
@@ -187,7 +165,8 @@ impl LastLaunch {
 /// One life of a device's primary context: from the device's start, or a reset, to the next
 /// reset. Objects made on the device hold the generation they were made in.
 struct Generation {
-    context: chorus_cuda::Context,
+    /// Shared with the textures and surfaces made in this generation, whose drops need it.
+    context: Arc<chorus_cuda::Context>,
     device: Device,
     programs: Arc<ProgramNames>,
     /// What made the context unusable, once a kernel's fault surfaced (CUDA's sticky errors).
@@ -202,7 +181,7 @@ struct Generation {
 impl Generation {
     fn new(context: chorus_cuda::Context, device: Device, programs: Arc<ProgramNames>) -> Self {
         Generation {
-            context,
+            context: Arc::new(context),
             device,
             programs,
             fault: OnceLock::new(),
@@ -359,6 +338,55 @@ impl DeviceImpl for CudaDevice {
             self.shared.programs.clone(),
         ));
         Ok(())
+    }
+
+    fn alloc_array(
+        &self,
+        format: ChannelFormat,
+        extent: [usize; 3],
+        surface: bool,
+    ) -> Result<Box<dyn ArrayImpl>> {
+        cuda_texture::alloc_array(&self.shared.generation().context, format, extent, surface)
+    }
+
+    fn texture(
+        &self,
+        source: ImageSource<'_>,
+        shape: ImageShape,
+        format: ChannelFormat,
+        desc: &TextureDesc,
+    ) -> Result<Box<dyn TextureImpl>> {
+        match source {
+            ImageSource::Array(array) => {
+                cuda_texture::texture_over_array(&self.shared.generation().context, array, shape, desc)
+            }
+            ImageSource::Memory(memory) => {
+                let memory =
+                    memory
+                        .as_any()
+                        .downcast_ref::<CudaMemory>()
+                        .ok_or(Error::ForeignObject {
+                            backend: Backend::Cuda,
+                            what: "memory",
+                        })?;
+                cuda_texture::texture_over_memory(
+                    &self.shared.generation().context,
+                    &memory.memory,
+                    shape,
+                    format,
+                    desc,
+                )
+            }
+        }
+    }
+
+    fn surface(
+        &self,
+        array: &dyn ArrayImpl,
+        _format: ChannelFormat,
+        _extent: [usize; 3],
+    ) -> Result<Box<dyn TextureImpl>> {
+        cuda_texture::surface(&self.shared.generation().context, array)
     }
 }
 
@@ -713,5 +741,6 @@ fn cuda_arg<'a>(arg: &'a ArgRef<'_>) -> Result<chorus_cuda::KernelArg<'a>> {
         // SAFETY: an address its maker vouched for (`DeviceAddress::new` is unsafe), checked
         // against the parameter's pointer type.
         ArgRef::Address { address, .. } => unsafe { chorus_cuda::KernelArg::device_ptr(*address) },
+        ArgRef::Texture { object, .. } => cuda_texture::kernel_arg(*object)?,
     })
 }

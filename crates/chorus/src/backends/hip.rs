@@ -109,6 +109,13 @@ impl DeviceImpl for HipDevice {
     fn synchronize(&self) -> Result<()> {
         self.device.synchronize().map_err(self.error())
     }
+
+    fn reset(&self) -> Result<()> {
+        // This backend keeps no per-context fault state to clear (it has not run on AMD
+        // hardware, where a fault's effect on the process is ROCm's): waiting for the device
+        // reports a pending fault, and nothing else is recreated.
+        self.device.synchronize().map_err(self.error())
+    }
 }
 
 #[derive(Debug)]
@@ -202,6 +209,11 @@ impl CompiledImpl for HipCompiled {
                     .to_ne_bytes()
                     .to_vec(),
                 ArgRef::Address { address, .. } => address.to_ne_bytes().to_vec(),
+                ArgRef::Texture { .. } => {
+                    return Err(Error::Texture {
+                        reason: "the HIP backend has no texture or surface objects".to_string(),
+                    });
+                }
             });
         }
         let mut pointers: Vec<*mut c_void> =

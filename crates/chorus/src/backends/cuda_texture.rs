@@ -1,0 +1,240 @@
+//! Arrays, textures and surfaces of the CUDA backend: `chorus_driver`'s CUDA arrays, texture
+//! objects and surface objects, each destroyed with its context current.
+
+use super::cuda_context::{device_error, enter};
+use crate::TextureDesc;
+use crate::error::{Error, Result};
+use crate::hal::{ArrayImpl, TextureImpl};
+use crate::image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ImageShape, ReadMode};
+use crate::kind::Backend;
+use chorus_cuda::driver;
+use chorus_lang::types::Type;
+use std::any::Any;
+use std::sync::Arc;
+
+/// A CUDA array, destroyed with its context current.
+#[derive(Debug)]
+pub(super) struct CudaArray {
+    context: Arc<chorus_cuda::Context>,
+    array: driver::CudaArray,
+}
+
+impl Drop for CudaArray {
+    fn drop(&mut self) {
+        // `cuArrayDestroy` (when the field drops, after this) needs the context current.
+        let _ = enter(&self.context);
+    }
+}
+
+impl ArrayImpl for CudaArray {
+    fn upload(&mut self, src: &[u8]) -> Result<()> {
+        enter(&self.context)?;
+        self.array
+            .copy_from_host(src)
+            .map_err(device_error(self.context.device()))
+    }
+
+    fn download(&self, dst: &mut [u8]) -> Result<()> {
+        enter(&self.context)?;
+        self.array
+            .copy_to_host(dst)
+            .map_err(device_error(self.context.device()))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The driver object behind a [`CudaImage`]. Its lifetime is `'static` here: the facade's
+/// `Texture<'a>`/`Surface<'a>` borrows what it reads for as long as it exists.
+#[derive(Debug)]
+enum Object {
+    Texture(driver::TextureObject<'static>),
+    Surface(driver::SurfaceObject<'static>),
+}
+
+/// A texture or surface object, destroyed with its context current; `handle` is the kernel
+/// argument's bytes.
+#[derive(Debug)]
+pub(super) struct CudaImage {
+    context: Arc<chorus_cuda::Context>,
+    /// Held for its `Drop`, which destroys the driver object.
+    _object: Object,
+    handle: [u8; 8],
+    surface: bool,
+}
+
+impl Drop for CudaImage {
+    fn drop(&mut self) {
+        let _ = enter(&self.context);
+    }
+}
+
+impl TextureImpl for CudaImage {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn format(f: ChannelFormat) -> driver::ChannelFormat {
+    driver::ChannelFormat {
+        channel: match f.channel() {
+            ChannelType::U8 => driver::ChannelType::U8,
+            ChannelType::I8 => driver::ChannelType::I8,
+            ChannelType::U16 => driver::ChannelType::U16,
+            ChannelType::I16 => driver::ChannelType::I16,
+            ChannelType::U32 => driver::ChannelType::U32,
+            ChannelType::I32 => driver::ChannelType::I32,
+            ChannelType::F16 => driver::ChannelType::F16,
+            ChannelType::F32 => driver::ChannelType::F32,
+        },
+        channels: u32::from(f.channels()),
+    }
+}
+
+fn desc_of(desc: &TextureDesc) -> driver::TextureDesc {
+    driver::TextureDesc {
+        address: desc.address.map(|m| match m {
+            AddressMode::Wrap => driver::AddressMode::Wrap,
+            AddressMode::Clamp => driver::AddressMode::Clamp,
+            AddressMode::Mirror => driver::AddressMode::Mirror,
+            AddressMode::Border => driver::AddressMode::Border,
+        }),
+        filter: match desc.filter {
+            FilterMode::Point => driver::FilterMode::Point,
+            FilterMode::Linear => driver::FilterMode::Linear,
+        },
+        read_mode: match desc.read_mode {
+            ReadMode::ElementType => driver::ReadMode::ElementType,
+            ReadMode::NormalizedFloat => driver::ReadMode::NormalizedFloat,
+        },
+        normalized_coords: desc.normalized_coords,
+        border_color: desc.border_color,
+    }
+}
+
+fn foreign(what: &'static str) -> Error {
+    Error::ForeignObject {
+        backend: Backend::Cuda,
+        what,
+    }
+}
+
+/// An array on `context`'s device.
+pub(super) fn alloc_array(
+    context: &Arc<chorus_cuda::Context>,
+    f: ChannelFormat,
+    [w, h, d]: [usize; 3],
+    surface: bool,
+) -> Result<Box<dyn ArrayImpl>> {
+    enter(context)?;
+    let mut desc = driver::ArrayDesc::new(format(f), w, h, d);
+    if surface {
+        desc = desc.surface();
+    }
+    let array = driver::CudaArray::new(desc).map_err(device_error(context.device()))?;
+    Ok(Box::new(CudaArray {
+        context: context.clone(),
+        array,
+    }))
+}
+
+fn image(context: &Arc<chorus_cuda::Context>, object: Object) -> Box<dyn TextureImpl> {
+    let (raw, surface) = match &object {
+        Object::Texture(t) => (t.raw(), false),
+        Object::Surface(s) => (s.raw(), true),
+    };
+    Box::new(CudaImage {
+        context: context.clone(),
+        _object: object,
+        handle: raw.to_le_bytes(),
+        surface,
+    })
+}
+
+/// A texture over an array of `context`'s device.
+pub(super) fn texture_over_array(
+    context: &Arc<chorus_cuda::Context>,
+    array: &dyn ArrayImpl,
+    shape: ImageShape,
+    desc: &TextureDesc,
+) -> Result<Box<dyn TextureImpl>> {
+    enter(context)?;
+    let ImageShape::Array { .. } = shape else {
+        return Err(foreign("array as memory"));
+    };
+    let array = array
+        .as_any()
+        .downcast_ref::<CudaArray>()
+        .ok_or_else(|| foreign("array"))?;
+    // SAFETY: the array is boxed in the facade's `TextureArray`, which the facade's
+    // `Texture<'a>` borrows for as long as this object exists: the reference stays valid for
+    // the object's whole life, which is all `'static` is used for here.
+    let array: &'static driver::CudaArray = unsafe { &*(&array.array as *const _) };
+    let object = driver::TextureObject::from_array(array, &desc_of(desc))
+        .map_err(device_error(context.device()))?;
+    Ok(image(context, Object::Texture(object)))
+}
+
+/// A texture over `memory` of `context`'s device, linear or pitched.
+pub(super) fn texture_over_memory(
+    context: &Arc<chorus_cuda::Context>,
+    memory: &chorus_cuda::DeviceMemory,
+    shape: ImageShape,
+    f: ChannelFormat,
+    desc: &TextureDesc,
+) -> Result<Box<dyn TextureImpl>> {
+    enter(context)?;
+    let error = device_error(context.device());
+    let desc = desc_of(desc);
+    // SAFETY: as for arrays: the facade's `Texture<'a>` borrows the memory block that owns
+    // this allocation for as long as the texture exists.
+    let memory: &'static chorus_cuda::DeviceMemory = unsafe { &*(memory as *const _) };
+    let object = match shape {
+        ImageShape::Linear { width } => {
+            driver::TextureObject::from_linear(memory, format(f), width, &desc).map_err(error)?
+        }
+        ImageShape::Pitch2D {
+            width,
+            height,
+            pitch,
+        } => driver::TextureObject::from_pitch2d(memory, format(f), width, height, pitch, &desc)
+            .map_err(error)?,
+        ImageShape::Array { .. } => return Err(foreign("memory as an array")),
+    };
+    Ok(image(context, Object::Texture(object)))
+}
+
+/// A surface over an array of `context`'s device.
+pub(super) fn surface(
+    context: &Arc<chorus_cuda::Context>,
+    array: &dyn ArrayImpl,
+) -> Result<Box<dyn TextureImpl>> {
+    enter(context)?;
+    let array = array
+        .as_any()
+        .downcast_ref::<CudaArray>()
+        .ok_or_else(|| foreign("array"))?;
+    // SAFETY: as for textures: the facade's `Surface<'a>` borrows the array.
+    let array: &'static driver::CudaArray = unsafe { &*(&array.array as *const _) };
+    let object =
+        driver::SurfaceObject::from_array(array).map_err(device_error(context.device()))?;
+    Ok(image(context, Object::Surface(object)))
+}
+
+/// The launch argument of a texture or surface: its handle's bytes.
+pub(super) fn kernel_arg(object: &dyn TextureImpl) -> Result<chorus_cuda::KernelArg<'_>> {
+    let image = object
+        .as_any()
+        .downcast_ref::<CudaImage>()
+        .ok_or_else(|| foreign("texture or surface argument"))?;
+    let ty = if image.surface {
+        Type::SurfaceObject
+    } else {
+        Type::TextureObject
+    };
+    // SAFETY: the 8 bytes of a live texture or surface handle of this device, for a parameter
+    // of its type (checked by the facade's `check_args`).
+    Ok(unsafe { chorus_cuda::KernelArg::raw(ty, &image.handle) })
+}
