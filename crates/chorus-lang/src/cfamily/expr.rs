@@ -344,7 +344,11 @@ impl Emitter<'_> {
             ExprKind::Builtin { op, args } => self.builtin(*op, args, &e.ty),
             ExprKind::Call { function, args } => {
                 let name = self.function_name(*function);
-                let args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
+                let mut args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
+                if let Some(uses) = self.uses_of(function.index()) {
+                    let implicit = self.dialect.implicit_arguments(uses);
+                    args.extend(implicit.into_iter().map(CExpr::atom));
+                }
                 plain_call(&name, &args)
             }
             ExprKind::Cast { value, implicit } => {
@@ -562,7 +566,12 @@ impl Emitter<'_> {
         } else {
             self.value(value)
         };
-        self.convert(c, from, to)
+        // A pointer cast keeps the pointer's address space (where the dialect has them).
+        let space = self.value_space(value);
+        let outer = std::mem::replace(&mut self.pointer_space, space);
+        let converted = self.convert(c, from, to);
+        self.pointer_space = outer;
+        converted
     }
 
     /// Converts the printed value `c` of type `from` (exact in value) to `to`.
