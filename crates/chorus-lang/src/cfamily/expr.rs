@@ -681,6 +681,11 @@ impl Emitter<'_> {
             }
             _ => {
                 let t = self.c_type(to);
+                let float_to_integer = matches!(from_s, Some(ScalarType::Float))
+                    && to_scalar.is_some_and(|s| s.is_integer());
+                if float_to_integer && let Some(text) = self.dialect.float_to_integer(&t, &c.text) {
+                    return CExpr::atom(text);
+                }
                 CExpr::unary(format!("({t}){}", c.parenthesised()))
             }
         }

@@ -177,6 +177,14 @@ pub trait Dialect {
     /// dialect may rename it, reorder or drop arguments, or refuse it.
     fn call(&self, intrinsic: &str, args: &[&str]) -> Option<String>;
 
+    /// A conversion of the float `value` to the integer type spelled `integer`, where a C cast
+    /// would not give CUDA's result (toward zero, saturating at the type's range, NaN to 0):
+    /// MSL leaves out-of-range conversions undefined. `None` (the default) keeps the C cast.
+    fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
+        let _ = (integer, value);
+        None
+    }
+
     /// The definition of helper `helper`, named `name`, ending in a newline.
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String>;
 }

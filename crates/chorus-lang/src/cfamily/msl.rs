@@ -4,7 +4,9 @@
 //!
 //! A printed file has, in this order: `#include <metal_stdlib>`, `using namespace metal;` and
 //! Chorus's MSL helpers (templates for atomics, shuffles with CUDA's widths, votes and the math
-//! functions MSL lacks, all named `chorus_…`); the printer's helpers (vector arithmetic as
+//! functions MSL lacks, all named `chorus_…`; the atomics are defined once per address space,
+//! or once when `CHORUS_SHIM_ONE_ADDRESS_SPACE` is defined, as the Linux conformance shim of
+//! `chorus-metal` does, whose address spaces are all one); the printer's helpers (vector arithmetic as
 //! `static inline` functions); structures; `constant` globals; a prototype of every function;
 //! the definitions.
 //!
@@ -88,21 +90,18 @@ template <typename T> struct chorus_atomic_of;
 template <> struct chorus_atomic_of<int> { typedef atomic_int type; };
 template <> struct chorus_atomic_of<uint> { typedef atomic_uint type; };
 template <> struct chorus_atomic_of<float> { typedef atomic_float type; };
-#define CHORUS_ATOMIC_FETCH(NAME, FN) \
-  template <typename T> static inline T chorus_atomic_##NAME(device T* p, T v) \
-  { return FN((device typename chorus_atomic_of<T>::type*)p, v, memory_order_relaxed); } \
-  template <typename T> static inline T chorus_atomic_##NAME(threadgroup T* p, T v) \
-  { return FN((threadgroup typename chorus_atomic_of<T>::type*)p, v, memory_order_relaxed); }
-CHORUS_ATOMIC_FETCH(add, atomic_fetch_add_explicit)
-CHORUS_ATOMIC_FETCH(sub, atomic_fetch_sub_explicit)
-CHORUS_ATOMIC_FETCH(min, atomic_fetch_min_explicit)
-CHORUS_ATOMIC_FETCH(max, atomic_fetch_max_explicit)
-CHORUS_ATOMIC_FETCH(and, atomic_fetch_and_explicit)
-CHORUS_ATOMIC_FETCH(or, atomic_fetch_or_explicit)
-CHORUS_ATOMIC_FETCH(xor, atomic_fetch_xor_explicit)
-CHORUS_ATOMIC_FETCH(exch, atomic_exchange_explicit)
-#undef CHORUS_ATOMIC_FETCH
+#define CHORUS_ATOMIC_FETCH(SPACE, NAME, FN) \
+  template <typename T> static inline T chorus_atomic_##NAME(SPACE T* p, T v) \
+  { return FN((SPACE typename chorus_atomic_of<T>::type*)p, v, memory_order_relaxed); }
 #define CHORUS_ATOMIC_UPDATE(SPACE) \
+  CHORUS_ATOMIC_FETCH(SPACE, add, atomic_fetch_add_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, sub, atomic_fetch_sub_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, min, atomic_fetch_min_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, max, atomic_fetch_max_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, and, atomic_fetch_and_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, or, atomic_fetch_or_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, xor, atomic_fetch_xor_explicit) \
+  CHORUS_ATOMIC_FETCH(SPACE, exch, atomic_exchange_explicit) \
   template <typename T> static inline T chorus_atomic_cas(SPACE T* p, T expected, T desired) \
   { \
     SPACE typename chorus_atomic_of<T>::type* a = (SPACE typename chorus_atomic_of<T>::type*)p; \
@@ -130,9 +129,14 @@ CHORUS_ATOMIC_FETCH(exch, atomic_exchange_explicit)
                                                   memory_order_relaxed, memory_order_relaxed)) {} \
     return old; \
   }
+#ifndef CHORUS_SHIM_ONE_ADDRESS_SPACE
 CHORUS_ATOMIC_UPDATE(device)
 CHORUS_ATOMIC_UPDATE(threadgroup)
+#else
+CHORUS_ATOMIC_UPDATE()
+#endif
 #undef CHORUS_ATOMIC_UPDATE
+#undef CHORUS_ATOMIC_FETCH
 
 // Shuffles with CUDA's segment widths; `lane` is [[thread_index_in_simdgroup]].
 template <typename T> static inline T chorus_shfl(T v, int src, int width, uint lane)
@@ -155,6 +159,30 @@ template <typename T> static inline T chorus_shfl_xor(T v, int mask, int width, 
 static inline uint chorus_ballot(bool p) { return uint(static_cast<ulong>(simd_ballot(p))); }
 static inline uint chorus_active_mask()
 { return uint(static_cast<ulong>(simd_active_threads_mask())); }
+// Float to integer as CUDA converts: toward zero, saturating, NaN to 0 (MSL leaves values out
+// of range undefined).
+template <typename I> struct chorus_limits;
+#define CHORUS_LIMITS(I, LOW, HIGH, MIN, MAX) \
+  template <> struct chorus_limits<I> { \
+    static constexpr float low = LOW; static constexpr float high = HIGH; \
+    static constexpr I min = MIN; static constexpr I max = MAX; };
+CHORUS_LIMITS(char, -128.0f, 128.0f, -128, 127)
+CHORUS_LIMITS(uchar, 0.0f, 256.0f, 0, 255)
+CHORUS_LIMITS(short, -32768.0f, 32768.0f, -32768, 32767)
+CHORUS_LIMITS(ushort, 0.0f, 65536.0f, 0, 65535)
+CHORUS_LIMITS(int, -2147483648.0f, 2147483648.0f, -2147483647 - 1, 2147483647)
+CHORUS_LIMITS(uint, 0.0f, 4294967296.0f, 0u, 4294967295u)
+CHORUS_LIMITS(long, -9223372036854775808.0f, 9223372036854775808.0f, -9223372036854775807l - 1l,
+              9223372036854775807l)
+CHORUS_LIMITS(ulong, 0.0f, 18446744073709551616.0f, 0ul, 18446744073709551615ul)
+#undef CHORUS_LIMITS
+template <typename I> static inline I chorus_float_to(float x)
+{
+  if (isnan(x)) return I(0);
+  if (x <= chorus_limits<I>::low) return chorus_limits<I>::min;
+  if (x >= chorus_limits<I>::high) return chorus_limits<I>::max;
+  return I(x);
+}
 template <typename T> static inline int chorus_ffs(T x) { return x == 0 ? 0 : int(ctz(x)) + 1; }
 template <typename T> static inline T chorus_recip(T x) { return T(1) / x; }
 
@@ -576,7 +604,8 @@ impl Dialect for Msl {
     }
 
     fn launch_bounds(&self, bounds: &LaunchBounds) -> Option<String> {
-        if bounds.min_blocks.is_some() || bounds.max_cluster.is_some() {
+        // The minimum of resident blocks is an occupancy hint Metal has no word for: dropped.
+        if bounds.max_cluster.is_some() {
             return None;
         }
         Some(format!(
@@ -673,6 +702,10 @@ impl Dialect for Msl {
 
     fn call(&self, intrinsic: &str, args: &[&str]) -> Option<String> {
         call(intrinsic, args)
+    }
+
+    fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
+        Some(format!("chorus_float_to<{integer}>({value})"))
     }
 
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String> {
@@ -882,6 +915,10 @@ fn call(intrinsic: &str, args: &[&str]) -> Option<String> {
         | "powf" | "floorf" | "ceilf" | "roundf" | "truncf" | "fabsf" | "fminf" | "fmaxf"
         | "fmodf" => format!("{}({})", &intrinsic[..intrinsic.len() - 1], join()),
         "min" | "max" => format!("{intrinsic}({})", join()),
+        // Vector constructors (`vector_constructor` names them after their types).
+        "int2" | "int4" | "uint2" | "uint4" | "half2" | "float2" | "float3" | "float4" => {
+            format!("{intrinsic}({})", join())
+        }
         // Bit operations: MSL's return the argument's type, CUDA's int (or unsigned).
         "__clz" | "__clzll" => format!("int(clz({}))", arg(0)),
         "__popc" | "__popcll" => format!("int(popcount({}))", arg(0)),
