@@ -73,6 +73,8 @@ mod backend;
 mod backends {
     pub(crate) mod cpu;
     pub(crate) mod cuda;
+    #[cfg(target_vendor = "apple")]
+    pub(crate) mod metal;
 }
 mod dispatch;
 mod error;
