@@ -503,3 +503,39 @@ fn tempfile_dir(prefix: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir
 }
+
+#[path = "../../chorus-lang/tests/support/identifier_sweep.rs"]
+mod identifier_sweep;
+
+/// The identifier sweep: every name the front end accepts prints as MSL that compiles (through
+/// the shim, whose address spaces and `kernel` are macros, so a name MSL reserves and the
+/// printer let through would break the build). Modules needing what Metal lacks are refused.
+#[test]
+fn the_identifier_sweep_prints_as_msl_that_compiles() {
+    let Some(cxx) = compiler() else {
+        return skip_or_fail("no C++ compiler (set CXX, or install clang++ or g++)");
+    };
+    let (modules, _) = identifier_sweep::sweep_modules();
+    let mut unit = String::from("#include \"msl_shim.h\"\n");
+    let mut printed = 0;
+    for (i, (name, text)) in modules.iter().enumerate() {
+        let Ok(module) = chorus_lang::compile_str_for(text, name, &metal()) else {
+            continue;
+        };
+        let program = print_msl(&module, &metal()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let _ = writeln!(
+            unit,
+            "namespace sweep_{i} {{\n{}}}",
+            shim_source(&program.source)
+        );
+        printed += 1;
+    }
+    assert!(printed > 0, "no sweep module validates for Metal");
+    let dir = tempfile_dir("chorus-msl-sweep");
+    let path = dir.join("sweep.cpp");
+    std::fs::write(&path, unit).expect("write the C++");
+    if let Err(e) = compile(&cxx, &path, None) {
+        panic!("{cxx} rejects the sweep's MSL ({}):\n{e}", path.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
