@@ -487,18 +487,25 @@ impl Emitter<'_> {
             }
             ScalarType::UInt => CExpr::atom(format!("{}u", wrap_integer(int_value, 32, false))),
             ScalarType::Int64 => {
+                let (ll, _) = self.dialect.long_suffixes();
                 let v = wrap_integer(int_value, 64, true);
                 if v == i128::from(i64::MIN) {
-                    CExpr::paren("(-9223372036854775807ll - 1ll)")
+                    CExpr::paren(format!("(-9223372036854775807{ll} - 1{ll})"))
                 } else {
-                    signed_text(format!("{v}ll"))
+                    signed_text(format!("{v}{ll}"))
                 }
             }
-            ScalarType::UInt64 => CExpr::atom(format!("{}ull", wrap_integer(int_value, 64, false))),
-            ScalarType::SizeT => CExpr::unary(format!(
-                "(size_t)({}ull)",
-                wrap_integer(int_value, 64, false)
-            )),
+            ScalarType::UInt64 => {
+                let (_, ull) = self.dialect.long_suffixes();
+                CExpr::atom(format!("{}{ull}", wrap_integer(int_value, 64, false)))
+            }
+            ScalarType::SizeT => {
+                let (_, ull) = self.dialect.long_suffixes();
+                CExpr::unary(format!(
+                    "(size_t)({}{ull})",
+                    wrap_integer(int_value, 64, false)
+                ))
+            }
             ScalarType::Int8 | ScalarType::UInt8 | ScalarType::Int16 | ScalarType::UInt16 => {
                 let v = wrap_integer(int_value, bits(*s), s.is_signed_integer());
                 let t = self.c_type(ty);

@@ -177,6 +177,12 @@ pub trait Dialect {
     /// dialect may rename it, reorder or drop arguments, or refuse it.
     fn call(&self, intrinsic: &str, args: &[&str]) -> Option<String>;
 
+    /// The suffixes of signed and unsigned 64-bit integer literals: `("ll", "ull")` by default;
+    /// MSL has no `long long`, and its `long` is 64-bit (`("l", "ul")`).
+    fn long_suffixes(&self) -> (&'static str, &'static str) {
+        ("ll", "ull")
+    }
+
     /// A conversion of the float `value` to the integer type spelled `integer`, where a C cast
     /// would not give CUDA's result (toward zero, saturating at the type's range, NaN to 0):
     /// MSL leaves out-of-range conversions undefined. `None` (the default) keeps the C cast.

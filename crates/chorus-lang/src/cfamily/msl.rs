@@ -704,6 +704,11 @@ impl Dialect for Msl {
         call(intrinsic, args)
     }
 
+    fn long_suffixes(&self) -> (&'static str, &'static str) {
+        // MSL has no `long long`; its `long` and `ulong` are 64-bit.
+        ("l", "ul")
+    }
+
     fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
         Some(format!("chorus_float_to<{integer}>({value})"))
     }
