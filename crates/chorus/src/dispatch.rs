@@ -1,6 +1,8 @@
 //! The registry of backends and devices: which backends this build contains, whether each can
 //! run kernels here, and each device's state, started on first use and kept for the process.
 
+#[cfg(target_vendor = "apple")]
+use crate::backends::metal;
 use crate::backends::{cpu, cuda, hip};
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{BackendImpl, BadVariable, DeviceImpl};
@@ -9,7 +11,13 @@ use std::fmt;
 use std::sync::OnceLock;
 
 /// The backends this build contains; every other [`Backend`] is unavailable as not built.
-const BUILT: [&dyn BackendImpl; 3] = [&cuda::Cuda, &hip::Hip, &cpu::Cpu];
+const BUILT: &[&dyn BackendImpl] = &[
+    &cuda::Cuda,
+    &hip::Hip,
+    #[cfg(target_vendor = "apple")]
+    &metal::Metal,
+    &cpu::Cpu,
+];
 
 /// A probed backend: its devices (each started on first use) and its default device.
 struct BackendState {
@@ -28,7 +36,8 @@ fn state(backend: Backend) -> Result<&'static BackendState> {
     STATES[backend.slot()]
         .get_or_init(|| {
             let built = BUILT
-                .into_iter()
+                .iter()
+                .copied()
                 .find(|b| b.backend() == backend)
                 .ok_or(Unavailable::NotBuilt)?;
             let count = built.probe()?;

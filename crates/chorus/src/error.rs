@@ -81,6 +81,14 @@ pub enum Error {
         #[from]
         source: chorus_cpu::Error,
     },
+    /// An error of the Metal backend (Apple targets only).
+    #[cfg(target_vendor = "apple")]
+    #[error("Metal: {source}")]
+    Metal {
+        /// The backend's error.
+        #[from]
+        source: chorus_metal::Error,
+    },
     /// The program has no kernel of that name.
     #[error("{file}: no kernel named `{name}` (kernels: {})", list(.known))]
     NoSuchKernel {

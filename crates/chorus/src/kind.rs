@@ -14,7 +14,7 @@ pub enum Backend {
     Cuda,
     /// The CPU executor ([`crate::cpu`]): every kernel, on any machine, with CUDA's semantics.
     Cpu,
-    /// Apple silicon through Metal (not in this build).
+    /// Apple silicon through Metal (built on Apple targets).
     Metal,
     /// AMD GPUs through HIP (chorus-hip), where ROCm loads and a device exists.
     Hip,

@@ -77,6 +77,8 @@ mod backends {
     pub(crate) mod hip;
     pub(crate) mod cuda_context;
     pub(crate) mod cuda_texture;
+    #[cfg(target_vendor = "apple")]
+    pub(crate) mod metal;
 }
 mod dispatch;
 mod error;

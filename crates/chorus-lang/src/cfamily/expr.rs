@@ -346,7 +346,11 @@ impl Emitter<'_> {
             ExprKind::Builtin { op, args } => self.builtin(*op, args, &e.ty),
             ExprKind::Call { function, args } => {
                 let name = self.function_name(*function);
-                let args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
+                let mut args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
+                if let Some(uses) = self.uses_of(function.index()) {
+                    let implicit = self.dialect.implicit_arguments(uses);
+                    args.extend(implicit.into_iter().map(CExpr::atom));
+                }
                 plain_call(&name, &args)
             }
             ExprKind::Cast { value, implicit } => {
@@ -485,18 +489,25 @@ impl Emitter<'_> {
             }
             ScalarType::UInt => CExpr::atom(format!("{}u", wrap_integer(int_value, 32, false))),
             ScalarType::Int64 => {
+                let (ll, _) = self.dialect.long_suffixes();
                 let v = wrap_integer(int_value, 64, true);
                 if v == i128::from(i64::MIN) {
-                    CExpr::paren("(-9223372036854775807ll - 1ll)")
+                    CExpr::paren(format!("(-9223372036854775807{ll} - 1{ll})"))
                 } else {
-                    signed_text(format!("{v}ll"))
+                    signed_text(format!("{v}{ll}"))
                 }
             }
-            ScalarType::UInt64 => CExpr::atom(format!("{}ull", wrap_integer(int_value, 64, false))),
-            ScalarType::SizeT => CExpr::unary(format!(
-                "(size_t)({}ull)",
-                wrap_integer(int_value, 64, false)
-            )),
+            ScalarType::UInt64 => {
+                let (_, ull) = self.dialect.long_suffixes();
+                CExpr::atom(format!("{}{ull}", wrap_integer(int_value, 64, false)))
+            }
+            ScalarType::SizeT => {
+                let (_, ull) = self.dialect.long_suffixes();
+                CExpr::unary(format!(
+                    "(size_t)({}{ull})",
+                    wrap_integer(int_value, 64, false)
+                ))
+            }
             ScalarType::Int8 | ScalarType::UInt8 | ScalarType::Int16 | ScalarType::UInt16 => {
                 let v = wrap_integer(int_value, bits(*s), s.is_signed_integer());
                 let t = self.c_type(ty);
@@ -564,7 +575,12 @@ impl Emitter<'_> {
         } else {
             self.value(value)
         };
-        self.convert(c, from, to)
+        // A pointer cast keeps the pointer's address space (where the dialect has them).
+        let space = self.value_space(value);
+        let outer = std::mem::replace(&mut self.pointer_space, space);
+        let converted = self.convert(c, from, to);
+        self.pointer_space = outer;
+        converted
     }
 
     /// Converts the printed value `c` of type `from` (exact in value) to `to`.
@@ -674,6 +690,11 @@ impl Emitter<'_> {
             }
             _ => {
                 let t = self.c_type(to);
+                let float_to_integer = matches!(from_s, Some(ScalarType::Float))
+                    && to_scalar.is_some_and(|s| s.is_integer());
+                if float_to_integer && let Some(text) = self.dialect.float_to_integer(&t, &c.text) {
+                    return CExpr::atom(text);
+                }
                 CExpr::unary(format!("({t}){}", c.parenthesised()))
             }
         }

@@ -19,8 +19,10 @@ pub mod cuda;
 mod expr;
 mod helpers;
 pub mod hip;
+pub mod msl;
 pub mod names;
 mod printer;
+pub mod spaces;
 
 use crate::error::{Error, Result};
 use crate::ir::{self, FunctionId, GlobalId, GlobalQualifier, IndexVar, LaunchBounds};
@@ -31,6 +33,7 @@ use std::sync::Arc;
 
 pub use helpers::{Helper, Operands, VectorOp};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
+pub use spaces::{AddressSpace, FunctionUses};
 
 /// How a dialect spells an index variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +105,13 @@ pub trait Dialect {
     /// The launch-bounds annotation written after a kernel's result type.
     fn launch_bounds(&self, bounds: &LaunchBounds) -> Option<String>;
 
+    /// Whether the launch-bounds annotation comes before the function's qualifiers (MSL's
+    /// `[[max_total_threads_per_threadgroup(N)]] kernel void f(…)`) rather than after its result
+    /// type (CUDA's `__global__ void __launch_bounds__(N) f(…)`). False by default.
+    fn launch_bounds_first(&self) -> bool {
+        false
+    }
+
     /// Parameter `index` of a kernel, given its type's spelling (with any restrict qualifier)
     /// and name. CUDA writes `float* a`; MSL binds buffers, `device float* a [[buffer(0)]]`.
     fn kernel_parameter(&self, index: usize, ty: &str, name: &str) -> String {
@@ -115,6 +125,40 @@ pub trait Dialect {
         Vec::new()
     }
 
+    /// Parameters a function gets beyond its own, given what it uses itself or through its
+    /// callees: for what the dialect passes as arguments rather than reads from globals (MSL's
+    /// `uint3 chorus_tid [[thread_position_in_threadgroup]]` on a kernel, `uint3 chorus_tid`
+    /// on a device function that reads `thread-idx-x`). By default a kernel gets
+    /// [`Dialect::kernel_extra_parameters`] and a device function nothing.
+    fn implicit_parameters(&self, kind: ir::FunctionKind, uses: &FunctionUses) -> Vec<String> {
+        let _ = uses;
+        match kind {
+            ir::FunctionKind::Kernel => self.kernel_extra_parameters(),
+            ir::FunctionKind::Device => Vec::new(),
+        }
+    }
+
+    /// The arguments a call passes for the callee's [`Dialect::implicit_parameters`] (device
+    /// functions only: kernels are not called); none by default.
+    fn implicit_arguments(&self, callee: &FunctionUses) -> Vec<String> {
+        let _ = callee;
+        Vec::new()
+    }
+
+    /// Whether pointer types carry an address space (MSL). When they do, the printer infers one
+    /// for every pointer ([`spaces`]) and spells pointer types with [`Dialect::pointer_type`];
+    /// a pointer that would need two is an error at its form. False by default.
+    fn address_spaces(&self) -> bool {
+        false
+    }
+
+    /// The spelling of a pointer to `pointee` (already spelled) in `space`; `innermost` when the
+    /// pointee is not itself a pointer. Asked only when [`Dialect::address_spaces`] holds.
+    fn pointer_type(&self, pointee: &str, space: AddressSpace, innermost: bool) -> String {
+        let _ = (space, innermost);
+        format!("{pointee}*")
+    }
+
     /// The spelling of an index variable.
     fn index_variable(&self, var: IndexVar) -> Option<IndexSpelling>;
 
@@ -125,13 +169,28 @@ pub trait Dialect {
     /// element type's spelling, the name and the dimensions as text (`[16][16]`).
     fn shared_array(&self, element: &str, name: &str, dims: &str) -> Option<String>;
 
-    /// The declaration of the dynamic shared memory array named `name`, an array of bytes.
+    /// The declaration of the dynamic shared memory array named `name`, an array of bytes; empty
+    /// when the dialect declares it elsewhere (MSL: a kernel parameter).
     fn dynamic_shared_array(&self, name: &str) -> Option<String>;
 
     /// A call of intrinsic `intrinsic` (the printer's CUDA name: `atomicAdd`, `sinf`,
     /// `__shfl_sync`, `__syncthreads` …) with the printed arguments. CUDA calls it as named; a
     /// dialect may rename it, reorder or drop arguments, or refuse it.
     fn call(&self, intrinsic: &str, args: &[&str]) -> Option<String>;
+
+    /// The suffixes of signed and unsigned 64-bit integer literals: `("ll", "ull")` by default;
+    /// MSL has no `long long`, and its `long` is 64-bit (`("l", "ul")`).
+    fn long_suffixes(&self) -> (&'static str, &'static str) {
+        ("ll", "ull")
+    }
+
+    /// A conversion of the float `value` to the integer type spelled `integer`, where a C cast
+    /// would not give CUDA's result (toward zero, saturating at the type's range, NaN to 0):
+    /// MSL leaves out-of-range conversions undefined. `None` (the default) keeps the C cast.
+    fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
+        let _ = (integer, value);
+        None
+    }
 
     /// The definition of helper `helper`, named `name`, ending in a newline.
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String>;
@@ -238,8 +297,8 @@ pub fn print_module(
 /// Prints `module` for `target`: validates it against the target first (a feature the target
 /// lacks or a limit it exceeds is an error at its span, before any C is written), then prints it
 /// with the target's dialect, whose warp width is the target's. A module checked once prints for
-/// every target whose validation it passes. Targets with no C-family dialect in this build (HIP
-/// and Metal, until their back ends add theirs; the CPU executor, which reads the IR) are an
+/// every target whose validation it passes. Targets with no C-family dialect in this build (HIP,
+/// until its back end adds one; the CPU executor, which reads the IR) are an
 /// error at the module's first definition.
 pub fn print_for_target(
     module: &ir::Module,
@@ -250,8 +309,9 @@ pub fn print_for_target(
     let hip = hip::Hip::for_target(target);
     let dialect: &(dyn Dialect + Sync) = match (target.kind, &hip) {
         (TargetKind::Cuda, _) => &cuda::Cuda,
+        (TargetKind::Metal, _) => &msl::Msl,
         (TargetKind::Hip, Some(hip)) => hip,
-        (TargetKind::Hip | TargetKind::Metal | TargetKind::Cpu, _) => {
+        (TargetKind::Hip | TargetKind::Cpu, _) => {
             let span = module
                 .functions
                 .first()

@@ -8,6 +8,7 @@
 
 use super::helpers::Helper;
 use super::names::Namer;
+use super::spaces::{self, AddressSpace, FunctionUses, Spaces};
 use super::{Dialect, NameTable, PrintOptions, PrintedModule, unsupported};
 use crate::error::{Error, Result};
 use crate::ir::visit::{Node, Visit, Visitor, for_each_node, walk_expr};
@@ -23,7 +24,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 /// The name of the dynamic shared memory array that dynamic shared memory variables point into.
-const DYNAMIC_SHARED: &str = "chorus_dyn_smem";
+pub(super) const DYNAMIC_SHARED: &str = "chorus_dyn_smem";
 
 /// How deeply statements and expressions may nest for the printer: more than the expander lets
 /// forms nest ([`crate::expand::MAX_FORM_DEPTH`]), so that a long flat `(+ 1 … 1)`, which the
@@ -66,11 +67,16 @@ pub(super) fn print(
             ),
         ));
     }
+    let spaces = if dialect.address_spaces() {
+        Some(spaces::infer(module, dialect)?)
+    } else {
+        None
+    };
     if depth <= stack::SMALL_STACK_DEPTH {
-        return ModulePrinter::new(module, dialect, options).print();
+        return ModulePrinter::new(module, dialect, options, spaces).print();
     }
     stack::on_big_stack("chorus-print", || {
-        ModulePrinter::new(module, dialect, options).print()
+        ModulePrinter::new(module, dialect, options, spaces).print()
     })
     .map_err(|e| Error::new(&deepest, format!("cannot start a thread to print on: {e}")))?
 }
@@ -127,6 +133,14 @@ pub(super) struct Emitter<'m> {
     last_directive: Option<(Arc<str>, u32)>,
     out: String,
     depth: usize,
+    /// Pointer address spaces, for a dialect that has them ([`Dialect::address_spaces`]).
+    spaces: Option<Spaces>,
+    /// What each function uses implicitly, by function index.
+    uses: Vec<FunctionUses>,
+    /// The index of the function being printed.
+    function_index: usize,
+    /// The address space of the pointer type [`Emitter::c_type`] spells next.
+    pub pointer_space: AddressSpace,
 }
 
 impl<'m> ModulePrinter<'m> {
@@ -134,6 +148,7 @@ impl<'m> ModulePrinter<'m> {
         module: &'m Module,
         dialect: &'m dyn Dialect,
         options: &PrintOptions,
+        spaces: Option<Spaces>,
     ) -> ModulePrinter<'m> {
         let mut namer = Namer::new(dialect.reserved_words());
         // Structures first, then globals, then functions, each in definition order.
@@ -181,6 +196,10 @@ impl<'m> ModulePrinter<'m> {
                 last_directive: None,
                 out: String::new(),
                 depth: 0,
+                spaces,
+                uses: spaces::function_uses(module),
+                function_index: 0,
+                pointer_space: AddressSpace::Device,
             },
         }
     }
@@ -325,6 +344,15 @@ impl<'m> Emitter<'m> {
     pub(super) fn c_type(&mut self, ty: &Type) -> String {
         self.note_type(ty);
         match ty {
+            Type::Pointer(t) if self.spaces.is_some() => {
+                // The outermost pointer takes the space asked for; pointers stored in memory
+                // point into device memory.
+                let space = std::mem::replace(&mut self.pointer_space, AddressSpace::Device);
+                let pointee = self.c_type(t);
+                self.pointer_space = space;
+                self.dialect
+                    .pointer_type(&pointee, space, t.pointer_depth() == 0)
+            }
             Type::Pointer(t) => format!("{}*", self.c_type(t)),
             Type::Struct(name) => match self.names.structs.get(name) {
                 Some(emitted) => emitted.clone(),
@@ -341,6 +369,40 @@ impl<'m> Emitter<'m> {
                 }
             },
         }
+    }
+
+    /// The spelling of `ty` where a pointer points into `space`.
+    pub(super) fn c_type_in(&mut self, ty: &Type, space: AddressSpace) -> String {
+        let outer = std::mem::replace(&mut self.pointer_space, space);
+        let t = self.c_type(ty);
+        self.pointer_space = outer;
+        t
+    }
+
+    /// The spelling of the type of local `id` of the current function.
+    fn local_c_type(&mut self, id: LocalId) -> String {
+        let space = self.local_space(self.function_index, id);
+        self.c_type_in(&self.local_type(id), space)
+    }
+
+    /// The address space a pointer-typed local of function `function` points into.
+    fn local_space(&self, function: usize, id: LocalId) -> AddressSpace {
+        self.spaces
+            .as_ref()
+            .map_or(AddressSpace::Device, |s| s.local(function, id))
+    }
+
+    /// The address space the pointer value `e` of the current function points into.
+    pub(super) fn value_space(&self, e: &Expr) -> AddressSpace {
+        self.spaces
+            .as_ref()
+            .and_then(|s| s.of_value(self.module, self.function_index, e))
+            .unwrap_or(AddressSpace::Device)
+    }
+
+    /// What function `index` uses implicitly.
+    pub(super) fn uses_of(&self, index: usize) -> Option<&FunctionUses> {
+        self.uses.get(index)
     }
 
     /// The emitted name of a local of the current function (`local7` for an id the IR's
@@ -509,11 +571,20 @@ impl<'m> Emitter<'m> {
     /// `__global__ void __launch_bounds__(32) fill(int* a)`; names the function's locals.
     fn signature(&mut self, index: usize, f: &'m Function) -> String {
         self.span = f.span.clone();
+        self.function_index = index;
         self.name_locals(f);
         let mut text = String::from(self.dialect.function_qualifier(f.kind));
-        text.push_str(&self.c_type(&f.ret));
+        let result_space = self
+            .spaces
+            .as_ref()
+            .map_or(AddressSpace::Device, |s| s.result(index));
+        let ret = self.c_type_in(&f.ret, result_space);
+        text.push_str(&ret);
         if let Some(lb) = f.launch_bounds {
             match self.dialect.launch_bounds(&lb) {
+                Some(bounds) if self.dialect.launch_bounds_first() => {
+                    text = format!("{bounds} {text}");
+                }
                 Some(bounds) => {
                     text.push(' ');
                     text.push_str(&bounds);
@@ -524,7 +595,8 @@ impl<'m> Emitter<'m> {
         let mut params: Vec<String> = Vec::new();
         for (i, p) in f.params.iter().enumerate() {
             let ty = f.local(p.local).map_or(Type::Void, |l| l.ty.clone());
-            let t = self.c_type(&ty);
+            let space = self.local_space(index, p.local);
+            let t = self.c_type_in(&ty, space);
             let restrict = if p.restrict && ty.pointer_depth() > 0 {
                 self.dialect.restrict()
             } else {
@@ -537,8 +609,8 @@ impl<'m> Emitter<'m> {
                 FunctionKind::Device => format!("{t} {name}"),
             });
         }
-        if f.kind == FunctionKind::Kernel {
-            params.extend(self.dialect.kernel_extra_parameters());
+        if let Some(uses) = self.uses.get(index) {
+            params.extend(self.dialect.implicit_parameters(f.kind, uses));
         }
         let _ = write!(
             text,
@@ -564,6 +636,7 @@ impl<'m> Emitter<'m> {
         let directive = self.directive(&f.span);
         let signature = self.signature(index, f);
         self.function = Some(f);
+        self.function_index = index;
         self.out = format!("{directive}{signature}\n{{\n");
         self.depth = 1;
         self.stmts(&f.body);
@@ -617,7 +690,7 @@ impl<'m> Emitter<'m> {
                 self.line("}");
             }
             StmtKind::Declare { local, init } => {
-                let t = self.c_type(&self.local_type(*local));
+                let t = self.local_c_type(*local);
                 let name = self.local_name(*local);
                 let init = self.converted(init);
                 self.line(&format!("{t} {name} = {};", init.text));
@@ -641,11 +714,13 @@ impl<'m> Emitter<'m> {
             }
             StmtKind::DynamicShared { locals } => {
                 match self.dialect.dynamic_shared_array(DYNAMIC_SHARED) {
+                    // Empty: the dialect declares it elsewhere (MSL: a kernel parameter).
+                    Some(text) if text.is_empty() => {}
                     Some(text) => self.line(&text),
                     None => self.unsupported("`with-dynamic-shared-memory`"),
                 }
                 for local in locals {
-                    let t = self.c_type(&self.local_type(*local));
+                    let t = self.local_c_type(*local);
                     let name = self.local_name(*local);
                     self.line(&format!("{t} {name} = ({t}){DYNAMIC_SHARED};"));
                 }
@@ -800,19 +875,19 @@ impl<'m> Emitter<'m> {
             self.line("{");
             self.depth += 1;
             for (local, value) in init {
-                let t = self.c_type(&self.local_type(*local));
+                let t = self.local_c_type(*local);
                 let name = self.local_name(*local);
                 let v = self.converted(value);
                 self.line(&format!("{t} {name} = {};", v.text));
             }
             for ((local, _), temp) in step.iter().zip(&temps) {
                 if let Some(temp) = temp {
-                    let t = self.c_type(&self.local_type(*local));
+                    let t = self.local_c_type(*local);
                     self.line(&format!("{t} {temp};"));
                 }
             }
-        } else if let Some(t) = types.first() {
-            let t = self.c_type(t);
+        } else if let Some((first, _)) = init.first() {
+            let t = self.local_c_type(*first);
             let mut parts = Vec::new();
             for (local, value) in init {
                 let v = self.converted(value);

@@ -82,7 +82,8 @@ pub enum Capability {
     LaunchBounds,
     /// A launch bound's second value, the minimum resident blocks per multiprocessor. CUDA;
     /// HIP's second `__launch_bounds__` value is a minimum of waves per execution unit, which a
-    /// HIP printer derives from it. Metal has no equivalent.
+    /// HIP printer derives from it. Metal has no equivalent: a hint,
+    /// not a meaning, so the MSL printer drops it.
     LaunchMinBlocks,
     /// `shfl-sync`, `shfl-up-sync`, `shfl-down-sync`, `shfl-xor-sync`. CUDA sm_30; HIP
     /// `__shfl*`; MSL `simd_shuffle*`.

@@ -247,7 +247,9 @@ impl Target {
     }
 
     /// An Apple GPU of family `apple_family` (7: M1/A14, 8: M2/A15, 9: M3/A17 and newer) through
-    /// MSL 3.1, which needs Apple7 or newer; `None` for an older or unknown family.
+    /// MSL 3.2 (macOS 15, iOS 18), which needs Apple7 or newer; `None` for an older or unknown
+    /// family. A launch bound's minimum of resident blocks is accepted and dropped (an
+    /// occupancy hint Metal has no word for; [`crate::cfamily::msl`]).
     ///
     /// Limits (Metal Feature Set Tables): 32 KiB of threadgroup memory, 1024 threads per
     /// threadgroup, 32-lane SIMD-groups (`simd_vote` is 64-bit but only 32 lanes exist), 31
@@ -274,6 +276,7 @@ impl Target {
                 FloatAtomics,
                 DynamicSharedMemory,
                 LaunchBounds,
+                LaunchMinBlocks,
                 WarpShuffle,
                 WarpVote,
                 WarpReduce,

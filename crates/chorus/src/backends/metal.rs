@@ -1,0 +1,232 @@
+//! Metal as a backend (Apple targets only): the Mac's GPUs as devices, memory blocks as
+//! shared-storage buffers, programs validated for the device's Apple family and printed as MSL,
+//! launches as compute dispatches that complete before they return.
+
+use crate::error::{Error, Result, Unavailable};
+use crate::hal::{
+    ArgRef, BackendImpl, BadVariable, CheckedArgs, CompiledImpl, DeviceImpl, LaunchShape,
+    MemoryImpl, StreamImpl,
+};
+use crate::kind::Backend;
+use chorus_lang::ir::{FunctionKind, Global, Module};
+use chorus_lang::target::Target;
+use chorus_metal::{Argument, Buffer, Device, Program};
+use std::any::Any;
+use std::sync::Arc;
+
+/// The Metal backend.
+pub(crate) struct Metal;
+
+impl BackendImpl for Metal {
+    fn backend(&self) -> Backend {
+        Backend::Metal
+    }
+
+    fn probe(&self) -> std::result::Result<usize, Unavailable> {
+        match chorus_metal::list_devices().len() {
+            0 => Err(Unavailable::NoDevices),
+            count => Ok(count),
+        }
+    }
+
+    fn default_index(&self) -> std::result::Result<usize, BadVariable> {
+        // Device 0 is the system default device where there are several.
+        Ok(0)
+    }
+
+    fn describe(&self, index: usize) -> Result<(String, String)> {
+        let devices = chorus_metal::list_devices();
+        let info = devices.get(index).ok_or(Error::Metal {
+            source: chorus_metal::Error::NoDevice(format!("no Metal device {index}")),
+        })?;
+        let family = info
+            .family
+            .map_or_else(|| "before Apple7".to_string(), |f| format!("Apple{f}"));
+        let memory = if info.unified_memory {
+            "unified memory"
+        } else {
+            "discrete memory"
+        };
+        Ok((
+            info.name.clone(),
+            format!(
+                "{family}, {memory}, {} MiB working set",
+                info.recommended_working_set >> 20
+            ),
+        ))
+    }
+
+    fn open(&self, index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
+        let device = if index == 0 {
+            Device::system_default()
+        } else {
+            Device::open(index)
+        };
+        match device {
+            Ok(device) => Ok(Box::new(MetalDevice(Arc::new(device)))),
+            Err(e) => Err(Unavailable::NoDriver {
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+fn metal(source: chorus_metal::Error) -> Error {
+    Error::Metal { source }
+}
+
+/// A Metal device.
+struct MetalDevice(Arc<Device>);
+
+impl DeviceImpl for MetalDevice {
+    fn target(&self) -> &Target {
+        self.0.target()
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn MemoryImpl>> {
+        Ok(Box::new(MetalMemory {
+            buffer: self.0.alloc(bytes).map_err(metal)?,
+            device: self.0.clone(),
+        }))
+    }
+
+    fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
+        let program = self.0.program(module).map_err(metal)?;
+        Ok(Box::new(MetalCompiled {
+            device: self.0.clone(),
+            program,
+            module: module.clone(),
+        }))
+    }
+
+    fn stream(&self) -> Result<Box<dyn StreamImpl>> {
+        Ok(Box::new(MetalStream))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        // Dispatches and copies complete before they return.
+        Ok(())
+    }
+}
+
+/// A shared-storage buffer.
+struct MetalMemory {
+    buffer: Buffer,
+    device: Arc<Device>,
+}
+
+impl std::fmt::Debug for MetalMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.buffer.fmt(f)
+    }
+}
+
+impl MemoryImpl for MetalMemory {
+    fn upload(&mut self, src: &[u8]) -> Result<()> {
+        self.device.upload(&self.buffer, 0, src).map_err(metal)
+    }
+
+    fn download(&self, dst: &mut [u8]) -> Result<()> {
+        self.device.download(&self.buffer, 0, dst).map_err(metal)
+    }
+
+    fn address(&self) -> Option<u64> {
+        None
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Metal dispatches complete before they return: a stream is only a token of order.
+#[derive(Debug)]
+struct MetalStream;
+
+impl StreamImpl for MetalStream {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct MetalCompiled {
+    device: Arc<Device>,
+    program: Arc<Program>,
+    module: Arc<Module>,
+}
+
+impl CompiledImpl for MetalCompiled {
+    fn launch(
+        &self,
+        kernel: usize,
+        args: CheckedArgs<'_, '_>,
+        launch: &LaunchShape<'_>,
+    ) -> Result<()> {
+        let function = &self.module.functions[kernel];
+        debug_assert_eq!(function.kind, FunctionKind::Kernel);
+        let name = function.name.to_string();
+        let mut bound = Vec::with_capacity(args.get().len());
+        for arg in args.get() {
+            bound.push(match arg {
+                // Checked by the facade against the Metal target's layouts: already MSL's.
+                ArgRef::Value { bytes, .. } => Argument::Bytes(bytes),
+                ArgRef::Memory { memory, element } => {
+                    // A block's elements are laid out by the host (C): a `float3` element is
+                    // 12 bytes there and 16 in MSL, so such memory cannot be read as it is.
+                    if !chorus_metal::layout::same_layout(element, &self.module.structs) {
+                        return Err(metal(chorus_metal::Error::Dispatch {
+                            kernel: name,
+                            message: format!(
+                                "memory of `{element}` is laid out for the host (C), and MSL \
+                                 lays `{element}` out differently (float3 is 16 bytes); use \
+                                 float4 elements"
+                            ),
+                        }));
+                    }
+                    let buffer = memory.memory.as_any().downcast_ref::<MetalMemory>().ok_or(
+                        Error::ForeignObject {
+                            backend: Backend::Metal,
+                            what: "memory argument",
+                        },
+                    )?;
+                    Argument::Buffer(&buffer.buffer)
+                }
+                // The check refuses addresses off CUDA.
+                ArgRef::Address { .. } => {
+                    return Err(Error::ForeignObject {
+                        backend: Backend::Metal,
+                        what: "device address argument",
+                    });
+                }
+            });
+        }
+        self.device
+            .dispatch(
+                &self.program,
+                &name,
+                launch.grid.to_array(),
+                launch.block.to_array(),
+                launch.shared_mem as usize,
+                &bound,
+            )
+            .map_err(metal)
+    }
+
+    fn read_global(&self, global: &Global, _dst: &mut [u8]) -> Result<()> {
+        Err(metal(chorus_metal::Error::Unsupported(format!(
+            "Metal has no host access to the program-scope constant `{}`",
+            global.name
+        ))))
+    }
+
+    fn write_global(&self, global: &Global, _src: &[u8]) -> Result<()> {
+        Err(metal(chorus_metal::Error::Unsupported(format!(
+            "Metal cannot change the program-scope constant `{}` from the host",
+            global.name
+        ))))
+    }
+}
