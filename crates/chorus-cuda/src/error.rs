@@ -156,8 +156,9 @@ pub enum Error {
         name: String,
         /// The driver's description of it.
         message: String,
-        /// The linker's error log (unresolved symbols, bad inputs).
-        log: String,
+        /// The linker's error log (unresolved symbols, bad inputs); boxed to keep this enum,
+        /// which every `Result` of the crate carries, small.
+        log: Box<str>,
     },
 }
 
@@ -227,7 +228,7 @@ impl From<chorus_driver::Error> for Error {
                 code,
                 name,
                 message,
-                log,
+                log: log.into_boxed_str(),
             },
         }
     }

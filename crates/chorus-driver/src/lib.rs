@@ -51,8 +51,8 @@ mod link;
 pub mod loader;
 mod memory;
 mod messages;
-pub mod search;
 mod pool;
+pub mod search;
 mod stream;
 mod tensor_map;
 mod texture;
@@ -91,11 +91,11 @@ pub use tensor_map::{
     Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
     TensorOobFill, TensorSwizzle,
 };
-pub use vmm::{
-    GrowableBuffer, Mapping, PhysicalMemory, Shareable, VirtualRange, allocation_granularity,
-    round_up_to_granularity,
-};
 pub use texture::{
     AddressMode, ArrayDesc, ChannelFormat, ChannelType, CudaArray, FilterMode, ReadMode,
     SurfaceObject, TextureDesc, TextureObject,
+};
+pub use vmm::{
+    GrowableBuffer, Mapping, PhysicalMemory, Shareable, VirtualRange, allocation_granularity,
+    round_up_to_granularity,
 };

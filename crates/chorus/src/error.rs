@@ -85,9 +85,10 @@ pub enum Error {
     #[cfg(target_vendor = "apple")]
     #[error("Metal: {source}")]
     Metal {
-        /// The backend's error.
+        /// The backend's error (boxed: it is large, and every `Result` of the facade carries
+        /// this enum).
         #[from]
-        source: chorus_metal::Error,
+        source: Box<chorus_metal::Error>,
     },
     /// The program has no kernel of that name.
     #[error("{file}: no kernel named `{name}` (kernels: {})", list(.known))]

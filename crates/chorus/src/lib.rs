@@ -74,9 +74,9 @@ mod backends {
     pub(crate) mod cpu;
     pub(crate) mod cpu_texture;
     pub(crate) mod cuda;
-    pub(crate) mod hip;
     pub(crate) mod cuda_context;
     pub(crate) mod cuda_texture;
+    pub(crate) mod hip;
     #[cfg(target_vendor = "apple")]
     pub(crate) mod metal;
 }

@@ -357,9 +357,12 @@ impl DeviceImpl for CudaDevice {
         desc: &TextureDesc,
     ) -> Result<Box<dyn TextureImpl>> {
         match source {
-            ImageSource::Array(array) => {
-                cuda_texture::texture_over_array(&self.shared.generation().context, array, shape, desc)
-            }
+            ImageSource::Array(array) => cuda_texture::texture_over_array(
+                &self.shared.generation().context,
+                array,
+                shape,
+                desc,
+            ),
             ImageSource::Memory(memory) => {
                 let memory =
                     memory

@@ -36,8 +36,10 @@ impl BackendImpl for Metal {
 
     fn describe(&self, index: usize) -> Result<(String, String)> {
         let devices = chorus_metal::list_devices();
-        let info = devices.get(index).ok_or(Error::Metal {
-            source: chorus_metal::Error::NoDevice(format!("no Metal device {index}")),
+        let info = devices.get(index).ok_or_else(|| {
+            metal(chorus_metal::Error::NoDevice(format!(
+                "no Metal device {index}"
+            )))
         })?;
         let family = info
             .family
@@ -72,7 +74,9 @@ impl BackendImpl for Metal {
 }
 
 fn metal(source: chorus_metal::Error) -> Error {
-    Error::Metal { source }
+    Error::Metal {
+        source: Box::new(source),
+    }
 }
 
 /// A Metal device.
@@ -105,6 +109,12 @@ impl DeviceImpl for MetalDevice {
 
     fn synchronize(&self) -> Result<()> {
         // Dispatches and copies complete before they return.
+        Ok(())
+    }
+
+    fn reset(&self) -> Result<()> {
+        // A failed command buffer is an error of its dispatch and poisons nothing: Metal has no
+        // sticky errors, so there is no state to recreate.
         Ok(())
     }
 }
@@ -194,6 +204,12 @@ impl CompiledImpl for MetalCompiled {
                         },
                     )?;
                     Argument::Buffer(&buffer.buffer)
+                }
+                // Metal's target lacks the textures capability: validation refuses such kernels.
+                ArgRef::Texture { .. } => {
+                    return Err(Error::Texture {
+                        reason: "the Metal backend has no texture or surface objects".to_string(),
+                    });
                 }
                 // The check refuses addresses off CUDA.
                 ArgRef::Address { .. } => {
