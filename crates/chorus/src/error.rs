@@ -244,6 +244,20 @@ pub enum Error {
         /// What happened (`kernel `foo` (launched at …) faulted: CUDA_ERROR_ILLEGAL_ADDRESS`).
         fault: String,
     },
+    /// A reset could not recreate the device's context: the driver keeps the fault for the
+    /// whole process (CUDA does so for illegal-address faults), and only a new process can use
+    /// the device again.
+    #[error(
+        "{device} cannot be used again in this process: the driver keeps its fault for the whole \
+         process ({fault}); restart the process to use it",
+        device = DeviceName(*.device)
+    )]
+    ProcessPoisoned {
+        /// The device.
+        device: Device,
+        /// The driver's answer to the new context.
+        fault: String,
+    },
     /// Memory, a stream or a compiled program used after its device was reset: it went with
     /// the old context.
     #[error(

@@ -95,8 +95,21 @@ fn a_faulting_kernel_is_named_poisons_the_device_and_reset_recovers() {
             Err(Error::ContextPoisoned { .. })
         ));
 
-        // Recovery: the context is recreated; what was made before is gone.
-        device.reset()?;
+        // Recovery: the context is recreated and what was made before is gone, or (what the
+        // H200's driver 580 does after an illegal address, as CUDA documents) the driver keeps
+        // the fault for the process: then reset says so, and so does every later call.
+        match device.reset() {
+            Ok(()) => {}
+            Err(Error::ProcessPoisoned { fault, .. }) => {
+                assert!(fault.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{fault}");
+                let later = MemoryBlock::<i32>::alloc(1).expect_err("the process is poisoned");
+                assert!(matches!(later, Error::ProcessPoisoned { .. }), "{later}");
+                assert!(later.to_string().contains("restart the process"), "{later}");
+                eprintln!("{name}: the driver keeps the fault for the process: {later}");
+                return Ok(());
+            }
+            Err(other) => panic!("{name}: reset failed unexpectedly: {other}"),
+        }
         let stale = a
             .sync(Direction::DeviceToHost)
             .expect_err("the block went with the reset");

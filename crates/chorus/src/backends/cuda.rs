@@ -171,6 +171,9 @@ struct Generation {
     programs: Arc<ProgramNames>,
     /// What made the context unusable, once a kernel's fault surfaced (CUDA's sticky errors).
     fault: OnceLock<String>,
+    /// Set when a reset could not make a new context: the driver kept the fault for the whole
+    /// process (CUDA documents illegal-address faults so), and nothing on this device works again.
+    unrecoverable: OnceLock<String>,
     /// Set by a reset: the context's objects are gone, and their handles must not reach the
     /// driver again (a new allocation may have the same address).
     retired: AtomicBool,
@@ -185,6 +188,7 @@ impl Generation {
             device,
             programs,
             fault: OnceLock::new(),
+            unrecoverable: OnceLock::new(),
             retired: AtomicBool::new(false),
             last: LastLaunch::default(),
         }
@@ -197,6 +201,12 @@ impl Generation {
     /// Makes the context current for a call about `what`, unless the device was reset since
     /// (`what` went with it) or a fault left the context unusable.
     fn enter(&self, what: &'static str) -> Result<()> {
+        if let Some(fault) = self.unrecoverable.get() {
+            return Err(Error::ProcessPoisoned {
+                device: self.device,
+                fault: fault.clone(),
+            });
+        }
         if self.is_retired() {
             return Err(Error::DeviceWasReset {
                 device: self.device,
@@ -331,7 +341,20 @@ impl DeviceImpl for CudaDevice {
         // driver (their drops forget them; the reset frees them all).
         current.retired.store(true, Ordering::Release);
         chorus_cuda::reset_primary_context(index).map_err(device_error(index))?;
-        let context = chorus_cuda::retain_primary_context(index).map_err(device_error(index))?;
+        // Measured on the H200 (driver 580, 2026-12-01): after CUDA_ERROR_ILLEGAL_ADDRESS the
+        // reset succeeds but the retain answers the same error: CUDA keeps such a fault for the
+        // process, which must be restarted. Say so, once and for every later call.
+        let context = match chorus_cuda::retain_primary_context(index) {
+            Ok(context) => context,
+            Err(error) => {
+                let fault = device_error(index)(error).to_string();
+                let _ = current.unrecoverable.set(fault.clone());
+                return Err(Error::ProcessPoisoned {
+                    device: self.shared.device,
+                    fault,
+                });
+            }
+        };
         *current = Arc::new(Generation::new(
             context,
             self.shared.device,
