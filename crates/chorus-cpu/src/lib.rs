@@ -6,7 +6,7 @@
 //! [`CpuModule::new`] compiles each function of a module once to a flat, warp-wide bytecode
 //! (locals resolved to register slots, types to fixed 64-bit lanes, structured control flow to
 //! jumps plus mask bookkeeping). A launch runs each block warp by warp: every instruction acts
-//! on 32 lanes under the warp's active mask, `if` runs each branch under its mask, loops run
+//! on 32 lanes (64 for a 64-lane target, [`CpuModule::for_target`]) under the warp's active mask, `if` runs each branch under its mask, loops run
 //! while any lane is active, `break`/`continue`/`return` park lanes until their construct ends,
 //! and warp collectives read the other lanes directly (lockstep warps give CUDA's results for
 //! shuffles and votes by construction). `syncthreads` is a real barrier: the warp stops there
