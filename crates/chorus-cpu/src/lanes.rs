@@ -375,6 +375,33 @@ mod tests {
         mask_of_sees_bits_of::<64>();
     }
 
+    #[test]
+    fn shuffles_span_a_64_lane_wave() {
+        let v: Lanes<64> = std::array::from_fn(|l| 1000 + l as u64);
+        let full = full_mask::<64>();
+        let mask = [u32::MAX as u64; 64];
+        let run = |mode, by: u64, width: u64, exec| {
+            let mut d = [0; 64];
+            shuffle(mode, &v, &[by; 64], &[width; 64], &mask, exec, &mut d);
+            d
+        };
+        // Down by 3 over the whole wave: lanes 29..31 read 32..34, lanes 61..63 keep theirs.
+        let d = run(ShflMode::Down, 3, 64, full);
+        assert_eq!((d[29], d[31], d[60], d[61]), (1032, 1034, 1063, 1061));
+        // Up by 2 in segments of 32: lane 32 is a segment's first lane.
+        let d = run(ShflMode::Up, 2, 32, full);
+        assert_eq!((d[33], d[34], d[2]), (1033, 1032, 1000));
+        // Xor by 32 swaps the halves; an index wraps within the 64 lanes.
+        assert_eq!(run(ShflMode::Xor, 32, 64, full)[5], 1037);
+        assert_eq!(run(ShflMode::Idx, 70, 64, full)[0], 1006);
+        // An inactive source gives the lane its own value.
+        assert_eq!(run(ShflMode::Xor, 32, 64, u32::MAX as u64)[5], 1005);
+        // The full 32-bit mask operand means the whole wave; a warp of 32 keeps 32-bit masks.
+        assert_eq!(operand_mask::<64>(u32::MAX as u64), u64::MAX);
+        assert_eq!(operand_mask::<32>(u64::MAX), u32::MAX as u64);
+        assert_eq!(full_mask::<32>(), u32::MAX as u64);
+    }
+
     fn mask_of_sees_bits_of<const W: usize>() {
         let patterns = [
             0,
