@@ -398,4 +398,6 @@ pub(crate) struct Program {
     pub(crate) printfs: Vec<PrintfSite>,
     /// Byte size of each static shared slot.
     pub(crate) shared_sizes: Vec<usize>,
+    /// Lanes per warp: 32, or 64 for AMD CDNA's waves (the target's `warp_width`).
+    pub(crate) warp_width: u32,
 }

@@ -1,4 +1,4 @@
-//! Warp-wide values: a register of 32 lanes, lane masks, a lane's fault, and the operations
+//! Warp-wide values: a register of `W` lanes (32, or 64 for AMD CDNA's waves), lane masks, a lane's fault, and the operations
 //! that act on whole registers (arithmetic and comparisons by kind, shuffles, reductions).
 
 use crate::bytecode::{BinOp, ShflMode, UnOp};
@@ -7,7 +7,25 @@ use crate::value::{Kind, canon, from_f32, to_f32};
 use chorus_lang::ir::WarpReduceOp;
 
 /// One register: a 64-bit value per lane.
-pub(crate) type Lanes = [u64; 32];
+pub(crate) type Lanes<const W: usize> = [u64; W];
+
+/// The mask of all `W` lanes of a warp.
+#[inline(always)]
+pub(crate) const fn full_mask<const W: usize>() -> u64 {
+    u64::MAX >> (64 - W)
+}
+
+/// The lanes a mask operand names: the language's masks are 32-bit `uint`; on a wider warp
+/// only the full 32-bit mask is accepted (`check::validate`), and it means the whole warp.
+#[inline(always)]
+pub(crate) fn operand_mask<const W: usize>(m: u64) -> u64 {
+    let m = m as u32 as u64;
+    if W > 32 && m == u32::MAX as u64 {
+        full_mask::<W>()
+    } else {
+        m
+    }
+}
 
 /// A thread's failure, before it is given its kernel, block and thread.
 pub(crate) struct Fault {
@@ -23,7 +41,7 @@ pub(crate) fn fault(lane: u32, message: impl Into<String>) -> Fault {
 }
 
 #[inline(always)]
-pub(crate) fn lanes_of(mut m: u32) -> impl Iterator<Item = u32> {
+pub(crate) fn lanes_of(mut m: u64) -> impl Iterator<Item = u32> {
     std::iter::from_fn(move || {
         if m == 0 {
             None
@@ -37,7 +55,7 @@ pub(crate) fn lanes_of(mut m: u32) -> impl Iterator<Item = u32> {
 
 /// The lanes of `r` that are non-zero, as a mask.
 #[inline(always)]
-pub(crate) fn mask_of(r: &Lanes) -> u32 {
+pub(crate) fn mask_of<const W: usize>(r: &Lanes<W>) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -47,21 +65,21 @@ pub(crate) fn mask_of(r: &Lanes) -> u32 {
         // of `r`.
         unsafe {
             let zero = _mm_setzero_si128();
-            let mut zeros = 0u32;
-            for pair in 0..16 {
+            let mut zeros = 0u64;
+            for pair in 0..W / 2 {
                 let v = _mm_loadu_si128(r.as_ptr().add(2 * pair).cast());
                 let eq = _mm_cmpeq_epi32(v, zero);
                 let both = _mm_and_si128(eq, _mm_shuffle_epi32::<0b10_11_00_01>(eq));
-                zeros |= (_mm_movemask_pd(_mm_castsi128_pd(both)) as u32) << (2 * pair);
+                zeros |= (_mm_movemask_pd(_mm_castsi128_pd(both)) as u64) << (2 * pair);
             }
-            !zeros
+            !zeros & full_mask::<W>()
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let mut m = 0;
         for (l, v) in r.iter().enumerate() {
-            m |= ((*v != 0) as u32) << l;
+            m |= ((*v != 0) as u64) << l;
         }
         m
     }
@@ -69,34 +87,35 @@ pub(crate) fn mask_of(r: &Lanes) -> u32 {
 
 /// The value of the first active lane (masks and widths are warp-uniform).
 #[inline(always)]
-pub(crate) fn first_active(r: &Lanes, exec: u32) -> u64 {
-    r[exec.trailing_zeros().min(31) as usize]
+pub(crate) fn first_active<const W: usize>(r: &Lanes<W>, exec: u64) -> u64 {
+    r[(exec.trailing_zeros() as usize).min(W - 1)]
 }
 
 /// CUDA's `__shfl*_sync`, by the PTX `shfl.sync` rules: a source outside the lane's segment
 /// (for `up`, below it; for `down` and `xor`, above it), or one that is not active and in
 /// `mask`, gives the lane its own value.
-pub(crate) fn shuffle(
+pub(crate) fn shuffle<const W: usize>(
     mode: ShflMode,
-    v: &Lanes,
-    src: &Lanes,
-    width: &Lanes,
-    mask: &Lanes,
-    exec: u32,
-    d: &mut Lanes,
+    v: &Lanes<W>,
+    src: &Lanes<W>,
+    width: &Lanes<W>,
+    mask: &Lanes<W>,
+    exec: u64,
+    d: &mut Lanes<W>,
 ) {
-    let sources = exec & first_active(mask, exec) as u32;
-    for l in 0..32u32 {
+    let sources = exec & operand_mask::<W>(first_active(mask, exec));
+    let lanes = W as u32;
+    for l in 0..lanes {
         let i = l as usize;
         d[i] = v[i];
         if exec >> l & 1 == 0 {
             continue;
         }
         let w = width[i] as u32;
-        let w = if w.is_power_of_two() && w <= 32 {
+        let w = if w.is_power_of_two() && w <= lanes {
             w
         } else {
-            32
+            lanes
         };
         let min_lane = l & !(w - 1);
         let max_lane = min_lane | (w - 1);
@@ -112,17 +131,22 @@ pub(crate) fn shuffle(
                 (j, j <= max_lane as i64)
             }
             ShflMode::Xor => {
-                let j = (l ^ (s as u32 & 31)) as i64;
+                let j = (l ^ (s as u32 & (lanes - 1))) as i64;
                 (j, j <= max_lane as i64)
             }
         };
-        if ok && (0..32).contains(&j) && sources >> j & 1 != 0 {
+        if ok && (0..lanes as i64).contains(&j) && sources >> j & 1 != 0 {
             d[i] = v[j as usize];
         }
     }
 }
 
-pub(crate) fn warp_reduce(op: WarpReduceOp, kind: Kind, v: &Lanes, lanes: u32) -> u64 {
+pub(crate) fn warp_reduce<const W: usize>(
+    op: WarpReduceOp,
+    kind: Kind,
+    v: &Lanes<W>,
+    lanes: u64,
+) -> u64 {
     let signed = kind.is_signed();
     let mut acc: Option<u64> = None;
     for l in lanes_of(lanes) {
@@ -144,12 +168,12 @@ pub(crate) fn warp_reduce(op: WarpReduceOp, kind: Kind, v: &Lanes, lanes: u32) -
     canon(kind, acc.unwrap_or(0))
 }
 
-pub(crate) fn unary_lanes(
+pub(crate) fn unary_lanes<const W: usize>(
     op: UnOp,
     kind: Kind,
-    x: &Lanes,
-    d: &mut Lanes,
-    exec: u32,
+    x: &Lanes<W>,
+    d: &mut Lanes<W>,
+    exec: u64,
 ) -> Result<(), Fault> {
     if op == UnOp::Recip && kind.is_integer() {
         for l in lanes_of(exec) {
@@ -158,7 +182,7 @@ pub(crate) fn unary_lanes(
             }
         }
     }
-    for l in 0..32 {
+    for l in 0..W {
         d[l] = unary(op, kind, x[l]);
     }
     Ok(())
@@ -166,7 +190,7 @@ pub(crate) fn unary_lanes(
 
 /// `canon` over a whole register, with the type's test outside the lane loop.
 #[inline(always)]
-pub(crate) fn canon_lanes(kind: Kind, d: &mut Lanes) {
+pub(crate) fn canon_lanes<const W: usize>(kind: Kind, d: &mut Lanes<W>) {
     macro_rules! each {
         ($f:expr) => {
             for v in d.iter_mut() {
@@ -188,7 +212,7 @@ pub(crate) fn canon_lanes(kind: Kind, d: &mut Lanes) {
 
 macro_rules! map2 {
     ($d:ident, $x:ident, $y:ident, |$a:ident, $b:ident| $e:expr) => {
-        for l in 0..32 {
+        for l in 0..W {
             let $a = $x[l];
             let $b = $y[l];
             $d[l] = $e;
@@ -199,11 +223,11 @@ macro_rules! map2 {
 /// An integer operation wrapping in 64 bits, then truncated to the type's width: in one pass
 /// for the 32-bit types (the common case), else followed by [`canon_lanes`].
 #[inline(always)]
-pub(crate) fn wrapping_lanes(
+pub(crate) fn wrapping_lanes<const W: usize>(
     kind: Kind,
-    x: &Lanes,
-    y: &Lanes,
-    d: &mut Lanes,
+    x: &Lanes<W>,
+    y: &Lanes<W>,
+    d: &mut Lanes<W>,
     f: impl Fn(u64, u64) -> u64,
 ) {
     match kind {
@@ -216,13 +240,13 @@ pub(crate) fn wrapping_lanes(
     }
 }
 
-pub(crate) fn binary_lanes(
+pub(crate) fn binary_lanes<const W: usize>(
     op: BinOp,
     kind: Kind,
-    x: &Lanes,
-    y: &Lanes,
-    d: &mut Lanes,
-    exec: u32,
+    x: &Lanes<W>,
+    y: &Lanes<W>,
+    d: &mut Lanes<W>,
+    exec: u64,
 ) -> Result<(), Fault> {
     match kind {
         Kind::F32 => {
@@ -347,6 +371,38 @@ mod tests {
 
     #[test]
     fn mask_of_sees_bits_in_either_half_of_a_lane() {
+        mask_of_sees_bits_of::<32>();
+        mask_of_sees_bits_of::<64>();
+    }
+
+    #[test]
+    fn shuffles_span_a_64_lane_wave() {
+        let v: Lanes<64> = std::array::from_fn(|l| 1000 + l as u64);
+        let full = full_mask::<64>();
+        let mask = [u32::MAX as u64; 64];
+        let run = |mode, by: u64, width: u64, exec| {
+            let mut d = [0; 64];
+            shuffle(mode, &v, &[by; 64], &[width; 64], &mask, exec, &mut d);
+            d
+        };
+        // Down by 3 over the whole wave: lanes 29..31 read 32..34, lanes 61..63 keep theirs.
+        let d = run(ShflMode::Down, 3, 64, full);
+        assert_eq!((d[29], d[31], d[60], d[61]), (1032, 1034, 1063, 1061));
+        // Up by 2 in segments of 32: lane 32 is a segment's first lane.
+        let d = run(ShflMode::Up, 2, 32, full);
+        assert_eq!((d[33], d[34], d[2]), (1033, 1032, 1000));
+        // Xor by 32 swaps the halves; an index wraps within the 64 lanes.
+        assert_eq!(run(ShflMode::Xor, 32, 64, full)[5], 1037);
+        assert_eq!(run(ShflMode::Idx, 70, 64, full)[0], 1006);
+        // An inactive source gives the lane its own value.
+        assert_eq!(run(ShflMode::Xor, 32, 64, u32::MAX as u64)[5], 1005);
+        // The full 32-bit mask operand means the whole wave; a warp of 32 keeps 32-bit masks.
+        assert_eq!(operand_mask::<64>(u32::MAX as u64), u64::MAX);
+        assert_eq!(operand_mask::<32>(u64::MAX), u32::MAX as u64);
+        assert_eq!(full_mask::<32>(), u32::MAX as u64);
+    }
+
+    fn mask_of_sees_bits_of<const W: usize>() {
         let patterns = [
             0,
             1,
@@ -358,14 +414,14 @@ mod tests {
             encode(0x10000, 0),
         ];
         for (i, &p) in patterns.iter().enumerate() {
-            for shift in 0..32 {
-                let mut r: Lanes = [0; 32];
+            for shift in 0..W {
+                let mut r: Lanes<W> = [0; W];
                 // Lane `shift` holds the pattern, every third lane another one.
                 r[shift] = p;
-                for l in (0..32).step_by(3) {
+                for l in (0..W).step_by(3) {
                     r[l] |= patterns[(i + l) % patterns.len()];
                 }
-                let want = (0..32).fold(0u32, |m, l| m | (((r[l] != 0) as u32) << l));
+                let want = (0..W).fold(0u64, |m, l| m | (((r[l] != 0) as u64) << l));
                 assert_eq!(mask_of(&r), want, "pattern {p:#x} at lane {shift}");
             }
         }

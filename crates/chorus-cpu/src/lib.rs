@@ -6,7 +6,7 @@
 //! [`CpuModule::new`] compiles each function of a module once to a flat, warp-wide bytecode
 //! (locals resolved to register slots, types to fixed 64-bit lanes, structured control flow to
 //! jumps plus mask bookkeeping). A launch runs each block warp by warp: every instruction acts
-//! on 32 lanes under the warp's active mask, `if` runs each branch under its mask, loops run
+//! on 32 lanes (64 for a 64-lane target, [`CpuModule::for_target`]) under the warp's active mask, `if` runs each branch under its mask, loops run
 //! while any lane is active, `break`/`continue`/`return` park lanes until their construct ends,
 //! and warp collectives read the other lanes directly (lockstep warps give CUDA's results for
 //! shuffles and votes by construction). `syncthreads` is a real barrier: the warp stops there
@@ -199,7 +199,25 @@ impl CpuModule {
     /// Anything the CPU cannot run (what [`Target::cpu`] lacks: `cuda-asm`, clusters) is an
     /// [`Error::Unsupported`] naming the statement, found by [`chorus_lang::check::validate`].
     pub fn new(module: Arc<ir::Module>) -> Result<CpuModule> {
-        chorus_lang::check::validate(&module, &Target::cpu()).map_err(|e| Error::Unsupported {
+        CpuModule::for_target(module, &Target::cpu())
+    }
+
+    /// Prepares `module` for `target`: validated against it (what the target lacks is an
+    /// [`Error::Unsupported`] at its span) and run in warps of its `warp_width` lanes, 32 or 64
+    /// (AMD CDNA's waves, e.g. `Target::hip("gfx90a")`: `warp-size` is 64, lane ids count to
+    /// 63, shuffles, votes and reductions span the 64 lanes, and the full 32-bit mask operand
+    /// means the whole wave). Other widths are an [`Error::Unsupported`].
+    pub fn for_target(module: Arc<ir::Module>, target: &Target) -> Result<CpuModule> {
+        if !matches!(target.warp_width, 32 | 64) {
+            return Err(Error::Unsupported {
+                span: chorus_lang::Span::generated(),
+                what: format!(
+                    "warps of {} lanes (the CPU executor runs 32 or 64)",
+                    target.warp_width
+                ),
+            });
+        }
+        chorus_lang::check::validate(&module, target).map_err(|e| Error::Unsupported {
             span: e.span,
             what: e.message,
         })?;
@@ -209,7 +227,7 @@ impl CpuModule {
             globals.push(DeviceBuffer::from_bytes(&bytes)?);
         }
         let ids: Vec<u32> = globals.iter().map(DeviceBuffer::id).collect();
-        let program = compile::compile(&module, &ids)?;
+        let program = compile::compile(&module, &ids, target.warp_width)?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(CpuModule {
             ir: module,

@@ -374,7 +374,7 @@ pub enum Unavailable {
         count: usize,
     },
     /// An environment variable that configures the backend holds a value it cannot use.
-    #[error("{variable}={value} is not a number of devices (at least 1)")]
+    #[error("{variable}={value} is not {}", expected_value(variable))]
     BadVariable {
         /// The variable.
         variable: &'static str,
@@ -452,3 +452,11 @@ fn list(names: &[String]) -> String {
 
 /// The facade's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a backend's configuration variable accepts, for [`Unavailable::BadVariable`].
+fn expected_value(variable: &str) -> &'static str {
+    match variable {
+        "CHORUS_CPU_WARP" => "a warp width of the CPU executor (32 or 64)",
+        _ => "a number of devices (at least 1)",
+    }
+}

@@ -29,7 +29,8 @@
 //!   `CHORUS_BACKEND=cuda|cpu|metal|hip` overrides, and [`with_backend`] and [`with_device`] override for
 //!   a scope. [`devices`] lists every backend's devices; [`Backend::availability`] says why a
 //!   backend cannot run kernels here. `CHORUS_CPU_DEVICES=N` makes the CPU backend N separate
-//!   devices, so that code for several GPUs runs (and is tested) anywhere.
+//!   devices, so that code for several GPUs runs (and is tested) anywhere; `CHORUS_CPU_WARP=64`
+//!   runs it in AMD CDNA's 64-lane waves.
 //! * [`MemoryBlock`] holds a host copy and a device copy of an array, on one device;
 //!   [`Launch`] says how a kernel runs, and on which device. The same code runs on every
 //!   backend, and on several devices at once:

@@ -138,7 +138,7 @@ impl FnCompiler<'_> {
                 let lane = self.expr(&args[2])?;
                 let width = match args.get(3) {
                     Some(w) => self.expr(w)?,
-                    None => self.constant(32),
+                    None => self.constant(self.prog.warp_width.into()),
                 };
                 self.span = e.span.clone();
                 let n = self.leaves(&e.ty)?.len() as u32;

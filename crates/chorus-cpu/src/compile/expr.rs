@@ -93,7 +93,7 @@ impl FnCompiler<'_> {
             IndexVar::BlockDim(a) => IndexSource::BlockDim(axis(a)),
             IndexVar::GridDim(a) => IndexSource::GridDim(axis(a)),
             IndexVar::LaneId => IndexSource::LaneId,
-            IndexVar::WarpSize => return Ok(self.constant(32)),
+            IndexVar::WarpSize => return Ok(self.constant(self.prog.warp_width.into())),
             IndexVar::ClusterDim(_) | IndexVar::ClusterIdx(_) | IndexVar::BlockInCluster(_) => {
                 return Err(unsupported(
                     span,

@@ -45,7 +45,7 @@ fn unsupported(span: &Span, what: impl Into<String>) -> Error {
 pub const MAX_EXPRESSION_DEPTH: usize = 10_000;
 
 /// Compiles every function of `module`. `global_ids` are the allocation ids of its globals.
-pub(crate) fn compile(module: &ir::Module, global_ids: &[u32]) -> Result<Program> {
+pub(crate) fn compile(module: &ir::Module, global_ids: &[u32], warp_width: u32) -> Result<Program> {
     let mut deepest: Option<(usize, &ir::Function)> = None;
     for f in &module.functions {
         let depth = nesting_depth(f)?;
@@ -56,7 +56,7 @@ pub(crate) fn compile(module: &ir::Module, global_ids: &[u32]) -> Result<Program
     match deepest {
         Some((depth, f)) if depth > stack::SMALL_STACK_DEPTH => {
             stack::on_big_stack("chorus-cpu lowering", || {
-                compile_functions(module, global_ids)
+                compile_functions(module, global_ids, warp_width)
             })
             .unwrap_or_else(|e| {
                 Err(unsupported(
@@ -65,12 +65,15 @@ pub(crate) fn compile(module: &ir::Module, global_ids: &[u32]) -> Result<Program
                 ))
             })
         }
-        _ => compile_functions(module, global_ids),
+        _ => compile_functions(module, global_ids, warp_width),
     }
 }
 
-fn compile_functions(module: &ir::Module, global_ids: &[u32]) -> Result<Program> {
-    let mut prog = Program::default();
+fn compile_functions(module: &ir::Module, global_ids: &[u32], warp_width: u32) -> Result<Program> {
+    let mut prog = Program {
+        warp_width,
+        ..Program::default()
+    };
     // A `:shared` global is one variable per block, as CUDA's `__shared__`: a static shared
     // slot, not the module's buffer.
     let mut shared_globals = Vec::with_capacity(module.globals.len());

@@ -5,19 +5,19 @@ use super::*;
 
 impl BlockCtx<'_> {
     #[inline(always)]
-    pub(super) fn load_lanes(
+    pub(super) fn load_lanes<const W: usize>(
         &self,
-        addr: &Lanes,
+        addr: &Lanes<W>,
         kind: Kind,
         offset: u32,
-        d: &mut Lanes,
-        exec: u32,
+        d: &mut Lanes<W>,
+        exec: u64,
     ) -> Result<(), Fault> {
         match kind.size() {
-            1 => self.load_sized::<1>(addr, offset, d, exec)?,
-            2 => self.load_sized::<2>(addr, offset, d, exec)?,
-            4 => self.load_sized::<4>(addr, offset, d, exec)?,
-            _ => self.load_sized::<8>(addr, offset, d, exec)?,
+            1 => self.load_sized::<1, W>(addr, offset, d, exec)?,
+            2 => self.load_sized::<2, W>(addr, offset, d, exec)?,
+            4 => self.load_sized::<4, W>(addr, offset, d, exec)?,
+            _ => self.load_sized::<8, W>(addr, offset, d, exec)?,
         }
         if kind.is_signed() || matches!(kind, Kind::Bool | Kind::Fp4) {
             for v in d.iter_mut() {
@@ -51,26 +51,26 @@ impl BlockCtx<'_> {
     /// aligned: that allocation and the byte offset lane 0's element would have (lane `l`'s is
     /// that plus `l * N`). Bounds and alignment are then checked once for the whole warp.
     #[inline(always)]
-    pub(super) fn contiguous_region<const N: usize>(
+    pub(super) fn contiguous_region<const N: usize, const W: usize>(
         &self,
-        addr: &Lanes,
+        addr: &Lanes<W>,
         offset: u32,
-        exec: u32,
+        exec: u64,
     ) -> Option<(Region<'_>, u64)> {
         if exec == 0 {
             return None;
         }
-        let (first, last) = (exec.trailing_zeros(), 31 - exec.leading_zeros());
+        let (first, last) = (exec.trailing_zeros(), 63 - exec.leading_zeros());
         // Lane 0's pointer if the pattern holds (wrapping: lane 0 may be inactive).
         let base = addr[first as usize].wrapping_sub(first as u64 * N as u64);
         let mut diff = 0;
-        if exec == u32::MAX {
+        if exec == full_mask::<W>() {
             for (l, p) in addr.iter().enumerate() {
                 diff |= p ^ base.wrapping_add((l * N) as u64);
             }
         } else {
             for (l, p) in addr.iter().enumerate() {
-                let active = 0u64.wrapping_sub(((exec >> l) & 1) as u64);
+                let active = 0u64.wrapping_sub((exec >> l) & 1);
                 diff |= (p ^ base.wrapping_add((l * N) as u64)) & active;
             }
         }
@@ -89,11 +89,11 @@ impl BlockCtx<'_> {
     /// For a warp whose active pointers all fall, aligned, inside one allocation (gathers
     /// within one buffer): that allocation, checked once for all lanes.
     #[inline(always)]
-    pub(super) fn uniform_region<const N: usize>(
+    pub(super) fn uniform_region<const N: usize, const W: usize>(
         &self,
-        addr: &Lanes,
+        addr: &Lanes<W>,
         offset: u32,
-        exec: u32,
+        exec: u64,
     ) -> Option<Region<'_>> {
         if exec == 0 {
             return None;
@@ -119,16 +119,16 @@ impl BlockCtx<'_> {
     }
 
     #[inline(always)]
-    pub(super) fn load_sized<const N: usize>(
+    pub(super) fn load_sized<const N: usize, const W: usize>(
         &self,
-        addr: &Lanes,
+        addr: &Lanes<W>,
         offset: u32,
-        d: &mut Lanes,
-        exec: u32,
+        d: &mut Lanes<W>,
+        exec: u64,
     ) -> Result<(), Fault> {
-        if let Some((region, start)) = self.contiguous_region::<N>(addr, offset, exec) {
+        if let Some((region, start)) = self.contiguous_region::<N, W>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
-            if exec == u32::MAX {
+            if exec == full_mask::<W>() {
                 for (l, d) in d.iter_mut().enumerate() {
                     *d = region.load_raw_unchecked::<N>(start + (l * N) as u64);
                 }
@@ -140,10 +140,10 @@ impl BlockCtx<'_> {
             }
             return Ok(());
         }
-        if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
+        if let Some(region) = self.uniform_region::<N, W>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
-            if exec == u32::MAX {
-                for l in 0..32 {
+            if exec == full_mask::<W>() {
+                for l in 0..W {
                     d[l] = region.load_raw_unchecked::<N>((addr[l] & OFFSET_MASK) + offset as u64);
                 }
             } else {
@@ -167,33 +167,33 @@ impl BlockCtx<'_> {
     }
 
     #[inline(always)]
-    pub(super) fn store_lanes(
+    pub(super) fn store_lanes<const W: usize>(
         &self,
-        addr: &Lanes,
-        src: &Lanes,
+        addr: &Lanes<W>,
+        src: &Lanes<W>,
         kind: Kind,
         offset: u32,
-        exec: u32,
+        exec: u64,
     ) -> Result<(), Fault> {
         match kind.size() {
-            1 => self.store_sized::<1>(addr, src, offset, exec),
-            2 => self.store_sized::<2>(addr, src, offset, exec),
-            4 => self.store_sized::<4>(addr, src, offset, exec),
-            _ => self.store_sized::<8>(addr, src, offset, exec),
+            1 => self.store_sized::<1, W>(addr, src, offset, exec),
+            2 => self.store_sized::<2, W>(addr, src, offset, exec),
+            4 => self.store_sized::<4, W>(addr, src, offset, exec),
+            _ => self.store_sized::<8, W>(addr, src, offset, exec),
         }
     }
 
     #[inline(always)]
-    pub(super) fn store_sized<const N: usize>(
+    pub(super) fn store_sized<const N: usize, const W: usize>(
         &self,
-        addr: &Lanes,
-        src: &Lanes,
+        addr: &Lanes<W>,
+        src: &Lanes<W>,
         offset: u32,
-        exec: u32,
+        exec: u64,
     ) -> Result<(), Fault> {
-        if let Some((region, start)) = self.contiguous_region::<N>(addr, offset, exec) {
+        if let Some((region, start)) = self.contiguous_region::<N, W>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
-            if exec == u32::MAX {
+            if exec == full_mask::<W>() {
                 for (l, v) in src.iter().enumerate() {
                     region.store_raw_unchecked::<N>(start + (l * N) as u64, *v);
                 }
@@ -207,7 +207,7 @@ impl BlockCtx<'_> {
             }
             return Ok(());
         }
-        if let Some(region) = self.uniform_region::<N>(addr, offset, exec) {
+        if let Some(region) = self.uniform_region::<N, W>(addr, offset, exec) {
             // Checked above: in bounds and aligned for every active lane.
             for l in lanes_of(exec) {
                 let l = l as usize;
@@ -257,15 +257,15 @@ impl BlockCtx<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn atomic_lanes(
+    pub(super) fn atomic_lanes<const W: usize>(
         &self,
         op: AtomicOp,
         kind: Kind,
-        p: &Lanes,
-        x: &Lanes,
-        y: &Lanes,
-        d: &mut Lanes,
-        exec: u32,
+        p: &Lanes<W>,
+        x: &Lanes<W>,
+        y: &Lanes<W>,
+        d: &mut Lanes<W>,
+        exec: u64,
     ) -> Result<(), Fault> {
         for l in lanes_of(exec) {
             let i = l as usize;
@@ -291,7 +291,12 @@ impl BlockCtx<'_> {
         Ok(())
     }
 
-    pub(super) fn printf(&self, site: &PrintfSite, w: &Warp, exec: u32) -> Result<(), Fault> {
+    pub(super) fn printf<const W: usize>(
+        &self,
+        site: &PrintfSite,
+        w: &Warp<W>,
+        exec: u64,
+    ) -> Result<(), Fault> {
         let mut text = String::new();
         for l in lanes_of(exec) {
             let mut args = Vec::with_capacity(site.args.len());

@@ -6,7 +6,7 @@ use super::*;
 impl BlockCtx<'_> {
     /// Runs `w` until it finishes, reaches a barrier, or faults (the warp's `pc` is then the
     /// faulting instruction).
-    pub(super) fn run_warp(&self, w: &mut Warp) -> Result<Status, Fault> {
+    pub(super) fn run_warp<const W: usize>(&self, w: &mut Warp<W>) -> Result<Status, Fault> {
         let prog = self.launch.program;
         let mut func = &prog.functions[w.func as usize];
         loop {
@@ -22,7 +22,7 @@ impl BlockCtx<'_> {
             }
             let result: Result<(), Fault> = match &func.code[pc] {
                 Op::Const { dst, bits } => {
-                    reg!(*dst) = [*bits; 32];
+                    reg!(*dst) = [*bits; W];
                     Ok(())
                 }
                 Op::Copy { dst, src } => {
@@ -32,13 +32,13 @@ impl BlockCtx<'_> {
                 }
                 Op::CopyMasked { dst, src } => {
                     let (d, s) = (rb + *dst as usize, rb + *src as usize);
-                    if exec == u32::MAX {
+                    if exec == full_mask::<W>() {
                         w.regs.copy_within(s..s + 1, d);
                     } else {
                         let s = w.regs[s];
                         let d = &mut w.regs[d];
-                        for l in 0..32 {
-                            let keep = (((exec >> l) & 1) as u64).wrapping_sub(1);
+                        for l in 0..W {
+                            let keep = ((exec >> l) & 1).wrapping_sub(1);
                             d[l] = (s[l] & !keep) | (d[l] & keep);
                         }
                     }
@@ -47,7 +47,7 @@ impl BlockCtx<'_> {
                 Op::Select { dst, cond, a, b } => {
                     let (c, x, y) = (reg!(*cond), reg!(*a), reg!(*b));
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = if c[l] != 0 { x[l] } else { y[l] };
                     }
                     Ok(())
@@ -55,9 +55,9 @@ impl BlockCtx<'_> {
                 Op::Index { dst, source } => {
                     reg!(*dst) = match *source {
                         IndexSource::ThreadIdx(a) => w.tid[a],
-                        IndexSource::BlockIdx(a) => [self.block_idx[a] as u64; 32],
-                        IndexSource::BlockDim(a) => [self.launch.block[a] as u64; 32],
-                        IndexSource::GridDim(a) => [self.launch.grid[a] as u64; 32],
+                        IndexSource::BlockIdx(a) => [self.block_idx[a] as u64; W],
+                        IndexSource::BlockDim(a) => [self.launch.block[a] as u64; W],
+                        IndexSource::GridDim(a) => [self.launch.grid[a] as u64; W],
                         IndexSource::LaneId => std::array::from_fn(|l| l as u64),
                     };
                     Ok(())
@@ -83,7 +83,7 @@ impl BlockCtx<'_> {
                 Op::Fma { kind, dst, a, b, c } => {
                     let (x, y, z) = (reg!(*a), reg!(*b), reg!(*c));
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = fma(*kind, x[l], y[l], z[l]);
                     }
                     Ok(())
@@ -91,7 +91,7 @@ impl BlockCtx<'_> {
                 Op::Math1 { f, kind, dst, a } => {
                     let x = reg!(*a);
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = math1(*f, *kind, x[l]);
                     }
                     Ok(())
@@ -99,7 +99,7 @@ impl BlockCtx<'_> {
                 Op::Math2 { f, kind, dst, a, b } => {
                     let (x, y) = (reg!(*a), reg!(*b));
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = math2(*f, *kind, x[l], y[l]);
                     }
                     Ok(())
@@ -107,7 +107,7 @@ impl BlockCtx<'_> {
                 Op::Convert { from, to, dst, src } => {
                     let (dst, src) = (rb + *dst as usize, rb + *src as usize);
                     with2(&mut w.regs, dst, src, |x, d| {
-                        for l in 0..32 {
+                        for l in 0..W {
                             d[l] = convert(*from, *to, x[l]);
                         }
                         Ok(())
@@ -132,15 +132,15 @@ impl BlockCtx<'_> {
                             // The common `a[i]` case: a shift is the same saturating product,
                             // and the loop vectorises.
                             let shift = stride.trailing_zeros();
-                            for l in 0..32 {
+                            for l in 0..W {
                                 d[l] = offset_pointer(p[l], shifted_index(i[l] as i64, shift));
                             }
                         } else if signed {
-                            for l in 0..32 {
+                            for l in 0..W {
                                 d[l] = offset_pointer(p[l], scaled_index(i[l] as i64, stride));
                             }
                         } else {
-                            for l in 0..32 {
+                            for l in 0..W {
                                 let index = i[l].min(i64::MAX as u64) as i64;
                                 d[l] = offset_pointer(p[l], scaled_index(index, stride));
                             }
@@ -151,7 +151,7 @@ impl BlockCtx<'_> {
                 Op::PtrAdd { dst, base, bytes } => {
                     let p = reg!(*base);
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = offset_pointer(p[l], *bytes);
                     }
                     Ok(())
@@ -160,7 +160,7 @@ impl BlockCtx<'_> {
                     let base = w.local_base as u64 + *offset as u64;
                     let linear = w.linear;
                     let d = &mut reg!(*dst);
-                    for l in 0..32 {
+                    for l in 0..W {
                         d[l] = encode(THREAD_LOCAL_BASE + linear[l], base);
                     }
                     Ok(())
@@ -325,7 +325,7 @@ impl BlockCtx<'_> {
                         return Err(fault(exec.trailing_zeros(), "local-memory stack overflow"));
                     }
                     if w.regs.len() < reg_base + callee.n_regs as usize {
-                        w.regs.resize(reg_base + callee.n_regs as usize, [0; 32]);
+                        w.regs.resize(reg_base + callee.n_regs as usize, [0; W]);
                     }
                     if w.masks.len() < mask_base + callee.n_masks as usize {
                         w.masks.resize(mask_base + callee.n_masks as usize, 0);
@@ -401,32 +401,32 @@ impl BlockCtx<'_> {
                     mask,
                     pred,
                 } => {
-                    let participating = exec & first_active(&reg!(*mask), exec) as u32;
+                    let participating = exec & operand_mask::<W>(first_active(&reg!(*mask), exec));
                     let p = mask_of(&reg!(*pred)) & participating;
                     let r = match op {
-                        VoteOp::Ballot => p as u64,
+                        VoteOp::Ballot => p,
                         VoteOp::All => (p == participating) as u64,
                         VoteOp::Any => (p != 0) as u64,
                     };
-                    reg!(*dst) = [r; 32];
+                    reg!(*dst) = [r; W];
                     Ok(())
                 }
                 Op::ActiveMask { dst } => {
-                    reg!(*dst) = [exec as u64; 32];
+                    reg!(*dst) = [exec; W];
                     Ok(())
                 }
                 Op::MatchAny { dst, mask, value } => {
-                    let participating = exec & first_active(&reg!(*mask), exec) as u32;
+                    let participating = exec & operand_mask::<W>(first_active(&reg!(*mask), exec));
                     let v = reg!(*value);
                     let d = &mut reg!(*dst);
                     for l in lanes_of(exec) {
-                        let mut m = 0u32;
+                        let mut m = 0u64;
                         for j in lanes_of(participating) {
                             if v[j as usize] == v[l as usize] {
                                 m |= 1 << j;
                             }
                         }
-                        d[l as usize] = m as u64;
+                        d[l as usize] = m;
                     }
                     Ok(())
                 }
@@ -436,13 +436,13 @@ impl BlockCtx<'_> {
                     value,
                     pred,
                 } => {
-                    let participating = exec & first_active(&reg!(*mask), exec) as u32;
+                    let participating = exec & operand_mask::<W>(first_active(&reg!(*mask), exec));
                     let v = reg!(*value);
-                    let first = v[participating.trailing_zeros().min(31) as usize];
+                    let first = v[(participating.trailing_zeros() as usize).min(W - 1)];
                     let all = lanes_of(participating).all(|j| v[j as usize] == first);
-                    reg!(*dst) = [if all { participating as u64 } else { 0 }; 32];
+                    reg!(*dst) = [if all { participating } else { 0 }; W];
                     let p = reg!(*pred);
-                    let ones = [all as u64; 32];
+                    let ones = [all as u64; W];
                     self.store_lanes(&p, &ones, Kind::I32, 0, exec)
                 }
                 Op::Reduce {
@@ -452,10 +452,10 @@ impl BlockCtx<'_> {
                     mask,
                     value,
                 } => {
-                    let participating = exec & first_active(&reg!(*mask), exec) as u32;
+                    let participating = exec & operand_mask::<W>(first_active(&reg!(*mask), exec));
                     let v = reg!(*value);
                     let r = warp_reduce(*op, *kind, &v, participating);
-                    reg!(*dst) = [r; 32];
+                    reg!(*dst) = [r; W];
                     Ok(())
                 }
                 Op::Atomic {
@@ -552,11 +552,11 @@ impl BlockCtx<'_> {
 /// Runs `f(source, destination)` on two registers of `regs` without copying either (a copy
 /// of the source is made only when they are the same register).
 #[inline(always)]
-pub(super) fn with2<R>(
-    regs: &mut [Lanes],
+pub(super) fn with2<R, const W: usize>(
+    regs: &mut [Lanes<W>],
     dst: usize,
     a: usize,
-    f: impl FnOnce(&Lanes, &mut Lanes) -> R,
+    f: impl FnOnce(&Lanes<W>, &mut Lanes<W>) -> R,
 ) -> R {
     if dst == a {
         let x = regs[a];
@@ -570,12 +570,12 @@ pub(super) fn with2<R>(
 
 /// Runs `f(a, b, destination)` on three registers of `regs`, copying only on aliasing.
 #[inline(always)]
-pub(super) fn with3<R>(
-    regs: &mut [Lanes],
+pub(super) fn with3<R, const W: usize>(
+    regs: &mut [Lanes<W>],
     dst: usize,
     a: usize,
     b: usize,
-    f: impl FnOnce(&Lanes, &Lanes, &mut Lanes) -> R,
+    f: impl FnOnce(&Lanes<W>, &Lanes<W>, &mut Lanes<W>) -> R,
 ) -> R {
     if dst == a || dst == b {
         let (x, y) = (regs[a], regs[b]);

@@ -1,4 +1,4 @@
-//! The SIMT interpreter: runs a block warp by warp, each instruction over 32 lanes under the
+//! The SIMT interpreter: runs a block warp by warp, each instruction over its 32 or 64 lanes under the
 //! warp's execution mask, and a launch's blocks in parallel over the host's cores.
 
 mod access;
@@ -130,34 +130,34 @@ struct Frame {
     reg_base: usize,
     mask_base: usize,
     local_base: u32,
-    exec: u32,
-    parked: u32,
-    entry_exec: u32,
+    exec: u64,
+    parked: u64,
+    entry_exec: u64,
     call: u32,
 }
 
-/// One warp's execution state.
-struct Warp {
+/// One warp's execution state, for warps of `W` lanes.
+struct Warp<const W: usize> {
     func: u32,
     pc: u32,
     reg_base: usize,
     mask_base: usize,
     local_base: u32,
-    exec: u32,
+    exec: u64,
     /// Lanes that left the current construct by `break`, `continue` or `return`.
-    parked: u32,
+    parked: u64,
     /// Lanes that entered the current function.
-    entry_exec: u32,
+    entry_exec: u64,
     frames: Vec<Frame>,
-    regs: Vec<Lanes>,
-    masks: Vec<u32>,
-    tid: [Lanes; 3],
-    linear: [u32; 32],
+    regs: Vec<Lanes<W>>,
+    masks: Vec<u64>,
+    tid: [Lanes<W>; 3],
+    linear: [u32; W],
     status: Status,
 }
 
-impl Warp {
-    fn new() -> Warp {
+impl<const W: usize> Warp<W> {
+    fn new() -> Warp<W> {
         Warp {
             func: 0,
             pc: 0,
@@ -170,30 +170,38 @@ impl Warp {
             frames: Vec::new(),
             regs: Vec::new(),
             masks: Vec::new(),
-            tid: [[0; 32]; 3],
-            linear: [0; 32],
+            tid: [[0; W]; 3],
+            linear: [0; W],
             status: Status::Done,
         }
     }
 }
 
 /// A worker's reusable storage.
-struct Worker {
-    warps: Vec<Warp>,
+struct Worker<const W: usize> {
+    warps: Vec<Warp<W>>,
     shared: Vec<Box<[AtomicU64]>>,
     dynamic: Box<[AtomicU64]>,
     stacks: Box<[AtomicU64]>,
 }
 
-/// Runs a whole launch.
+/// Runs a whole launch, with the warp width the program was compiled for.
 pub(crate) fn run(launch: &Launch<'_>) -> Result<(), Error> {
+    match launch.program.warp_width {
+        64 => run_warps::<64>(launch),
+        _ => run_warps::<32>(launch),
+    }
+}
+
+/// Runs a whole launch in warps of `W` lanes.
+fn run_warps<const W: usize>(launch: &Launch<'_>) -> Result<(), Error> {
     let [gx, gy, gz] = launch.grid;
     let blocks = gx as usize * gy as usize * gz as usize;
     let next = AtomicUsize::new(0);
     let abort = AtomicBool::new(false);
     let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     let work = || {
-        let mut worker = new_worker(launch);
+        let mut worker = new_worker::<W>(launch);
         loop {
             if abort.load(Ordering::Relaxed) {
                 break;
@@ -251,7 +259,7 @@ fn panic_error(
     }
 }
 
-fn new_worker(launch: &Launch<'_>) -> Worker {
+fn new_worker<const W: usize>(launch: &Launch<'_>) -> Worker<W> {
     let prog = launch.program;
     let reachable = reachable_shared_slots(prog, launch.kernel);
     let shared = prog
@@ -290,7 +298,11 @@ fn reachable_shared_slots(prog: &Program, kernel: u32) -> Vec<u32> {
     slots
 }
 
-fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> Result<(), Error> {
+fn run_block<const W: usize>(
+    launch: &Launch<'_>,
+    worker: &mut Worker<W>,
+    linear_block: usize,
+) -> Result<(), Error> {
     let [gx, gy, _] = launch.grid;
     let block_idx = [
         (linear_block % gx as usize) as u32,
@@ -299,15 +311,15 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
     ];
     let [bx, by, bz] = launch.block;
     let threads = (bx * by * bz) as usize;
-    let n_warps = threads.div_ceil(32);
+    let n_warps = threads.div_ceil(W);
     let prog = launch.program;
     let kernel = &prog.functions[launch.kernel as usize];
     if worker.warps.len() < n_warps {
         // Thread indexes depend only on the block shape, which is fixed for the launch.
         for wi in worker.warps.len()..n_warps {
             let mut w = Warp::new();
-            for l in 0..32 {
-                let t = (wi * 32 + l) as u32;
+            for l in 0..W {
+                let t = (wi * W + l) as u32;
                 w.linear[l] = t;
                 w.tid[0][l] = (t % bx) as u64;
                 w.tid[1][l] = (t / bx % by) as u64;
@@ -325,23 +337,23 @@ fn run_block(launch: &Launch<'_>, worker: &mut Worker, linear_block: usize) -> R
         w.parked = 0;
         w.frames.clear();
         w.status = Status::Ready;
-        let first = wi * 32;
-        let exec = if threads - first >= 32 {
-            u32::MAX
+        let first = wi * W;
+        let exec = if threads - first >= W {
+            full_mask::<W>()
         } else {
-            (1u32 << (threads - first)) - 1
+            (1u64 << (threads - first)) - 1
         };
         w.exec = exec;
         w.entry_exec = exec;
         let need = kernel.n_regs as usize;
         if w.regs.len() < need {
-            w.regs.resize(need, [0; 32]);
+            w.regs.resize(need, [0; W]);
         }
         if w.masks.len() < kernel.n_masks as usize {
             w.masks.resize(kernel.n_masks as usize, 0);
         }
         for &(reg, bits) in &launch.params {
-            w.regs[reg as usize] = [bits; 32];
+            w.regs[reg as usize] = [bits; W];
         }
     }
     let memory = Memory {

@@ -36,11 +36,11 @@ impl BlockCtx<'_> {
     }
 
     /// Runs `access` on the active lanes of the frame whose registers start at `regs[0]`.
-    pub(super) fn texture_lanes(
+    pub(super) fn texture_lanes<const W: usize>(
         &self,
-        regs: &mut [Lanes],
+        regs: &mut [Lanes<W>],
         access: TextureAccess,
-        exec: u32,
+        exec: u64,
     ) -> Result<(), Fault> {
         let count = usize::from(access.count);
         let handles = regs[access.handle as usize];
@@ -104,9 +104,9 @@ impl BlockCtx<'_> {
     }
 
     /// Writes the first components of `texel` to the destination registers of lane `i`.
-    fn store_texel(
+    fn store_texel<const W: usize>(
         &self,
-        regs: &mut [Lanes],
+        regs: &mut [Lanes<W>],
         access: TextureAccess,
         i: usize,
         t: &crate::texture::TextureObject,

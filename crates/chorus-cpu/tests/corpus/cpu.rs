@@ -7,7 +7,18 @@ use std::sync::Arc;
 /// Prepares `module` on the CPU executor, launches the case and collects what it left. Errors
 /// say which step failed (`prepare:` carries the executor's `Unsupported` refusals).
 pub fn run(case: &Case, module: &chorus_lang::ir::Module) -> Result<Outcome, String> {
-    let module = CpuModule::new(Arc::new(module.clone())).map_err(|e| format!("prepare: {e}"))?;
+    run_for_target(case, module, &chorus_lang::target::Target::cpu())
+}
+
+/// [`run`] on the CPU executor prepared for `target` (its checks and its warp width: 64-lane
+/// waves for AMD CDNA's targets).
+pub fn run_for_target(
+    case: &Case,
+    module: &chorus_lang::ir::Module,
+    target: &chorus_lang::target::Target,
+) -> Result<Outcome, String> {
+    let module = CpuModule::for_target(Arc::new(module.clone()), target)
+        .map_err(|e| format!("prepare: {e}"))?;
     module.set_printf_output(Box::new(std::io::sink()));
     for g in &case.globals {
         if let Some(init) = &g.init {

@@ -59,8 +59,30 @@ impl BackendImpl for Cpu {
 
     fn open(&self, _index: usize) -> std::result::Result<Box<dyn DeviceImpl>, Unavailable> {
         Ok(Box::new(CpuDevice {
-            target: Target::cpu(),
+            target: cpu_target()?,
         }))
+    }
+}
+
+/// The CPU executor's target: [`Target::cpu`], or with `CHORUS_CPU_WARP=64` the same with AMD
+/// CDNA's 64-lane waves and 64-bit masks (`warp-size` 64; a mask operand must be the full
+/// `(uint -1)`, and masks as results are refused, as on gfx90a).
+fn cpu_target() -> std::result::Result<Target, Unavailable> {
+    let mut target = Target::cpu();
+    match std::env::var("CHORUS_CPU_WARP") {
+        Ok(text) if text.trim() == "64" => {
+            target.arch = "cpu-wave64".into();
+            target.warp_width = 64;
+            target.lane_mask_bits = 64;
+            Ok(target)
+        }
+        Ok(text) if !text.trim().is_empty() && text.trim() != "32" => {
+            Err(Unavailable::BadVariable {
+                variable: "CHORUS_CPU_WARP",
+                value: text,
+            })
+        }
+        _ => Ok(target),
     }
 }
 
@@ -82,8 +104,9 @@ impl DeviceImpl for CpuDevice {
     }
 
     fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
-        Ok(Box::new(CpuCompiled(chorus_cpu::CpuModule::new(
+        Ok(Box::new(CpuCompiled(chorus_cpu::CpuModule::for_target(
             module.clone(),
+            &self.target,
         )?)))
     }
 
