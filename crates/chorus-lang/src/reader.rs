@@ -670,7 +670,7 @@ impl Reader {
             }
             '\\' => {
                 self.bump();
-                let name = self.read_character_name()?;
+                let name = self.read_character_name(start)?;
                 let span = self.span_from(start);
                 if self.suppress > 0 {
                     return Ok(Form::symbol("nil", span));
@@ -803,11 +803,13 @@ impl Reader {
         Ok(Form::new(form.kind, span))
     }
 
-    /// The name after `#\`: its first character whatever it is, then a token's characters.
-    fn read_character_name(&mut self) -> Result<String> {
+    /// The name after `#\` (which began at `start`): its first character whatever it is, then
+    /// a token's characters.
+    fn read_character_name(&mut self, start: Mark) -> Result<String> {
         let Some(first) = self.bump() else {
+            // The span is the `#\` itself: the end of the text has no column of its own.
             return Err(Error::new(
-                &self.here(),
+                &self.span_from(start),
                 "`#\\` at the end of the text: expected a character",
             ));
         };

@@ -17,3 +17,19 @@ fn a_switch_on_a_thread_index_takes_negative_labels() {
     assert!(code.contains("switch ((int)(threadIdx.x)) {"), "{code}");
     assert!(code.contains("case -1: {"), "{code}");
 }
+
+/// `#\` as the last two characters of the text: the error's span ran one column past the end
+/// (1:57-1:58 for 56 characters). It now covers the `#\` itself.
+#[test]
+fn a_character_prefix_at_the_end_of_the_text_is_located_inside_it() {
+    let text = "(defkernelmacro fz-twice (&body progn) `(progn ,@body #\\";
+    let error = chorus_lang::reader::read_str(text, "fuzz.lisp").unwrap_err();
+    let span = &error.span;
+    let length = text.chars().count() as u32;
+    assert_eq!((span.line, span.column), (1, length - 1), "{error}");
+    assert!(span.end_column <= length + 1, "{error}: {span:?}");
+    assert!(
+        error.to_string().contains("expected a character"),
+        "{error}"
+    );
+}
