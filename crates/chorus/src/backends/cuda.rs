@@ -164,9 +164,8 @@ impl LastLaunch {
 
 /// One life of a device's primary context: from the device's start, or a reset, to the next
 /// reset. Objects made on the device hold the generation they were made in.
-struct Generation {
-    /// Shared with the textures and surfaces made in this generation, whose drops need it.
-    context: Arc<chorus_cuda::Context>,
+pub(super) struct Generation {
+    pub(super) context: Arc<chorus_cuda::Context>,
     device: Device,
     programs: Arc<ProgramNames>,
     /// What made the context unusable, once a kernel's fault surfaced (CUDA's sticky errors).
@@ -194,13 +193,13 @@ impl Generation {
         }
     }
 
-    fn is_retired(&self) -> bool {
+    pub(super) fn is_retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
     }
 
     /// Makes the context current for a call about `what`, unless the device was reset since
     /// (`what` went with it) or a fault left the context unusable.
-    fn enter(&self, what: &'static str) -> Result<()> {
+    pub(super) fn enter(&self, what: &'static str) -> Result<()> {
         if let Some(fault) = self.unrecoverable.get() {
             return Err(Error::ProcessPoisoned {
                 device: self.device,
@@ -369,7 +368,7 @@ impl DeviceImpl for CudaDevice {
         extent: [usize; 3],
         surface: bool,
     ) -> Result<Box<dyn ArrayImpl>> {
-        cuda_texture::alloc_array(&self.shared.generation().context, format, extent, surface)
+        cuda_texture::alloc_array(&self.shared.generation(), format, extent, surface)
     }
 
     fn texture(
@@ -380,12 +379,9 @@ impl DeviceImpl for CudaDevice {
         desc: &TextureDesc,
     ) -> Result<Box<dyn TextureImpl>> {
         match source {
-            ImageSource::Array(array) => cuda_texture::texture_over_array(
-                &self.shared.generation().context,
-                array,
-                shape,
-                desc,
-            ),
+            ImageSource::Array(array) => {
+                cuda_texture::texture_over_array(&self.shared.generation(), array, shape, desc)
+            }
             ImageSource::Memory(memory) => {
                 let memory =
                     memory
@@ -396,7 +392,7 @@ impl DeviceImpl for CudaDevice {
                             what: "memory",
                         })?;
                 cuda_texture::texture_over_memory(
-                    &self.shared.generation().context,
+                    &self.shared.generation(),
                     &memory.memory,
                     shape,
                     format,
@@ -412,7 +408,7 @@ impl DeviceImpl for CudaDevice {
         _format: ChannelFormat,
         _extent: [usize; 3],
     ) -> Result<Box<dyn TextureImpl>> {
-        cuda_texture::surface(&self.shared.generation().context, array)
+        cuda_texture::surface(&self.shared.generation(), array)
     }
 }
 

@@ -1,7 +1,10 @@
 //! Arrays, textures and surfaces of the CUDA backend: `chorus_driver`'s CUDA arrays, texture
-//! objects and surface objects, each destroyed with its context current.
+//! objects and surface objects. Each holds the context generation it was made in, like the
+//! backend's memory: calls go through its checks (a reset or a poisoned context is an error),
+//! and once a reset retired it the drop forgets the handle instead of destroying it.
 
-use super::cuda_context::{device_error, enter};
+use super::cuda::Generation;
+use super::cuda_context::device_error;
 use crate::TextureDesc;
 use crate::error::{Error, Result};
 use crate::hal::{ArrayImpl, TextureImpl};
@@ -10,35 +13,42 @@ use crate::kind::Backend;
 use chorus_cuda::driver;
 use chorus_lang::types::Type;
 use std::any::Any;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-/// A CUDA array, destroyed with its context current.
+/// A CUDA array of one context generation.
 #[derive(Debug)]
 pub(super) struct CudaArray {
-    context: Arc<chorus_cuda::Context>,
-    array: driver::CudaArray,
+    generation: Arc<Generation>,
+    array: ManuallyDrop<driver::CudaArray>,
 }
 
 impl Drop for CudaArray {
     fn drop(&mut self) {
-        // `cuArrayDestroy` (when the field drops, after this) needs the context current.
-        let _ = enter(&self.context);
+        if self.generation.is_retired() {
+            // The reset destroyed it; its handle may be another array's now.
+            return;
+        }
+        // `cuArrayDestroy` needs the context current; a drop has nowhere to report.
+        let _ = self.generation.enter("array");
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.array) };
     }
 }
 
 impl ArrayImpl for CudaArray {
     fn upload(&mut self, src: &[u8]) -> Result<()> {
-        enter(&self.context)?;
+        self.generation.enter("array")?;
         self.array
             .copy_from_host(src)
-            .map_err(device_error(self.context.device()))
+            .map_err(device_error(self.generation.context.device()))
     }
 
     fn download(&self, dst: &mut [u8]) -> Result<()> {
-        enter(&self.context)?;
+        self.generation.enter("array")?;
         self.array
             .copy_to_host(dst)
-            .map_err(device_error(self.context.device()))
+            .map_err(device_error(self.generation.context.device()))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -54,20 +64,26 @@ enum Object {
     Surface(driver::SurfaceObject<'static>),
 }
 
-/// A texture or surface object, destroyed with its context current; `handle` is the kernel
-/// argument's bytes.
+/// A texture or surface object of one context generation; `handle` is the kernel argument's
+/// bytes.
 #[derive(Debug)]
 pub(super) struct CudaImage {
-    context: Arc<chorus_cuda::Context>,
+    generation: Arc<Generation>,
     /// Held for its `Drop`, which destroys the driver object.
-    _object: Object,
+    object: ManuallyDrop<Object>,
     handle: [u8; 8],
     surface: bool,
 }
 
 impl Drop for CudaImage {
     fn drop(&mut self) {
-        let _ = enter(&self.context);
+        if self.generation.is_retired() {
+            // The reset destroyed it; its handle may be another object's now.
+            return;
+        }
+        let _ = self.generation.enter("texture");
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.object) };
     }
 }
 
@@ -121,46 +137,46 @@ fn foreign(what: &'static str) -> Error {
     }
 }
 
-/// An array on `context`'s device.
+/// An array on `generation`'s device.
 pub(super) fn alloc_array(
-    context: &Arc<chorus_cuda::Context>,
+    generation: &Arc<Generation>,
     f: ChannelFormat,
     [w, h, d]: [usize; 3],
     surface: bool,
 ) -> Result<Box<dyn ArrayImpl>> {
-    enter(context)?;
+    generation.enter("array")?;
     let mut desc = driver::ArrayDesc::new(format(f), w, h, d);
     if surface {
         desc = desc.surface();
     }
-    let array = driver::CudaArray::new(desc).map_err(device_error(context.device()))?;
+    let array = driver::CudaArray::new(desc).map_err(device_error(generation.context.device()))?;
     Ok(Box::new(CudaArray {
-        context: context.clone(),
-        array,
+        generation: generation.clone(),
+        array: ManuallyDrop::new(array),
     }))
 }
 
-fn image(context: &Arc<chorus_cuda::Context>, object: Object) -> Box<dyn TextureImpl> {
+fn image(generation: &Arc<Generation>, object: Object) -> Box<dyn TextureImpl> {
     let (raw, surface) = match &object {
         Object::Texture(t) => (t.raw(), false),
         Object::Surface(s) => (s.raw(), true),
     };
     Box::new(CudaImage {
-        context: context.clone(),
-        _object: object,
+        generation: generation.clone(),
+        object: ManuallyDrop::new(object),
         handle: raw.to_le_bytes(),
         surface,
     })
 }
 
-/// A texture over an array of `context`'s device.
+/// A texture over an array of `generation`'s device.
 pub(super) fn texture_over_array(
-    context: &Arc<chorus_cuda::Context>,
+    generation: &Arc<Generation>,
     array: &dyn ArrayImpl,
     shape: ImageShape,
     desc: &TextureDesc,
 ) -> Result<Box<dyn TextureImpl>> {
-    enter(context)?;
+    generation.enter("texture")?;
     let ImageShape::Array { .. } = shape else {
         return Err(foreign("array as memory"));
     };
@@ -171,22 +187,23 @@ pub(super) fn texture_over_array(
     // SAFETY: the array is boxed in the facade's `TextureArray`, which the facade's
     // `Texture<'a>` borrows for as long as this object exists: the reference stays valid for
     // the object's whole life, which is all `'static` is used for here.
-    let array: &'static driver::CudaArray = unsafe { &*(&array.array as *const _) };
+    let array: &'static driver::CudaArray =
+        unsafe { &*(&*array.array as *const driver::CudaArray) };
     let object = driver::TextureObject::from_array(array, &desc_of(desc))
-        .map_err(device_error(context.device()))?;
-    Ok(image(context, Object::Texture(object)))
+        .map_err(device_error(generation.context.device()))?;
+    Ok(image(generation, Object::Texture(object)))
 }
 
-/// A texture over `memory` of `context`'s device, linear or pitched.
+/// A texture over `memory` of `generation`'s device, linear or pitched.
 pub(super) fn texture_over_memory(
-    context: &Arc<chorus_cuda::Context>,
+    generation: &Arc<Generation>,
     memory: &chorus_cuda::DeviceMemory,
     shape: ImageShape,
     f: ChannelFormat,
     desc: &TextureDesc,
 ) -> Result<Box<dyn TextureImpl>> {
-    enter(context)?;
-    let error = device_error(context.device());
+    generation.enter("texture")?;
+    let error = device_error(generation.context.device());
     let desc = desc_of(desc);
     // SAFETY: as for arrays: the facade's `Texture<'a>` borrows the memory block that owns
     // this allocation for as long as the texture exists.
@@ -203,24 +220,25 @@ pub(super) fn texture_over_memory(
             .map_err(error)?,
         ImageShape::Array { .. } => return Err(foreign("memory as an array")),
     };
-    Ok(image(context, Object::Texture(object)))
+    Ok(image(generation, Object::Texture(object)))
 }
 
-/// A surface over an array of `context`'s device.
+/// A surface over an array of `generation`'s device.
 pub(super) fn surface(
-    context: &Arc<chorus_cuda::Context>,
+    generation: &Arc<Generation>,
     array: &dyn ArrayImpl,
 ) -> Result<Box<dyn TextureImpl>> {
-    enter(context)?;
+    generation.enter("texture")?;
     let array = array
         .as_any()
         .downcast_ref::<CudaArray>()
         .ok_or_else(|| foreign("array"))?;
     // SAFETY: as for textures: the facade's `Surface<'a>` borrows the array.
-    let array: &'static driver::CudaArray = unsafe { &*(&array.array as *const _) };
-    let object =
-        driver::SurfaceObject::from_array(array).map_err(device_error(context.device()))?;
-    Ok(image(context, Object::Surface(object)))
+    let array: &'static driver::CudaArray =
+        unsafe { &*(&*array.array as *const driver::CudaArray) };
+    let object = driver::SurfaceObject::from_array(array)
+        .map_err(device_error(generation.context.device()))?;
+    Ok(image(generation, Object::Surface(object)))
 }
 
 /// The launch argument of a texture or surface: its handle's bytes.
