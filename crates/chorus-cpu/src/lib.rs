@@ -79,8 +79,8 @@ pub use error::{Error, Result};
 pub use memory::DeviceBuffer;
 pub use printf::MAX_PRINTF_FIELD;
 pub use texture::{
-    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageLayout, ReadMode, SamplerDesc,
-    SurfaceObject, TextureObject,
+    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageError, ImageLayout, ReadMode,
+    SurfaceObject, TextureDesc, TextureObject,
 };
 
 use chorus_lang::host::KernelValue;
