@@ -973,6 +973,11 @@ fn nvjitlink_links_lto_ir_into_a_cubin_for_its_architecture() {
             text.contains("apply_scale_add"),
             "the kernel is in the cubin"
         );
+        // The library's counter stays a symbol the host can look up (run_linked reads it).
+        assert!(
+            text.contains("scale_add_calls"),
+            "the device variable is in the cubin"
+        );
     }
     // The two architectures' cubins differ in e_flags: the architecture is really there.
     let cubins: Vec<u32> = [(9, 0), (8, 0)]
