@@ -16,8 +16,8 @@
 
 use ash::vk;
 use chorus_driver::{
-    DeviceMemory, Error, ExternalSemaphore, Result, SemaphoreFdKind, Stream, ensure_driver, sys,
-    with_cuda,
+    DeviceMemory, Error, ExternalSemaphore, PinnedMemory, Result, SemaphoreFdKind, Stream,
+    ensure_driver, sys, with_cuda,
 };
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -288,7 +288,8 @@ fn vulkan_or_skip(test: &str) -> Option<Vulkan> {
 const BYTES: usize = 1 << 20;
 
 /// `BYTES` bytes at `ptr` read on a stream of their own that does not wait for other streams
-/// (a blocking copy would wait for a stream held by a semaphore).
+/// (a blocking copy would wait for a stream held by a semaphore), into pinned memory (a copy
+/// to pageable memory may be staged through the driver's own buffers).
 fn read_apart(ptr: sys::CUdeviceptr) -> Result<Vec<u8>> {
     let mut stream = std::ptr::null_mut();
     // SAFETY: the driver is loaded (a context is current); one out-parameter.
@@ -298,13 +299,13 @@ fn read_apart(ptr: sys::CUdeviceptr) -> Result<Vec<u8>> {
             sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
         )
     })?;
-    let mut host = vec![0u8; BYTES];
+    let host = PinnedMemory::alloc(BYTES)?;
     // SAFETY: `ptr` holds BYTES bytes of the current context; `host` has room for them; the
     // stream is synchronised before `host` is read and destroyed once.
     let copied = unsafe {
         chorus_driver::check(
             "cuMemcpyDtoHAsync_v2",
-            sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), ptr, BYTES, stream),
+            sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), ptr, BYTES, stream),
         )
         .and_then(|()| {
             chorus_driver::check("cuStreamSynchronize", sys::cuStreamSynchronize(stream))
@@ -312,7 +313,7 @@ fn read_apart(ptr: sys::CUdeviceptr) -> Result<Vec<u8>> {
     };
     // SAFETY: created above.
     unsafe { sys::cuStreamDestroy_v2(stream) };
-    copied.map(|()| host)
+    copied.map(|()| host.as_slice()[..BYTES].to_vec())
 }
 
 /// Queues a memset of `BYTES` bytes at `ptr` to `byte` on `stream`.
