@@ -94,8 +94,9 @@ fn run_case(
 
 #[test]
 fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
-    if !chorus_cuda::testing::gpu_available_or_skip("the_corpus_runs_through_the_chorus_hip_runtime")
-    {
+    if !chorus_cuda::testing::gpu_available_or_skip(
+        "the_corpus_runs_through_the_chorus_hip_runtime",
+    ) {
         return;
     }
     let root = tempfile::tempdir().expect("a temporary directory");
@@ -108,7 +109,10 @@ fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
         std::env::set_var("CHORUS_CACHE_DIR", root.path().join("cache"));
     }
     let library = chorus_hip::hip_library().expect("the HIP-on-CUDA runtime loads");
-    assert!(library.starts_with(&*root.path().to_string_lossy()), "{library}");
+    assert!(
+        library.starts_with(&*root.path().to_string_lossy()),
+        "{library}"
+    );
     assert_eq!(chorus_hip::device_count().expect("devices") > 0, true);
     let device = Device::new(0).expect("device 0");
     let p = device.properties();
@@ -168,7 +172,10 @@ fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(entries, after, "a cache hit writes nothing");
-    assert!(entries >= ran, "{entries} cache entries for {ran} compiled modules");
+    assert!(
+        entries >= ran,
+        "{entries} cache entries for {ran} compiled modules"
+    );
     device.synchronize().expect("synchronize");
     println!(
         "{ran} of {} corpus cases ran through chorus-hip on the HIP-on-CUDA runtime ({} refused), {} failed",
