@@ -219,7 +219,10 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
          std::vector<std::vector<unsigned char>> globals;\n  switch (which) {\n",
     );
     for i in 0..prepared.len() {
-        let _ = writeln!(out, "    case {i}: case_{i}::run_case_{i}(args, globals); break;");
+        let _ = writeln!(
+            out,
+            "    case {i}: case_{i}::run_case_{i}(args, globals); break;"
+        );
     }
     out.push_str(
         "    default: return 2;\n  }\n  std::ofstream o(dir + \"/\" + argv[2] + \".out\", std::ios::binary);\n  \
@@ -413,6 +416,40 @@ fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
         failures.join("\n")
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `half` and `bfloat` constant globals print as MSL conversions (`half(1.5f)`) and keep their
+/// values.
+#[test]
+fn half_and_bfloat_constant_globals_keep_their_values_through_the_shim() {
+    let Some(cxx) = compiler() else {
+        return skip_or_fail("no C++ compiler (set CXX, or install clang++ or g++)");
+    };
+    const SOURCE: &str = "
+        (defglobal h (half 1.5) :constant)
+        (defglobal b (bfloat16 -2.0) :constant)
+        (defkernel read-halves (void ((out float*)))
+          (set (aref out 0) (float h))
+          (set (aref out 1) (float b)))";
+    let case = corpus::Case {
+        name: "half_constants",
+        source: SOURCE,
+        kernel: "read-halves",
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        args: vec![corpus::Arg::Buffer {
+            data: vec![0; 8],
+            expect: corpus::Expect::F32(vec![1.5, -2.0], 0.0),
+        }],
+        globals: Vec::new(),
+    };
+    let program = chorus_lang::compile_str_for(SOURCE, "halves.lisp", &metal())
+        .and_then(|m| print_msl(&m, &metal()))
+        .expect("prints as MSL");
+    assert!(program.source.contains("half(1.5f)"), "{}", program.source);
+    let prepared = prepare(&case, program, "halves.lisp");
+    run_through_the_shim(&cxx, &[prepared], "chorus-msl-halves");
 }
 
 /// MSL lays out `float3` in 16 bytes and a structure holding one with its fields moved: memory

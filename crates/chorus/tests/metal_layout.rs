@@ -21,10 +21,7 @@ fn structures_carry_their_definitions_for_other_layouts() {
     assert_eq!(names, ["body", "system"], "nested definitions first");
     assert_eq!(defs[0].size, std::mem::size_of::<Body>());
     assert_eq!(defs[0].fields[1].offset, 4);
-    assert_eq!(
-        defs[0].fields[1].ty,
-        <Float3 as KernelValue>::kernel_type()
-    );
+    assert_eq!(defs[0].fields[1].ty, <Float3 as KernelValue>::kernel_type());
     let metal = Target::metal(8).expect("Apple8");
     let ty = System::kernel_type();
     // C: body 20 bytes, scale at 24, 32 in all; MSL: body 48 (pos at 16, tag at 32), scale at
