@@ -321,6 +321,15 @@ pub enum Error {
         /// The elements asked for.
         len: usize,
     },
+    /// A memory block's elements could not be laid out again between the host's layout (C's)
+    /// and its device's (Metal's, where `float3` is 16 bytes).
+    #[error("memory block of {element} on {device}: the element has no layout there to convert to")]
+    Layout {
+        /// The element type.
+        element: Type,
+        /// The block's device.
+        device: Device,
+    },
     /// The host copy of a memory block could not be allocated.
     #[error("memory block: cannot allocate {bytes} bytes of host memory: {source}")]
     HostMemory {
