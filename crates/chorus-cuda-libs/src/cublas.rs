@@ -802,21 +802,13 @@ impl<'s> Blas<'s> {
         c: &mut impl AsDeviceSliceMut<T>,
         ldc: usize,
     ) -> Result<()> {
-        let (a, b, c) = (
-            a.as_device_slice()?,
-            b.as_device_slice()?,
-            c.as_device_slice_mut()?,
-        );
-        let dims = GemmDims::check(
+        let (dims, [a, b, c]) = GemmDims::of(
             "gemm",
-            transa,
-            transb,
-            m,
-            n,
-            k,
-            (a.len(), lda),
-            (b.len(), ldb),
-            (c.len(), ldc),
+            (transa, transb),
+            (m, n, k),
+            (a, lda),
+            (b, ldb),
+            (c, ldc),
         )?;
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
@@ -829,12 +821,12 @@ impl<'s> Blas<'s> {
             dims.n,
             dims.k,
             scalar(&alpha.0),
-            a.ptr() as _,
+            a as _,
             dims.lda,
-            b.ptr() as _,
+            b as _,
             dims.ldb,
             scalar(&beta.0),
-            c.ptr() as _,
+            c as _,
             dims.ldc,
         ))
     }
@@ -1189,21 +1181,13 @@ impl<'s> Blas<'s> {
         c: &mut impl AsDeviceSliceMut<Out>,
         ldc: usize,
     ) -> Result<()> {
-        let (a, b, c) = (
-            a.as_device_slice()?,
-            b.as_device_slice()?,
-            c.as_device_slice_mut()?,
-        );
-        let d = GemmDims::check(
+        let (d, [a, b, c]) = GemmDims::of(
             "gemm_ex",
-            transa,
-            transb,
-            m,
-            n,
-            k,
-            (a.len(), lda),
-            (b.len(), ldb),
-            (c.len(), ldc),
+            (transa, transb),
+            (m, n, k),
+            (a, lda),
+            (b, ldb),
+            (c, ldc),
         )?;
         let h = self.enter()?;
         blas!(cublasGemmEx(
@@ -1214,14 +1198,14 @@ impl<'s> Blas<'s> {
             d.n,
             d.k,
             (&alpha as *const f32).cast(),
-            a.ptr() as *const _,
+            a as *const _,
             AB::DATA_TYPE,
             d.lda,
-            b.ptr() as *const _,
+            b as *const _,
             AB::DATA_TYPE,
             d.ldb,
             (&beta as *const f32).cast(),
-            c.ptr() as *mut _,
+            c as *mut _,
             Out::DATA_TYPE,
             d.ldc,
             sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -1273,6 +1257,35 @@ pub(crate) struct GemmDims {
 }
 
 impl GemmDims {
+    /// [`GemmDims::check`] on the operands' device slices: the dimensions and the addresses of
+    /// `A`, `B`, `C`.
+    pub(crate) fn of<A, B, C>(
+        call: &'static str,
+        (transa, transb): (Transpose, Transpose),
+        (m, n, k): (usize, usize, usize),
+        (a, lda): (&impl AsDeviceSlice<A>, usize),
+        (b, ldb): (&impl AsDeviceSlice<B>, usize),
+        (c, ldc): (&mut impl AsDeviceSliceMut<C>, usize),
+    ) -> Result<(GemmDims, [u64; 3])> {
+        let (a, b, c) = (
+            a.as_device_slice()?,
+            b.as_device_slice()?,
+            c.as_device_slice_mut()?,
+        );
+        let dims = GemmDims::check(
+            call,
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            (a.len(), lda),
+            (b.len(), ldb),
+            (c.len(), ldc),
+        )?;
+        Ok((dims, [a.ptr(), b.ptr(), c.ptr()]))
+    }
+
     /// Checks `op(A)` `m × k`, `op(B)` `k × n` and `C` `m × n` (column-major, each given as
     /// `(elements, leading dimension)`).
     pub(crate) fn check(
@@ -1319,17 +1332,17 @@ mod tests {
         const NAMES: &'static [&'static str];
     }
 
-    fn all_probed<T: Names>() {
-        for name in T::NAMES {
-            assert!(SYMBOLS.contains(name), "{name} is called but not probed");
-        }
-    }
-
     #[test]
     fn every_entry_point_of_the_tables_is_probed() {
-        all_probed::<f32>();
-        all_probed::<f64>();
-        all_probed::<C32>();
-        all_probed::<C64>();
+        for name in [
+            <f32 as Names>::NAMES,
+            <f64 as Names>::NAMES,
+            <C32 as Names>::NAMES,
+            <C64 as Names>::NAMES,
+        ]
+        .concat()
+        {
+            assert!(SYMBOLS.contains(&name), "{name} is called but not probed");
+        }
     }
 }
