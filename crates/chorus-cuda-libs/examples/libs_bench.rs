@@ -367,10 +367,18 @@ fn nvcc() -> Result<PathBuf, Failure> {
 fn build_baseline(sm: String) -> Result<PathBuf, Failure> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/libs.cu");
     let out = std::env::temp_dir().join(format!("chorus-libs-baseline-{}", std::process::id()));
-    let status = Command::new(nvcc()?)
+    let nvcc = nvcc()?;
+    // The libraries beside nvcc's toolkit, found at run time without LD_LIBRARY_PATH.
+    let root = nvcc
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/"));
+    let rpath = |dir: &str| format!("-Xlinker=-rpath={}", root.join(dir).display());
+    let status = Command::new(&nvcc)
         .args(["-O3", &format!("-arch=sm_{sm}"), "-o"])
         .arg(&out)
         .arg(&src)
+        .args([rpath("lib64"), rpath("lib")])
         .args(["-lcublas", "-lcublasLt", "-lcufft", "-lcusparse"])
         .status()?;
     if !status.success() {
