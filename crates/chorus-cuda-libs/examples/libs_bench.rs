@@ -322,10 +322,7 @@ fn spmv(stream: &Stream, side: usize, cases: &mut Vec<Case>) -> Result<(), Failu
     let nnz = cols.len();
     let values = filled(nnz, |i| uniform(i, 12, -1.0, 1.0))?;
     let x = filled(rows, |i| uniform(i, 13, -1.0, 1.0))?;
-    let (doff, dcol) = (
-        MemoryBlock::from_slice(&offsets)?,
-        MemoryBlock::from_slice(&cols)?,
-    );
+    let (doff, dcol) = (filled(rows + 1, |i| offsets[i])?, filled(nnz, |i| cols[i])?);
     let mut y = MemoryBlock::<f32>::alloc(rows)?;
     let sparse = Sparse::new(stream)?;
     let a = SparseMatrix::csr(rows, rows, &doff, &dcol, &values)?;
