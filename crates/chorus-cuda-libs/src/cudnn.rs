@@ -1061,6 +1061,46 @@ pub enum Activation {
     Elu(f64),
 }
 
+/// An activation descriptor, destroyed on drop (on every path out of a call).
+struct ActivationGuard(sys::cudnnActivationDescriptor_t);
+
+impl ActivationGuard {
+    fn new(call: &'static str, activation: Activation) -> Result<ActivationGuard> {
+        let (mode, coef) = match activation {
+            Activation::Relu => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_RELU, 0.0),
+            Activation::ClippedRelu(c) => {
+                (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_CLIPPED_RELU, c)
+            }
+            Activation::Sigmoid => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_SIGMOID, 0.0),
+            Activation::Tanh => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_TANH, 0.0),
+            Activation::Elu(a) => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_ELU, a),
+        };
+        if !coef.is_finite() {
+            return Err(Error::invalid(
+                call,
+                format!("the coefficient {coef} is not finite"),
+            ));
+        }
+        let mut raw = std::ptr::null_mut();
+        dnn!(cudnnCreateActivationDescriptor(&mut raw))?;
+        let guard = ActivationGuard(raw);
+        dnn!(cudnnSetActivationDescriptor(
+            raw,
+            mode,
+            sys::cudnnNanPropagation_t::CUDNN_PROPAGATE_NAN,
+            coef
+        ))?;
+        Ok(guard)
+    }
+}
+
+impl Drop for ActivationGuard {
+    fn drop(&mut self) {
+        // SAFETY: made by cudnnCreateActivationDescriptor, destroyed once.
+        unsafe { sys::cudnnDestroyActivationDescriptor(self.0) };
+    }
+}
+
 /// The softmax algorithms (`cudnnSoftmaxAlgorithm_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SoftmaxAlgo {
@@ -1584,39 +1624,8 @@ impl<'s> Dnn<'s> {
         Self::check_same(call, x_desc, y_desc)?;
         x_desc.check_block(call, "x", x.len())?;
         y_desc.check_block(call, "y", y.len())?;
-        let (mode, coef) = match activation {
-            Activation::Relu => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_RELU, 0.0),
-            Activation::ClippedRelu(c) => {
-                (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_CLIPPED_RELU, c)
-            }
-            Activation::Sigmoid => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_SIGMOID, 0.0),
-            Activation::Tanh => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_TANH, 0.0),
-            Activation::Elu(a) => (sys::cudnnActivationMode_t::CUDNN_ACTIVATION_ELU, a),
-        };
-        if !coef.is_finite() {
-            return Err(Error::invalid(
-                call,
-                format!("the coefficient {coef} is not finite"),
-            ));
-        }
         let h = self.enter()?;
-        let mut desc = std::ptr::null_mut();
-        dnn!(cudnnCreateActivationDescriptor(&mut desc))?;
-        /// Destroys the activation descriptor on every path out.
-        struct Guard(sys::cudnnActivationDescriptor_t);
-        impl Drop for Guard {
-            fn drop(&mut self) {
-                // SAFETY: made by cudnnCreateActivationDescriptor, destroyed once.
-                unsafe { sys::cudnnDestroyActivationDescriptor(self.0) };
-            }
-        }
-        let guard = Guard(desc);
-        dnn!(cudnnSetActivationDescriptor(
-            guard.0,
-            mode,
-            sys::cudnnNanPropagation_t::CUDNN_PROPAGATE_NAN,
-            coef
-        ))?;
+        let guard = ActivationGuard::new(call, activation)?;
         let (alpha, beta) = (T::scale(alpha), T::scale(beta));
         dnn!(cudnnActivationForward(
             h,
@@ -1626,6 +1635,30 @@ impl<'s> Dnn<'s> {
             x.ptr() as *const c_void,
             (&beta as *const T::Scale).cast(),
             y_desc.raw,
+            y.ptr() as *mut c_void
+        ))
+    }
+
+    /// `y ← f(y)` elementwise in place (cuDNN allows the input to be the output).
+    pub fn activation_in_place<T: DnnType>(
+        &self,
+        activation: Activation,
+        desc: &TensorDesc<T>,
+        y: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let y = y.as_device_slice_mut()?;
+        desc.check_block("activation_in_place", "y", y.len())?;
+        let h = self.enter()?;
+        let guard = ActivationGuard::new("activation_in_place", activation)?;
+        let (alpha, beta) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnActivationForward(
+            h,
+            guard.0,
+            (&alpha as *const T::Scale).cast(),
+            desc.raw,
+            y.ptr() as *const c_void,
+            (&beta as *const T::Scale).cast(),
+            desc.raw,
             y.ptr() as *mut c_void
         ))
     }
