@@ -247,10 +247,12 @@ fn check_conv_forward<T: Elem>(
     assert!(!exhaustive.is_empty(), "no forward algorithm found");
     assert!(exhaustive[0].time_ms >= 0.0);
     let math = conv.math;
+    let mut checked = Vec::new();
     for perf in heuristic.iter().take(4).chain(exhaustive.first()) {
         if math == MathType::Fma && perf.math != MathType::Fma {
             continue; // a tensor-core choice would not meet the f32 tolerance
         }
+        checked.push(*perf);
         conv_desc.set_math(perf.math)?;
         dy.memset_device_bytes(0)?; // the block is reused: start each algorithm from zeros
         dnn.conv_forward(
@@ -269,10 +271,14 @@ fn check_conv_forward<T: Elem>(
             tol,
         );
     }
-    conv_desc.set_math(math)?;
+    assert!(
+        !checked.is_empty(),
+        "no algorithm of math {math:?} among {heuristic:?} and {exhaustive:?}"
+    );
     // alpha and beta: y ← 2·conv + 0.5·y (y holds conv from the last run).
-    let algo = heuristic[0].algo;
-    conv_desc.set_math(heuristic[0].math)?;
+    let last = checked[checked.len() - 1];
+    let algo = last.algo;
+    conv_desc.set_math(last.math)?;
     dnn.conv_forward(
         2.0, &x_desc, &dx, &w_desc, &dw, &conv_desc, algo, 0.5, &y_desc, &mut dy,
     )?;
