@@ -26,6 +26,7 @@
 //! | `curand` | cuRAND | XORWOW, Philox, MRG32k3a, Sobol; uniform, normal, log-normal, Poisson |
 //! | `cusolver` | cuSOLVER | LU, Cholesky, QR, symmetric eigen, SVD |
 //! | `cusparse` | cuSPARSE | CSR/COO/CSC, SpMV, SpMM, SpGEMM, dense ↔ sparse |
+//! | `cudnn` | cuDNN 9 | convolutions (with algorithm search), pooling, activations, softmax, batch norm |
 
 mod bound;
 mod error;
@@ -36,6 +37,8 @@ mod types;
 pub mod cublas;
 #[cfg(feature = "cublaslt")]
 pub mod cublaslt;
+#[cfg(feature = "cudnn")]
+pub mod cudnn;
 #[cfg(feature = "cufft")]
 pub mod cufft;
 #[cfg(feature = "curand")]
