@@ -26,6 +26,7 @@
 //! | `curand` | cuRAND | XORWOW, Philox, MRG32k3a, Sobol; uniform, normal, log-normal, Poisson |
 //! | `cusolver` | cuSOLVER | LU, Cholesky, QR, symmetric eigen, SVD |
 //! | `cusparse` | cuSPARSE | CSR/COO/CSC, SpMV, SpMM, SpGEMM, dense ↔ sparse |
+//! | `nccl` | NCCL | communicators (one process, or one rank per process), collectives, send/recv, groups, a launcher |
 
 mod bound;
 mod error;
@@ -44,6 +45,8 @@ pub mod curand;
 pub mod cusolver;
 #[cfg(feature = "cusparse")]
 pub mod cusparse;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 
 pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, Stream};
