@@ -13,9 +13,9 @@
 //! `--max-mib M` caps the largest size (default 256).
 
 use chorus::{Backend, Device, Direction, Launch, MemoryBlock};
-use chorus_cuda_libs::{AsDeviceSlice, AsDeviceSliceMut, Stream};
 use chorus_cuda_libs::nccl::launch::RankEnv;
 use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp};
+use chorus_cuda_libs::{AsDeviceSlice, AsDeviceSliceMut, Stream};
 use clap::Parser;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -328,7 +328,8 @@ impl Comm {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let mut raws = vec![std::ptr::null_mut(); devices.len()];
         // SAFETY: `raws` has room for one handle per device of `list`.
-        let code = unsafe { (api.comm_init_all)(raws.as_mut_ptr(), list.len() as c_int, list.as_ptr()) };
+        let code =
+            unsafe { (api.comm_init_all)(raws.as_mut_ptr(), list.len() as c_int, list.as_ptr()) };
         api.check("ncclCommInitAll", code, std::ptr::null_mut())?;
         raws.into_iter()
             .zip(contexts)
@@ -372,13 +373,7 @@ impl Comm {
         // SAFETY: `raw` receives the handle; the id and config are valid for the call (NCCL
         // copies the config).
         let code = unsafe {
-            (api.comm_init_rank_config)(
-                &mut raw,
-                size_c,
-                id.raw(),
-                rank as c_int,
-                &mut raw_config,
-            )
+            (api.comm_init_rank_config)(&mut raw, size_c, id.raw(), rank as c_int, &mut raw_config)
         };
         if code != sys::SUCCESS && code != sys::IN_PROGRESS {
             let error = api.status_error("ncclCommInitRankConfig", code, raw);
@@ -409,7 +404,8 @@ impl Comm {
 
     fn wrap(raw: ncclComm_t, context: Context, blocking: bool, timeout: Duration) -> Result<Comm> {
         let api = sys::api()?;
-        let query = |call: &'static str, f: unsafe extern "C" fn(ncclComm_t, *mut c_int) -> c_int| {
+        let query = |call: &'static str,
+                     f: unsafe extern "C" fn(ncclComm_t, *mut c_int) -> c_int| {
             let mut value = 0;
             // SAFETY: a live communicator and a valid place for the value.
             let code = unsafe { f(raw, &mut value) };
@@ -707,7 +703,14 @@ impl Comm {
         same_len(CALL, "send", send.len(), "recv", recv.len())?;
         self.check_memory(CALL, "send", send.ptr(), send.len())?;
         self.check_memory(CALL, "recv", recv.ptr(), recv.len())?;
-        self.call::<T>(CALL, Kind::AllReduce(op), send.ptr(), recv.ptr(), send.len(), stream)
+        self.call::<T>(
+            CALL,
+            Kind::AllReduce(op),
+            send.ptr(),
+            recv.ptr(),
+            send.len(),
+            stream,
+        )
     }
 
     fn plan_all_reduce_in_place<'a, T: NcclType>(
@@ -740,14 +743,24 @@ impl Comm {
         if self.rank == root {
             let send = send
                 .ok_or_else(|| {
-                    Error::invalid(CALL, format!("rank {root} is the root: it needs a send buffer"))
+                    Error::invalid(
+                        CALL,
+                        format!("rank {root} is the root: it needs a send buffer"),
+                    )
                 })?
                 .as_device_slice()?;
             same_len(CALL, "send", send.len(), "recv", recv.len())?;
             self.check_memory(CALL, "send", send.ptr(), send.len())?;
             send_ptr = send.ptr();
         }
-        self.call::<T>(CALL, Kind::Broadcast(root), send_ptr, recv.ptr(), recv.len(), stream)
+        self.call::<T>(
+            CALL,
+            Kind::Broadcast(root),
+            send_ptr,
+            recv.ptr(),
+            recv.len(),
+            stream,
+        )
     }
 
     fn plan_broadcast_in_place<'a, T: NcclType>(
@@ -782,14 +795,24 @@ impl Comm {
         if self.rank == root {
             let recv = recv
                 .ok_or_else(|| {
-                    Error::invalid(CALL, format!("rank {root} is the root: it needs a recv buffer"))
+                    Error::invalid(
+                        CALL,
+                        format!("rank {root} is the root: it needs a recv buffer"),
+                    )
                 })?
                 .as_device_slice_mut()?;
             same_len(CALL, "send", send.len(), "recv", recv.len())?;
             self.check_memory(CALL, "recv", recv.ptr(), recv.len())?;
             recv_ptr = recv.ptr();
         }
-        self.call::<T>(CALL, Kind::Reduce(op, root), send.ptr(), recv_ptr, send.len(), stream)
+        self.call::<T>(
+            CALL,
+            Kind::Reduce(op, root),
+            send.ptr(),
+            recv_ptr,
+            send.len(),
+            stream,
+        )
     }
 
     fn plan_all_gather<'a, T: NcclType>(
@@ -805,7 +828,14 @@ impl Comm {
         self.check_chunks(CALL, "recv", recv.len(), "send", send.len())?;
         self.check_memory(CALL, "send", send.ptr(), send.len())?;
         self.check_memory(CALL, "recv", recv.ptr(), recv.len())?;
-        self.call::<T>(CALL, Kind::AllGather, send.ptr(), recv.ptr(), send.len(), stream)
+        self.call::<T>(
+            CALL,
+            Kind::AllGather,
+            send.ptr(),
+            recv.ptr(),
+            send.len(),
+            stream,
+        )
     }
 
     fn plan_all_gather_in_place<'a, T: NcclType>(
@@ -909,7 +939,11 @@ impl Comm {
         })
     }
 
-    fn check_type<T: NcclType>(&self, call: &'static str, reduction: Option<ReduceOp>) -> Result<()> {
+    fn check_type<T: NcclType>(
+        &self,
+        call: &'static str,
+        reduction: Option<ReduceOp>,
+    ) -> Result<()> {
         if T::DATA_TYPE.is_fp8() && reduction.is_some() && self.capability < (9, 0) {
             return Err(Error::Unsupported {
                 what: "an NCCL reduction of FP8 elements",
@@ -1449,7 +1483,11 @@ impl<'a> Group<'a> {
         }
         let _restore = self.calls[0].comm.enter()?;
         // SAFETY: no arguments; paired with the `ncclGroupEnd` below on every path.
-        api.check("ncclGroupStart", unsafe { (api.group_start)() }, std::ptr::null_mut())?;
+        api.check(
+            "ncclGroupStart",
+            unsafe { (api.group_start)() },
+            std::ptr::null_mut(),
+        )?;
         let mut first_error = None;
         for call in &self.calls {
             let code = call.invoke(api);
@@ -1508,7 +1546,15 @@ mod tests {
             eprintln!("NCCL is here: the GPU tests cover it");
             return;
         }
-        let not_found = |e: Error| matches!(e, Error::LibraryNotFound { library: "NCCL", .. });
+        let not_found = |e: Error| {
+            matches!(
+                e,
+                Error::LibraryNotFound {
+                    library: "NCCL",
+                    ..
+                }
+            )
+        };
         assert!(not_found(ensure().unwrap_err()));
         assert!(not_found(version().unwrap_err()));
         assert!(not_found(UniqueId::new().unwrap_err()));

@@ -1,8 +1,8 @@
 //! NCCL's unique id: what rank 0 makes and every rank of a communicator starts from, as bytes
 //! and as hexadecimal text (for a file, an environment variable or a command line).
 
-use crate::error::{Error, Result};
 use super::sys as nccl_sys;
+use crate::error::{Error, Result};
 use cudarc::nccl::sys::ncclUniqueId;
 
 /// The id of a communicator being made across processes (`ncclUniqueId`, 128 bytes).
@@ -135,7 +135,10 @@ mod tests {
         let short = UniqueId::from_bytes(&[0; 127]).unwrap_err();
         assert!(short.to_string().contains("128 bytes, not 127"), "{short}");
         let odd = UniqueId::from_hex("abc").unwrap_err();
-        assert!(odd.to_string().contains("256 hexadecimal digits, not 3"), "{odd}");
+        assert!(
+            odd.to_string().contains("256 hexadecimal digits, not 3"),
+            "{odd}"
+        );
         let mut text = "0".repeat(256);
         text.replace_range(10..12, "zz");
         let bad = UniqueId::from_hex(&text).unwrap_err();

@@ -386,10 +386,7 @@ fn stop_all(children: &mut [Option<Child>]) -> usize {
         signal(child, false);
     }
     let deadline = Instant::now() + GRACE;
-    while Instant::now() < deadline
-        && running
-            .iter_mut()
-            .any(|c| matches!(c.try_wait(), Ok(None)))
+    while Instant::now() < deadline && running.iter_mut().any(|c| matches!(c.try_wait(), Ok(None)))
     {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -451,10 +448,8 @@ impl IdFolder {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "chorus-nccl-{}-{stamp:x}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("chorus-nccl-{}-{stamp:x}", std::process::id()));
         std::fs::create_dir(&path).map_err(|source| LaunchError::Io {
             what: format!("making {}", path.display()),
             source,
@@ -518,7 +513,10 @@ mod tests {
         assert!(no_id.to_string().contains("CHORUS_NCCL_ID"), "{no_id}");
         let past = RankEnv::from_vars(env(&[("CHORUS_RANK", "2"), ("CHORUS_WORLD_SIZE", "2")]))
             .unwrap_err();
-        assert!(past.to_string().contains("rank 2 of a world of 2"), "{past}");
+        assert!(
+            past.to_string().contains("rank 2 of a world of 2"),
+            "{past}"
+        );
         let text = RankEnv::from_vars(env(&[("CHORUS_RANK", "one")])).unwrap_err();
         assert!(text.to_string().contains("CHORUS_RANK=one"), "{text}");
     }
@@ -528,7 +526,10 @@ mod tests {
         let folder = IdFolder::new().unwrap();
         let path = folder.0.join("id");
         let missing = read_id(&path, Duration::from_millis(30)).unwrap_err();
-        assert!(missing.to_string().contains("did rank 0 start"), "{missing}");
+        assert!(
+            missing.to_string().contains("did rank 0 start"),
+            "{missing}"
+        );
         let id = UniqueId::from_bytes(&[9; 128]).unwrap();
         let writer = {
             let path = path.clone();
@@ -570,7 +571,10 @@ mod tests {
         let error = sh("if [ $CHORUS_RANK = 1 ]; then exit 7; fi; sleep 60")
             .run()
             .unwrap_err();
-        assert!(start.elapsed() < Duration::from_secs(30), "the others were not stopped");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the others were not stopped"
+        );
         let LaunchError::RankFailed {
             rank,
             status,

@@ -72,8 +72,14 @@ pub(crate) struct Api {
         ncclComm_t,
         RawStream,
     ) -> Res,
-    pub(crate) all_gather:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, ncclComm_t, RawStream) -> Res,
+    pub(crate) all_gather: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        ncclComm_t,
+        RawStream,
+    ) -> Res,
     pub(crate) reduce_scatter: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,

@@ -128,7 +128,11 @@ fn one_rank_collectives_give_the_input_back() {
         assert_eq!(download(&mut recv, &stream), x, "reduce_scatter");
         let mut inplace = upload(&x);
         comm.reduce_scatter_in_place(&mut inplace, ReduceOp::Sum, &stream)?;
-        assert_eq!(download(&mut inplace, &stream), x, "reduce_scatter_in_place");
+        assert_eq!(
+            download(&mut inplace, &stream),
+            x,
+            "reduce_scatter_in_place"
+        );
         comm.wait(&stream)?;
         Ok(())
     })
@@ -156,7 +160,11 @@ fn every_element_type_goes_through() {
         round_trip(&comm, &stream, vec![7u32, u32::MAX])?;
         round_trip(&comm, &stream, vec![-(1i64 << 50), 5])?;
         round_trip(&comm, &stream, vec![u64::MAX, 1])?;
-        round_trip(&comm, &stream, vec![half::f16::from_f32(1.5), half::f16::MAX])?;
+        round_trip(
+            &comm,
+            &stream,
+            vec![half::f16::from_f32(1.5), half::f16::MAX],
+        )?;
         round_trip(&comm, &stream, vec![half::bf16::from_f32(-2.25)])?;
         round_trip(&comm, &stream, vec![0.1f64, -1e300])?;
         // FP8 reductions need compute capability 9.0 (the H200 has it).
@@ -226,7 +234,11 @@ fn a_group_with_a_bad_call_calls_nothing() {
         })
         .unwrap_err();
         invalid(e, "send holds 100 elements, recv holds 99");
-        assert_eq!(download(&mut recv, &stream), vec![0.0; 100], "the first call ran");
+        assert_eq!(
+            download(&mut recv, &stream),
+            vec![0.0; 100],
+            "the first call ran"
+        );
         // The communicator is still usable.
         comm.all_reduce(&send, &mut recv, ReduceOp::Sum, &stream)?;
         assert_eq!(download(&mut recv, &stream), x);
@@ -281,7 +293,10 @@ fn every_collective_checks_its_arguments() {
             "it needs a recv buffer",
         );
         invalid(comm.send(&a, 2, &s).unwrap_err(), "peer 2 is not a rank");
-        invalid(comm.recv(&mut b7, 1, &s).unwrap_err(), "peer 1 is not a rank");
+        invalid(
+            comm.recv(&mut b7, 1, &s).unwrap_err(),
+            "peer 1 is not a rank",
+        );
         // Memory that is not CUDA memory.
         let host = vec![0.0f32; 8];
         // SAFETY: never dereferenced: the check refuses it before NCCL sees it.
@@ -406,7 +421,16 @@ fn two_ranks_of_one_gpu_in_one_process_are_refused() {
         // NCCL's "Duplicate GPU detected": what NCCL 2.28 says, recorded for the multi-GPU notes.
         let e = Comm::init_all(&[0, 0]).unwrap_err();
         eprintln!("init_all(&[0, 0]): {e}");
-        assert!(matches!(e, Error::Status { library: "NCCL", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::Status {
+                    library: "NCCL",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         // And a device that does not exist is refused before NCCL.
         let count = chorus_driver::device_count()?;
         invalid(Comm::init_all(&[count]).unwrap_err(), "does not exist");
@@ -465,7 +489,12 @@ fn launched_rank() {
 }
 
 /// The test harness's arguments that run [`launched_rank`] alone.
-const CHILD_ARGS: [&str; 4] = ["--exact", "launched_rank", "--nocapture", "--test-threads=1"];
+const CHILD_ARGS: [&str; 4] = [
+    "--exact",
+    "launched_rank",
+    "--nocapture",
+    "--test-threads=1",
+];
 
 fn launch_this_binary(ranks: usize, devices: usize, mode: &str) -> Launcher {
     let exe = std::env::current_exe().expect("test binary");
@@ -499,7 +528,9 @@ fn two_ranks_share_one_gpu_through_the_socket_transport() {
 #[test]
 fn a_rank_that_dies_is_named_by_the_launcher() {
     on_gpu("a_rank_that_dies_is_named_by_the_launcher", || {
-        let e = launch_this_binary(2, 1, "die-after-join").run().unwrap_err();
+        let e = launch_this_binary(2, 1, "die-after-join")
+            .run()
+            .unwrap_err();
         eprintln!("{e}");
         assert!(e.to_string().starts_with("rank 1 "), "{e}");
         Ok(())
@@ -540,7 +571,10 @@ fn a_dead_peer_is_an_error_not_a_hang() {
             start.elapsed()
         );
         assert_eq!(status1.code(), Some(3), "rank 1 did not exit as asked");
-        assert!(status0.success(), "rank 0 did not see the dead peer as an error");
+        assert!(
+            status0.success(),
+            "rank 0 did not see the dead peer as an error"
+        );
         Ok(())
     })
 }
