@@ -40,7 +40,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     };
     let n = cli.size;
     let world_size = ranks[0].comm.size();
-    if n == 0 || n % world_size != 0 {
+    if n == 0 || !n.is_multiple_of(world_size) {
         return Err(format!("--size {n} is not a multiple of {world_size} ranks").into());
     }
     let rows = n / world_size;

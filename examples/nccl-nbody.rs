@@ -88,7 +88,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     };
     let (n, steps) = (cli.bodies, cli.steps);
     let world_size = ranks[0].comm.size();
-    if n == 0 || n % (256 * world_size) != 0 {
+    if n == 0 || !n.is_multiple_of(256 * world_size) {
         return Err(format!("--bodies {n} is not a multiple of 256 × {world_size} ranks").into());
     }
     let chunk = n / world_size;

@@ -993,7 +993,7 @@ impl Comm {
 
     /// The chunk of an in-place buffer of `len` elements split over the ranks.
     fn chunk(&self, call: &'static str, len: usize) -> Result<usize> {
-        if len % self.size != 0 {
+        if !len.is_multiple_of(self.size) {
             return Err(Error::invalid(
                 call,
                 format!(
@@ -1483,11 +1483,8 @@ impl<'a> Group<'a> {
         }
         let _restore = self.calls[0].comm.enter()?;
         // SAFETY: no arguments; paired with the `ncclGroupEnd` below on every path.
-        api.check(
-            "ncclGroupStart",
-            unsafe { (api.group_start)() },
-            std::ptr::null_mut(),
-        )?;
+        let start = unsafe { (api.group_start)() };
+        api.check("ncclGroupStart", start, std::ptr::null_mut())?;
         let mut first_error = None;
         for call in &self.calls {
             let code = call.invoke(api);

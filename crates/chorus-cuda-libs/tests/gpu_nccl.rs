@@ -298,7 +298,7 @@ fn every_collective_checks_its_arguments() {
             "peer 1 is not a rank",
         );
         // Memory that is not CUDA memory.
-        let host = vec![0.0f32; 8];
+        let host = [0.0f32; 8];
         // SAFETY: never dereferenced: the check refuses it before NCCL sees it.
         let fake = unsafe { DeviceSlice::<f32>::from_raw(host.as_ptr() as u64, 8) };
         let mut first8 = b9.as_device_slice_mut()?.slice(0..8)?;
