@@ -27,6 +27,7 @@
 //! | `cusolver` | cuSOLVER | LU, Cholesky, QR, symmetric eigen, SVD |
 //! | `cusparse` | cuSPARSE | CSR/COO/CSC, SpMV, SpMM, SpGEMM, dense ↔ sparse |
 //! | `cudnn` | cuDNN 9 | convolutions (with algorithm search), pooling, activations, softmax, batch norm |
+//! | `nccl` | NCCL | communicators (one process, or one rank per process), collectives, send/recv, groups, a launcher |
 
 mod bound;
 mod error;
@@ -47,6 +48,8 @@ pub mod curand;
 pub mod cusolver;
 #[cfg(feature = "cusparse")]
 pub mod cusparse;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 
 pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, Stream};

@@ -330,6 +330,14 @@ pub enum Error {
         /// The block's device.
         device: Device,
     },
+    /// A copy between memory blocks of different lengths.
+    #[error("memory block copy: the source holds {src} elements, the destination {dst}")]
+    CopyLength {
+        /// The source's length.
+        src: usize,
+        /// The destination's length.
+        dst: usize,
+    },
     /// The host copy of a memory block could not be allocated.
     #[error("memory block: cannot allocate {bytes} bytes of host memory: {source}")]
     HostMemory {

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result, Unavailable};
 use crate::image::{ChannelFormat, ImageShape, TextureDesc};
-use crate::kind::{Backend, Device};
+use crate::kind::{Backend, CopyRoute, Device};
 use chorus_cuda::Dim3;
 use chorus_lang::ir::{Global, Module};
 use chorus_lang::target::Target;
@@ -140,6 +140,14 @@ pub(crate) trait MemoryImpl: Send + Sync + std::fmt::Debug {
     fn address(&self) -> Option<u64>;
     /// The memory as the backend's own type.
     fn as_any(&self) -> &dyn Any;
+    /// Copies the first `bytes` bytes of this memory to the start of `dst` without the host,
+    /// where this backend can (`dst` of the same backend, on this device or a peer): how, or
+    /// `None` when it cannot, and the facade copies through the host. Backends without a
+    /// direct path keep this default.
+    fn copy_to(&self, dst: &mut dyn MemoryImpl, bytes: usize) -> Result<Option<CopyRoute>> {
+        let _ = (dst, bytes);
+        Ok(None)
+    }
 }
 
 /// A stream of one device.

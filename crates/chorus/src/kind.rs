@@ -93,3 +93,16 @@ impl Device {
         self.index as usize
     }
 }
+
+/// How [`crate::MemoryBlock::copy_device_from`] moved the data between two device copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopyRoute {
+    /// Within one device (`cuMemcpyDtoD` on CUDA).
+    SameDevice,
+    /// Directly between two devices that can reach each other's memory (CUDA peer access,
+    /// `cuDeviceCanAccessPeer`; `cuMemcpyPeer`).
+    Peer,
+    /// Through host memory: devices that cannot reach each other, devices of different
+    /// backends, and the CPU executor's devices.
+    Host,
+}

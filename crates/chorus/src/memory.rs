@@ -5,7 +5,7 @@ use crate::backend::current_device;
 use crate::dispatch;
 use crate::error::{Error, Result};
 use crate::hal::DeviceMemory;
-use crate::kind::{Backend, Device};
+use crate::kind::{Backend, CopyRoute, Device};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::StructDef;
 use chorus_lang::target::{LayoutRules, Target};
@@ -158,6 +158,34 @@ impl<T: KernelValue> MemoryBlock<T> {
                 Ok(())
             }
         }
+    }
+
+    /// Copies `src`'s device copy into this block's device copy (host copies untouched), on any
+    /// two devices: within a device, directly between CUDA devices that can reach each other's
+    /// memory (peer access, enabled on first use), and through the host otherwise (other GPUs,
+    /// other backends, the CPU executor). Says which it took. The copy is ordered after the
+    /// work launched before it on both devices' default streams.
+    ///
+    /// Errors: blocks of different lengths ([`Error::CopyLength`]), a device's error.
+    pub fn copy_device_from(&mut self, src: &MemoryBlock<T>) -> Result<CopyRoute> {
+        if src.len() != self.len() {
+            return Err(Error::CopyLength {
+                src: src.len(),
+                dst: self.len(),
+            });
+        }
+        let bytes = std::mem::size_of_val(self.host.as_slice());
+        if let Some(route) = src.device.memory.copy_to(&mut *self.device.memory, bytes)? {
+            return Ok(route);
+        }
+        let mut staging = Vec::new();
+        staging
+            .try_reserve_exact(bytes)
+            .map_err(|source| Error::HostMemory { bytes, source })?;
+        staging.resize(bytes, 0u8);
+        src.device.memory.download(&mut staging)?;
+        self.device.memory.upload(&staging)?;
+        Ok(CopyRoute::Host)
     }
 
     /// The number of elements.

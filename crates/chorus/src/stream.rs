@@ -47,4 +47,11 @@ impl Stream {
     pub fn device(&self) -> Device {
         self.inner.device
     }
+
+    /// The CUDA stream, for the CUDA libraries (`chorus-cuda-libs`: cuBLAS, NCCL, …) to queue
+    /// their work after and before kernels launched on this stream; `None` on other backends,
+    /// and after the device was reset. It is a stream of the device's primary context.
+    pub fn cuda_stream(&self) -> Option<&chorus_cuda::Stream> {
+        crate::backends::cuda::cuda_stream(&*self.inner.stream)
+    }
 }

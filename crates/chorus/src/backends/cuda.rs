@@ -19,7 +19,7 @@ use crate::hal::{
     ImageSource, LaunchShape, MemoryImpl, StreamImpl, TextureImpl,
 };
 use crate::image::{ChannelFormat, ImageShape};
-use crate::kind::{Backend, Device};
+use crate::kind::{Backend, CopyRoute, Device};
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use std::any::Any;
@@ -456,6 +456,87 @@ impl MemoryImpl for CudaMemory {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn copy_to(&self, dst: &mut dyn MemoryImpl, bytes: usize) -> Result<Option<CopyRoute>> {
+        let Some(target) = dst.as_any().downcast_ref::<CudaMemory>() else {
+            return Ok(None);
+        };
+        target.generation.enter("memory block")?;
+        self.generation.enter("memory block")?;
+        let (from, to) = (&self.generation, &target.generation);
+        if Arc::ptr_eq(&from.context, &to.context) {
+            // SAFETY: both blocks hold at least `bytes` bytes (the facade copies equal
+            // lengths) in this context, which is current.
+            unsafe {
+                chorus_cuda::memcpy_device_to_device(target.memory.ptr(), self.memory.ptr(), bytes)
+            }
+            .map_err(|e| from.fail(e, None))?;
+            return Ok(Some(CopyRoute::SameDevice));
+        }
+        if !peer_access(&from.context, &to.context).map_err(|e| from.fail(e, None))? {
+            return Ok(None);
+        }
+        // SAFETY: the driver has the entry point (checked by `peer_access`); both ranges hold
+        // `bytes` bytes in their own contexts, which are live (entered above).
+        let result = unsafe {
+            chorus_cuda::sys::cuMemcpyPeer(
+                target.memory.ptr(),
+                to.context.raw(),
+                self.memory.ptr(),
+                from.context.raw(),
+                bytes,
+            )
+        };
+        chorus_cuda::driver::check("cuMemcpyPeer", result).map_err(|e| from.fail(e, None))?;
+        Ok(Some(CopyRoute::Peer))
+    }
+}
+
+/// Whether the devices of `a` and `b` can reach each other's memory, with peer access enabled
+/// both ways (once per pair of contexts) when they can.
+fn peer_access(
+    a: &chorus_cuda::Context,
+    b: &chorus_cuda::Context,
+) -> chorus_cuda::driver::Result<bool> {
+    static ENABLED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+    static HAS_PEER_COPY: OnceLock<bool> = OnceLock::new();
+    let present = *HAS_PEER_COPY.get_or_init(|| {
+        chorus_cuda::driver::loader::probe_library(
+            "cuda",
+            &chorus_cuda::driver::loader::driver_dirs(),
+            &["cuMemcpyPeer"],
+            // SAFETY: only asks the system loader whether cudarc's names resolve.
+            || unsafe { chorus_cuda::sys::is_culib_present() },
+        )
+        .present()
+    });
+    if !present || a.device() == b.device() {
+        return Ok(false);
+    }
+    let key = (a.raw() as usize, b.raw() as usize);
+    let mut enabled = ENABLED.lock().unwrap_or_else(|e| e.into_inner());
+    if enabled.contains(&key) {
+        return Ok(true);
+    }
+    if !(a.can_access_peer(b)? && b.can_access_peer(a)?) {
+        return Ok(false);
+    }
+    for (from, to) in [(a, b), (b, a)] {
+        match from.enable_peer_access(to) {
+            Ok(()) => {}
+            Err(chorus_cuda::DriverError::Driver { name, .. })
+                if name == "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED" => {}
+            Err(e) => return Err(e),
+        }
+    }
+    enabled.push(key);
+    Ok(true)
+}
+
+/// The CUDA stream of a facade stream of this backend (not one of a reset device).
+pub(crate) fn cuda_stream(stream: &dyn StreamImpl) -> Option<&chorus_cuda::Stream> {
+    let stream = stream.as_any().downcast_ref::<CudaStream>()?;
+    (!stream.generation.is_retired()).then_some(&*stream.stream)
 }
 
 /// A driver stream, destroyed with its context current (or forgotten after a reset).

@@ -1,0 +1,192 @@
+//! NCCL all-reduce over every GPU there is, one or more, checked exactly.
+//!
+//! Alone, it drives every GPU of the machine from one process (`ncclCommInitAll`, the calls of
+//! all devices in one group); started by a launcher (`nccl-launch`, or anything that sets
+//! `CHORUS_RANK`/`CHORUS_WORLD_SIZE` and the id variables) it is one rank per process. On each
+//! device a kernel of the kernel language (compiled once, loaded on each device) fills the send
+//! buffer with `(rank + 1) · (i mod 13)`; the sum over the ranks is `n(n+1)/2 · (i mod 13)`,
+//! exact in `f32`, and every element is compared. For each size it prints the time per
+//! all-reduce and NCCL's bus bandwidth (`2(n−1)/n` times the algorithm bandwidth).
+//!
+//! `cargo run --release --example nccl-allreduce`, or
+//! `cargo run --release --example nccl-launch -- --gpus 2 -- target/release/examples/nccl-allreduce`.
+//! `--max-mib M` caps the largest size (default 256).
+
+use chorus::{Backend, Device, Direction, Launch, MemoryBlock};
+use chorus_cuda_libs::nccl::launch::RankEnv;
+use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp};
+use chorus_cuda_libs::{AsDeviceSlice, AsDeviceSliceMut, Stream};
+use clap::Parser;
+use std::process::ExitCode;
+use std::time::Instant;
+
+chorus::defkernel! {
+    (defkernel fill-rank (void ((a float*) (rank int) (n int)))
+      (let ((i (+ (* block-dim-x block-idx-x) thread-idx-x)))
+        (if (< i n)
+            (set (aref a i) (* (float (+ rank 1)) (float (mod i 13)))))))
+}
+
+/// NCCL all-reduce over every GPU, one or more, checked exactly.
+#[derive(Parser, Debug)]
+#[command(name = "nccl-allreduce")]
+struct Cli {
+    /// The largest message, in MiB (sizes go from 1 MiB up by factors of 4).
+    #[arg(long, default_value_t = 256)]
+    max_mib: usize,
+    /// Timed repetitions per size.
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+}
+
+/// One rank's communicator and stream, and its buffers (apart, so that views of the buffers
+/// and the communicators can be borrowed together).
+struct Rank {
+    comm: Comm,
+    stream: Stream,
+}
+
+struct Buffers {
+    send: MemoryBlock<f32>,
+    recv: MemoryBlock<f32>,
+}
+
+impl Rank {
+    fn new(comm: Comm, n: usize) -> Result<(Rank, Buffers), Box<dyn std::error::Error>> {
+        // Every block and launch on the rank's device; the kernel is compiled once and loaded
+        // on each device at its first launch there.
+        let device = Device::new(Backend::Cuda, comm.device())?;
+        let mut send = MemoryBlock::<f32>::alloc_on(device, n)?;
+        let recv = MemoryBlock::<f32>::alloc_on(device, n)?;
+        fill_rank(
+            &mut send,
+            comm.rank() as i32,
+            n as i32,
+            Launch::grid(n.div_ceil(256)).block(256).on(device),
+        )?;
+        device.synchronize()?;
+        let stream = comm.new_stream()?;
+        Ok((Rank { comm, stream }, Buffers { send, recv }))
+    }
+}
+
+/// All-reduces every rank's first `n` elements, in one group (several ranks in this process,
+/// or one), and waits.
+fn all_reduce(ranks: &[Rank], buffers: &mut [Buffers], n: usize) -> chorus_cuda_libs::Result<()> {
+    let mut views = Vec::new();
+    for b in buffers.iter_mut() {
+        views.push((
+            b.send.as_device_slice()?.slice(0..n)?,
+            b.recv.as_device_slice_mut()?.slice(0..n)?,
+        ));
+    }
+    nccl::group(|g| {
+        for (r, (send, recv)) in ranks.iter().zip(views.iter_mut()) {
+            g.all_reduce(&r.comm, send, recv, ReduceOp::Sum, &r.stream)?;
+        }
+        Ok(())
+    })?;
+    for r in ranks {
+        r.comm.wait(&r.stream)?;
+    }
+    Ok(())
+}
+
+fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
+    if !Backend::Cuda.is_available() {
+        println!("nccl-allreduce: skipped: NCCL needs the CUDA backend");
+        return Ok(true);
+    }
+    if let Err(e) = nccl::ensure() {
+        println!("nccl-allreduce: skipped: {e}");
+        return Ok(true);
+    }
+    let (major, minor, patch) = nccl::version()?;
+    let sizes: Vec<usize> = std::iter::successors(Some(1usize), |m| Some(m * 4))
+        .take_while(|&m| m <= cli.max_mib.max(1))
+        .collect();
+    let max_n = sizes.last().copied().unwrap_or(1) << 18;
+    let comms = if RankEnv::is_launched() {
+        vec![Comm::from_env(&Config::default())?]
+    } else {
+        let devices: Vec<usize> = (0..Backend::Cuda.devices().len()).collect();
+        Comm::init_all(&devices)?
+    };
+    let world = comms[0].size();
+    let launched = RankEnv::is_launched();
+    let lead = comms[0].rank() == 0;
+    if lead {
+        println!(
+            "nccl-allreduce: NCCL {major}.{minor}.{patch}, {world} rank(s){}",
+            if launched {
+                ", one process each"
+            } else {
+                " in this process"
+            }
+        );
+    }
+    let (ranks, mut buffers): (Vec<Rank>, Vec<Buffers>) = comms
+        .into_iter()
+        .map(|c| Rank::new(c, max_n))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let scale = (world * (world + 1) / 2) as f32;
+    let mut ok = true;
+    for &mib in &sizes {
+        let n = mib << 18;
+        all_reduce(&ranks, &mut buffers, n)?; // warm-up, and the checked result
+        for (r, b) in ranks.iter().zip(buffers.iter_mut()) {
+            b.recv.sync(Direction::DeviceToHost)?;
+            let bad = b.recv.as_slice()[..n]
+                .iter()
+                .enumerate()
+                .filter(|&(i, &v)| v != scale * (i % 13) as f32)
+                .count();
+            if bad > 0 {
+                println!("rank {}: {bad} of {n} elements wrong", r.comm.rank());
+                ok = false;
+            }
+        }
+        let start = Instant::now();
+        for _ in 0..cli.iterations {
+            all_reduce(&ranks, &mut buffers, n)?;
+        }
+        let seconds = start.elapsed().as_secs_f64() / cli.iterations.max(1) as f64;
+        let bytes = (n * 4) as f64;
+        let algbw = bytes / seconds / 1e9;
+        let busbw = algbw * 2.0 * (world as f64 - 1.0) / world as f64;
+        if lead {
+            println!(
+                "{mib:>5} MiB: {:>9.1} µs, algbw {algbw:>7.1} GB/s, busbw {busbw:>7.1} GB/s",
+                seconds * 1e6
+            );
+        }
+    }
+    for r in ranks {
+        r.comm.finalize()?;
+    }
+    if lead {
+        println!(
+            "{}",
+            if ok {
+                "verified: every element of every size on every rank"
+            } else {
+                "verification failed"
+            }
+        );
+    }
+    Ok(ok)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("nccl-allreduce: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
