@@ -430,7 +430,7 @@ impl<'s> Npp<'s> {
     pub fn resize<T: Pixel>(
         &self,
         src: ImageView<'_, T>,
-        mut dst: ImageViewMut<'_, T>,
+        dst: ImageViewMut<'_, T>,
         interpolation: Interpolation,
     ) -> Result<()> {
         let (s, d) = (src.shape(), dst.shape());
@@ -466,9 +466,7 @@ impl<'s> Npp<'s> {
                 nppiResize_32f_C3R_Ctx(pf(sp), ss, ssize, srect, mf(dp), ds, dsize, drect, i, ctx)
             ),
             (kind, c) => Err(unsupported("resize", kind, c)),
-        }?;
-        let _ = dst.reborrow();
-        Ok(())
+        }
     }
 
     /// RGB to YUV (3-channel `u8`, the same size), with NPP's formulas: `Y = 0.299 R + 0.587 G
