@@ -340,8 +340,11 @@ pub struct Jpeg<'s> {
     lib: &'static sys::Nvjpeg,
     backend: Backend,
     handle: sys::nvjpegHandle_t,
+    /// The state of single decodes.
     state: sys::nvjpegJpegState_t,
-    /// The (batch size, output format) the batched decoder was initialised for.
+    /// The state of batched decodes (made on first use; kept apart from single decodes'), and
+    /// the (batch size, output format) it was initialised for.
+    batch_state: Option<sys::nvjpegJpegState_t>,
     batched: Option<(usize, sys::nvjpegOutputFormat_t)>,
     encoder: Option<(sys::nvjpegEncoderState_t, sys::nvjpegEncoderParams_t)>,
 }
@@ -387,6 +390,7 @@ impl<'s> Jpeg<'s> {
             backend,
             handle,
             state,
+            batch_state: None,
             batched: None,
             encoder: None,
         })
@@ -522,13 +526,22 @@ impl<'s> Jpeg<'s> {
         format: sys::nvjpegOutputFormat_t,
     ) -> Result<()> {
         self.bound.enter()?;
+        let state = match self.batch_state {
+            Some(state) => state,
+            None => {
+                let mut state = std::ptr::null_mut();
+                jpeg!(self.lib, nvjpegJpegStateCreate(self.handle, &mut state))?;
+                self.batch_state = Some(state);
+                state
+            }
+        };
         let n = images.len();
         if self.batched != Some((n, format)) {
             let batch = c_int::try_from(n)
                 .map_err(|_| Error::invalid("decode_batch", format!("{n} images")))?;
             jpeg!(
                 self.lib,
-                nvjpegDecodeBatchedInitialize(self.handle, self.state, batch, 1, format)
+                nvjpegDecodeBatchedInitialize(self.handle, state, batch, 1, format)
             )?;
             self.batched = Some((n, format));
         }
@@ -538,7 +551,7 @@ impl<'s> Jpeg<'s> {
             self.lib,
             nvjpegDecodeBatched(
                 self.handle,
-                self.state,
+                state,
                 data.as_ptr(),
                 lengths.as_ptr(),
                 targets.as_mut_ptr(),
@@ -707,6 +720,9 @@ impl Drop for Jpeg<'_> {
             if let Some((state, params)) = self.encoder.take() {
                 self.lib.nvjpegEncoderParamsDestroy(params);
                 self.lib.nvjpegEncoderStateDestroy(state);
+            }
+            if let Some(state) = self.batch_state.take() {
+                self.lib.nvjpegJpegStateDestroy(state);
             }
             self.lib.nvjpegJpegStateDestroy(self.state);
             self.lib.nvjpegDestroy(self.handle);
