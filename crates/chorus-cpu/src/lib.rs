@@ -69,6 +69,8 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
+#[cfg(feature = "native")]
+mod native;
 mod printf;
 mod scalar;
 mod texture;
@@ -164,6 +166,17 @@ pub enum PrecheckedArg<'a> {
     Surface(&'a DeviceBuffer, &'a SurfaceObject),
 }
 
+/// Which path a kernel runs on (see [`CpuModule::kernel_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelPath {
+    /// Compiled to machine code (the crate's `native` feature, on by default).
+    Native,
+    /// Run by the SIMT interpreter, with the reason: what the native compiler does not
+    /// compile yet, `CHORUS_CPU=interpret`, [`CpuModule::set_interpreted`], or a build
+    /// without the `native` feature.
+    Interpreted(String),
+}
+
 /// Held by the running launch: launches never overlap (see the crate documentation).
 static LAUNCHES: Mutex<()> = Mutex::new(());
 
@@ -175,6 +188,10 @@ pub struct CpuModule {
     globals: Vec<DeviceBuffer>,
     output: Mutex<Box<dyn Write + Send>>,
     workers: usize,
+    /// Every kernel runs on the interpreter.
+    interpret: bool,
+    #[cfg(feature = "native")]
+    native: native::NativeModule,
 }
 
 impl std::fmt::Debug for CpuModule {
@@ -230,11 +247,14 @@ impl CpuModule {
         let program = compile::compile(&module, &ids, target.warp_width)?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(CpuModule {
+            #[cfg(feature = "native")]
+            native: native::NativeModule::new(&module, ids),
             ir: module,
             program,
             globals,
             output: Mutex::new(Box::new(std::io::stdout())),
             workers,
+            interpret: std::env::var("CHORUS_CPU").is_ok_and(|v| v == "interpret"),
         })
     }
 
@@ -246,6 +266,48 @@ impl CpuModule {
     /// Sets how many OS threads run blocks (default: the available parallelism; at least 1).
     pub fn set_workers(&mut self, workers: usize) {
         self.workers = workers.max(1);
+    }
+
+    /// Runs every kernel on the SIMT interpreter (`true`) or, where the native compiler
+    /// compiles it, as machine code (`false`, the default unless the environment variable
+    /// `CHORUS_CPU` is `interpret` when the module is prepared).
+    pub fn set_interpreted(&mut self, interpret: bool) {
+        self.interpret = interpret;
+    }
+
+    /// Which path kernel `name` runs on, compiling it to machine code now if it has not been
+    /// (compiled code is kept with the module). [`KernelPath::Interpreted`] says why.
+    pub fn kernel_path(&self, name: &str) -> Result<KernelPath> {
+        let Some((id, function)) = self.ir.function(name) else {
+            return Err(Error::NoSuchKernel(name.to_string()));
+        };
+        if function.kind != FunctionKind::Kernel {
+            return Err(Error::NoSuchKernel(format!(
+                "{name}` is a device function, not a kernel; `{name}"
+            )));
+        }
+        Ok(self.path_of(id.index()))
+    }
+
+    fn path_of(&self, kernel: usize) -> KernelPath {
+        if self.interpret {
+            return KernelPath::Interpreted("the interpreter was asked for".into());
+        }
+        #[cfg(feature = "native")]
+        {
+            match self
+                .native
+                .kernel(&self.ir, kernel, self.program.warp_width)
+            {
+                Ok(_) => KernelPath::Native,
+                Err(reason) => KernelPath::Interpreted(reason.to_string()),
+            }
+        }
+        #[cfg(not(feature = "native"))]
+        {
+            let _ = kernel;
+            KernelPath::Interpreted("built without the `native` feature".into())
+        }
     }
 
     /// Sends `printf` output to `out` instead of standard output.
@@ -441,6 +503,25 @@ impl CpuModule {
                     value::from_raw(leaf.kind, u64::from_le_bytes(raw)),
                 ));
             }
+        }
+        #[cfg(feature = "native")]
+        if !self.interpret
+            && let Ok(kernel) = self
+                .native
+                .kernel(&self.ir, kernel, self.program.warp_width)
+        {
+            let launch = native::NativeLaunch {
+                kernel,
+                kernel_name: name,
+                grid: config.grid,
+                block: config.block,
+                regions: &regions,
+                params: params.iter().map(|p| p.1).collect(),
+                dynamic_shared: config.shared_mem,
+                workers: self.workers,
+            };
+            let _in_order = LAUNCHES.lock().unwrap_or_else(|p| p.into_inner());
+            return native::run(&launch);
         }
         let uses_local_memory = self.program.functions.iter().any(|f| f.local_bytes > 0);
         let launch = exec::Launch {
