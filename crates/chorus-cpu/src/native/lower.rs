@@ -208,8 +208,8 @@ struct Lower<'a, 'f> {
     next_slot: u32,
     shared: Vec<(u32, usize)>,
     roots: Vec<RootSource>,
-    /// (base, len, off) of each root, loaded in the entry block.
-    root_vals: Vec<(Value, Value, Value)>,
+    /// (base, len, off, ptr) of each root, loaded in the entry block.
+    root_vals: Vec<(Value, Value, Value, Value)>,
     homes: Vec<Home>,
     spans: Vec<Span>,
     ctx: Option<Value>,
@@ -281,6 +281,15 @@ fn block_has_barrier(b: &Block) -> bool {
 }
 
 const TRUSTED: MemFlags = MemFlags::trusted();
+
+/// The position a fault of an access to `place` names: its last index's for an `aref`, as
+/// the interpreter reports it (the span current when its load or store is emitted).
+fn access_span(place: &Expr) -> &Span {
+    match &place.kind {
+        ExprKind::Aref { indices, .. } => indices.last().map_or(&place.span, |i| &i.span),
+        _ => &place.span,
+    }
+}
 
 impl<'a, 'f> Lower<'a, 'f> {
     fn ctx(&self) -> Value {
@@ -488,7 +497,13 @@ impl<'a, 'f> Lower<'a, 'f> {
                 roots,
                 at + offset_of!(Root, off) as i32,
             );
-            self.root_vals.push((base, len, off));
+            let ptr = self.b.ins().load(
+                types::I64,
+                TRUSTED,
+                roots,
+                at + offset_of!(Root, ptr) as i32,
+            );
+            self.root_vals.push((base, len, off, ptr));
         }
     }
 
@@ -1089,6 +1104,11 @@ impl<'a, 'f> Lower<'a, 'f> {
             ExprKind::Global(_) | ExprKind::Aref { .. } => {
                 let kind = self.kind(&place.ty, span)?;
                 let addr = self.place_addr(place)?;
+                let span = if matches!(place.kind, ExprKind::Aref { .. }) {
+                    access_span(place)
+                } else {
+                    span
+                };
                 self.access(addr, kind, Some(v), span)?;
                 Ok(())
             }
@@ -1179,6 +1199,22 @@ impl<'a, 'f> Lower<'a, 'f> {
         Ok(Addr::Ptr(p))
     }
 
+    /// The pointer value of an address, as the interpreter computes it.
+    fn pointer_of(&mut self, addr: Addr) -> Value {
+        match addr {
+            Addr::Ptr(p) => p,
+            Addr::Root(root, terms) => {
+                let mut p = self.root_vals[root as usize].3;
+                let f = runtime::nf_ptr_index as extern "C" fn(u64, i64, i64) -> u64 as usize;
+                for (i, s, _) in terms {
+                    let s = self.b.ins().iconst(types::I64, s);
+                    p = self.call(f, 3, true, &[p, i, s]).expect("returns");
+                }
+                p
+            }
+        }
+    }
+
     fn pointee_size(&self, ty: &Type, span: &Span) -> R<u64> {
         let elem = ty
             .pointee()
@@ -1198,7 +1234,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.set_cold_block(fail);
         let address = match addr {
             Addr::Root(root, ref terms) => {
-                let (base, len, off) = self.root_vals[root as usize];
+                let (base, len, off, _) = self.root_vals[root as usize];
                 let mut o = off;
                 let mut bad: Option<Value> = None;
                 for &(i, s, wide) in terms {
@@ -1565,7 +1601,11 @@ impl<'a, 'f> Lower<'a, 'f> {
             ExprKind::Global(_) | ExprKind::Aref { .. } => {
                 let kind = self.kind(&e.ty, &e.span)?;
                 let addr = self.place_addr(e)?;
-                self.access(addr, kind, None, &e.span)
+                self.access(addr, kind, None, access_span(e))
+            }
+            ExprKind::AddressOf(place) if matches!(place.kind, ExprKind::Aref { .. }) => {
+                let addr = self.place_addr(place)?;
+                Ok(self.pointer_of(addr))
             }
             ExprKind::Index(var) => self.index(*var, e),
             ExprKind::Cast { value, .. } => {
