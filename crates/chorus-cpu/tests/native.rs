@@ -129,7 +129,7 @@ fn out_of_bounds_shared_memory_faults_in_a_kernel_with_barriers() {
         text,
         "tile",
         LaunchConfig::linear(1, 32),
-        &[input.clone()],
+        std::slice::from_ref(&input),
         0,
     );
     assert_eq!(interp.unwrap(), native.unwrap());
