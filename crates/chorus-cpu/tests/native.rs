@@ -207,3 +207,27 @@ fn kernels_the_native_compiler_lacks_run_on_the_interpreter_and_say_why() {
     assert_eq!(m.kernel_path("one").unwrap(), expected);
     assert!(m.kernel_path("none").is_err());
 }
+
+#[test]
+fn a_misaligned_parameter_faults_as_on_the_interpreter() {
+    let text = "(defkernel touch (void ((a float*))) (set (aref a thread-idx-x) 1.0))";
+    let errors = [true, false].map(|interpret| {
+        let mut m = module(text);
+        m.set_interpreted(interpret);
+        let b = DeviceBuffer::alloc(64).unwrap();
+        m.launch(
+            "touch",
+            &LaunchConfig::linear(1, 4),
+            &[KernelArg::BufferAt(&b, 2)],
+        )
+        .unwrap_err()
+        .to_string()
+    });
+    assert_eq!(errors[0], errors[1]);
+    assert!(
+        errors[1].contains("misaligned write of 4 byte(s) at byte offset 2"),
+        "{}",
+        errors[1]
+    );
+    assert!(errors[1].contains("thread (0, 0, 0)"), "{}", errors[1]);
+}

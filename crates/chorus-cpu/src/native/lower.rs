@@ -116,6 +116,7 @@ pub(super) fn compile_kernel(
             shared: Vec::new(),
             roots: Vec::new(),
             root_vals: Vec::new(),
+            root_limits: Vec::new(),
             homes: vec![Home::Unset; func.locals.len()],
             spans: Vec::new(),
             ctx: None,
@@ -210,6 +211,10 @@ struct Lower<'a, 'f> {
     roots: Vec<RootSource>,
     /// (base, len, off, ptr) of each root, loaded in the entry block.
     root_vals: Vec<(Value, Value, Value, Value)>,
+    /// Per root and access size (1, 2, 4, 8): (start offset, last valid offset), computed in
+    /// the entry block so that an access is one unsigned compare: a root whose offset is
+    /// misaligned for the size, or shorter than it, gets a start far out of range.
+    root_limits: Vec<[(Value, Value); 4]>,
     homes: Vec<Home>,
     spans: Vec<Span>,
     ctx: Option<Value>,
@@ -504,6 +509,20 @@ impl<'a, 'f> Lower<'a, 'f> {
                 at + offset_of!(Root, ptr) as i32,
             );
             self.root_vals.push((base, len, off, ptr));
+            let limits = [1i64, 2, 4, 8].map(|size| {
+                let lim = self.b.ins().iadd_imm(len, -size);
+                let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, len, size);
+                let m = self.b.ins().band_imm(off, size - 1);
+                let mis = self.b.ins().icmp_imm(IntCC::NotEqual, m, 0);
+                let never = self.b.ins().bor(short, mis);
+                let far = self.b.ins().iconst(types::I64, 1 << 62);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                (
+                    self.b.ins().select(never, far, off),
+                    self.b.ins().select(short, zero, lim),
+                )
+            });
+            self.root_limits.push(limits);
         }
     }
 
@@ -653,6 +672,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         body(self)?;
         self.b.ins().jump(next, &[]);
         self.next_thread = saved;
+        // Nested counters: the common step is x + 1 and t + 1, one compare.
         self.b.switch_to_block(next);
         let en = self.en();
         let t = self.b.use_var(self.t);
@@ -661,21 +681,33 @@ impl<'a, 'f> Lower<'a, 'f> {
         let [vx, vy, vz] = self.tid;
         let x = self.b.use_var(vx);
         let x1 = self.b.ins().iadd_imm(x, 1);
-        let wx = self.b.ins().icmp(IntCC::Equal, x1, en.block_dim[0]);
-        let x2 = self.b.ins().select(wx, zero, x1);
-        self.b.def_var(vx, x2);
+        self.b.def_var(vx, x1);
+        let (next_y, next_z) = (self.b.create_block(), self.b.create_block());
+        let more_x = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThan, x1, en.block_dim[0]);
+        self.b.ins().brif(more_x, head, &[], next_y, &[]);
+        self.b.switch_to_block(next_y);
+        self.b.def_var(vx, zero);
         let y = self.b.use_var(vy);
-        let wx32 = self.b.ins().uextend(types::I32, wx);
-        let y1 = self.b.ins().iadd(y, wx32);
-        let wy = self.b.ins().icmp(IntCC::Equal, y1, en.block_dim[1]);
-        let y2 = self.b.ins().select(wy, zero, y1);
-        self.b.def_var(vy, y2);
+        let y1 = self.b.ins().iadd_imm(y, 1);
+        self.b.def_var(vy, y1);
+        let more_y = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThan, y1, en.block_dim[1]);
+        self.b.ins().brif(more_y, head, &[], next_z, &[]);
+        self.b.switch_to_block(next_z);
+        self.b.def_var(vy, zero);
         let z = self.b.use_var(vz);
-        let wy32 = self.b.ins().uextend(types::I32, wy);
-        let z1 = self.b.ins().iadd(z, wy32);
+        let z1 = self.b.ins().iadd_imm(z, 1);
         self.b.def_var(vz, z1);
-        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t1, en.threads);
-        self.b.ins().brif(more, head, &[], exit, &[]);
+        let more_z = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThan, z1, en.block_dim[2]);
+        self.b.ins().brif(more_z, head, &[], exit, &[]);
         self.b.switch_to_block(exit);
         Ok(())
     }
@@ -1234,8 +1266,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.set_cold_block(fail);
         let address = match addr {
             Addr::Root(root, ref terms) => {
-                let (base, len, off, _) = self.root_vals[root as usize];
-                let mut o = off;
+                let base = self.root_vals[root as usize].0;
+                let (start, lim) = self.root_limits[root as usize][size.trailing_zeros() as usize];
+                // Every stride is a multiple of the element size, so an offset is aligned
+                // exactly when the root's is (checked once, in `start`).
+                let mut o = start;
                 let mut bad: Option<Value> = None;
                 for &(i, s, wide) in terms {
                     if wide {
@@ -1258,15 +1293,8 @@ impl<'a, 'f> Lower<'a, 'f> {
                     };
                     o = self.b.ins().iadd(o, d);
                 }
-                let end = self.b.ins().iadd_imm(o, size);
-                let below = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, o, len);
-                let past = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, len);
-                let mut wrong = self.b.ins().bor(below, past);
-                if size > 1 {
-                    let m = self.b.ins().band_imm(o, size - 1);
-                    let mis = self.b.ins().icmp_imm(IntCC::NotEqual, m, 0);
-                    wrong = self.b.ins().bor(wrong, mis);
-                }
+                // Negative offsets are huge unsigned: one compare covers both ends.
+                let mut wrong = self.b.ins().icmp(IntCC::UnsignedGreaterThan, o, lim);
                 if let Some(b) = bad {
                     wrong = self.b.ins().bor(wrong, b);
                 }
