@@ -84,8 +84,8 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
     let (native, failures) = compare_paths();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     if cfg!(feature = "native") {
-        // The fast path (one loop over the threads) and kernels with barriers, at the top
-        // level and inside loops.
+        // The fast path (one loop over the threads), kernels with barriers (at the top
+        // level and inside loops), and device-function calls (early_return).
         for name in [
             "vec_add",
             "diffuse",
@@ -94,6 +94,7 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
             "shared_2d",
             "matmul",
             "prefix_scan",
+            "early_return",
             "dynamic_shared",
         ] {
             assert!(

@@ -21,7 +21,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module as _, default_libcall_names};
+use cranelift_module::{FuncId, Linkage, Module as _, default_libcall_names};
 use std::mem::offset_of;
 
 type R<T> = Result<T, String>;
@@ -90,74 +90,205 @@ pub(super) fn compile_kernel(
             }
         });
     }
+    // The device functions the kernel reaches, none recursive (native recursion could not be
+    // bounded as the interpreter bounds it).
+    let reached = reachable_functions(module, index)?;
     let call_conv = jit.target_config().default_call_conv;
-    let mut sig = Signature::new(call_conv);
-    sig.params.push(AbiParam::new(types::I64));
-    sig.returns.push(AbiParam::new(types::I32));
-    let name = format!("k{index}_{}", jit.declarations().get_functions().count());
-    let id = jit
-        .declare_function(&name, Linkage::Local, &sig)
-        .map_err(|e| e.to_string())?;
-    let mut ctx = jit.make_context();
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fctx = FunctionBuilderContext::new();
-    let kernel = {
-        let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let mut l = Lower {
-            b,
-            module,
-            func,
-            warp_width,
-            call_conv,
-            global_ids,
-            shared_globals,
-            next_slot,
-            shared: Vec::new(),
-            roots: Vec::new(),
-            root_vals: Vec::new(),
-            root_limits: Vec::new(),
-            homes: vec![Home::Unset; func.locals.len()],
-            spans: Vec::new(),
-            ctx: None,
-            entry: None,
-            t: Variable::from_u32(0),
-            tid: [Variable::from_u32(0); 3],
-            next_thread: None,
-            chain: Vec::new(),
-            loops: Vec::new(),
-            lane_slots: 0,
-            mask_slots: 0,
-            refresh: Vec::new(),
+    let mut funcs = Vec::new();
+    let mut sigs = Vec::new();
+    for &f in &reached {
+        let callee = &module.functions[f];
+        let mut sig = Signature::new(call_conv);
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.extend([types::I32; 3].map(AbiParam::new));
+        sig.params.push(AbiParam::new(types::I64));
+        for p in &callee.params {
+            let ty = Kind::of(&callee[p.local].ty)
+                .and_then(cty)
+                .ok_or_else(|| format!("calling `{}` (its parameters)", callee.name))?;
+            sig.params.push(AbiParam::new(ty));
+        }
+        sig.returns.push(AbiParam::new(types::I32));
+        let ret = match &callee.ret {
+            Type::Void => None,
+            t => Some(
+                Kind::of(t)
+                    .and_then(cty)
+                    .ok_or_else(|| format!("calling `{}` (its result)", callee.name))?,
+            ),
         };
-        l.kernel()?;
-        l.b.seal_all_blocks();
-        let Lower {
-            b,
-            roots,
-            spans,
-            lane_slots,
-            mask_slots,
-            shared,
-            ..
-        } = l;
-        b.finalize();
-        (roots, spans, lane_slots, mask_slots, shared)
+        if let Some(t) = ret {
+            sig.returns.push(AbiParam::new(t));
+        }
+        let name = format!("f{f}_{}", jit.declarations().get_functions().count());
+        let id = jit
+            .declare_function(&name, Linkage::Local, &sig)
+            .map_err(|e| e.to_string())?;
+        funcs.push((f, id));
+        sigs.push((sig, ret));
+    }
+    let mut kernel_sig = Signature::new(call_conv);
+    kernel_sig.params.push(AbiParam::new(types::I64));
+    kernel_sig.returns.push(AbiParam::new(types::I32));
+    let name = format!("k{index}_{}", jit.declarations().get_functions().count());
+    let kernel_id = jit
+        .declare_function(&name, Linkage::Local, &kernel_sig)
+        .map_err(|e| e.to_string())?;
+    let mut carry = Carry {
+        roots: Vec::new(),
+        spans: Vec::new(),
+        shared: Vec::new(),
+        next_slot,
+        lane_slots: 0,
+        mask_slots: 0,
     };
-    jit.define_function(id, &mut ctx)
-        .map_err(|e| format!("Cranelift: {e:?}"))?;
-    jit.clear_context(&mut ctx);
+    let mut fctx = FunctionBuilderContext::new();
+    let mut jobs: Vec<(usize, FuncId, Signature, Option<Option<cir::Type>>)> = funcs
+        .iter()
+        .zip(sigs)
+        .map(|(&(f, id), (sig, ret))| (f, id, sig, Some(ret)))
+        .collect();
+    jobs.push((index, kernel_id, kernel_sig, None));
+    for (f, id, sig, device) in jobs {
+        let func = &module.functions[f];
+        let mut ctx = jit.make_context();
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::user(0, id.as_u32());
+        {
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let mut l = Lower {
+                b,
+                jit,
+                funcs: &funcs,
+                device,
+                module,
+                func,
+                warp_width,
+                call_conv,
+                global_ids,
+                shared_globals: shared_globals.clone(),
+                next_slot: carry.next_slot,
+                shared: std::mem::take(&mut carry.shared),
+                roots: std::mem::take(&mut carry.roots),
+                root_vals: Vec::new(),
+                root_limits: Vec::new(),
+                homes: vec![Home::Unset; func.locals.len()],
+                spans: std::mem::take(&mut carry.spans),
+                ctx: None,
+                entry: None,
+                t: Variable::from_u32(0),
+                tid: [Variable::from_u32(0); 3],
+                next_thread: None,
+                chain: Vec::new(),
+                loops: Vec::new(),
+                lane_slots: 0,
+                mask_slots: 0,
+                refresh: Vec::new(),
+            };
+            if device.is_some() {
+                l.device_function()?;
+            } else {
+                l.kernel()?;
+            }
+            l.b.seal_all_blocks();
+            carry = Carry {
+                roots: l.roots,
+                spans: l.spans,
+                shared: l.shared,
+                next_slot: l.next_slot,
+                lane_slots: l.lane_slots,
+                mask_slots: l.mask_slots,
+            };
+            l.b.finalize();
+        }
+        jit.define_function(id, &mut ctx)
+            .map_err(|e| format!("Cranelift: {e:?}"))?;
+        jit.clear_context(&mut ctx);
+    }
     jit.finalize_definitions().map_err(|e| e.to_string())?;
-    let entry = jit.get_finalized_function(id);
-    let (roots, spans, lane_slots, mask_slots, shared) = kernel;
+    let entry = jit.get_finalized_function(kernel_id);
     Ok(NativeKernel {
         entry,
-        roots,
-        lane_slots,
-        mask_slots,
-        spans,
-        shared,
+        roots: carry.roots,
+        lane_slots: carry.lane_slots,
+        mask_slots: carry.mask_slots,
+        spans: carry.spans,
+        shared: carry.shared,
     })
+}
+
+/// What one function's lowering hands to the next.
+struct Carry {
+    roots: Vec<RootSource>,
+    spans: Vec<Span>,
+    shared: Vec<(u32, usize)>,
+    next_slot: u32,
+    lane_slots: u32,
+    mask_slots: u32,
+}
+
+/// The device functions kernel `index` calls, directly or not; recursion is refused.
+fn reachable_functions(module: &ir::Module, index: usize) -> R<Vec<usize>> {
+    let calls = |f: usize| {
+        let mut out = Vec::new();
+        for_each_node(Node::Block(&module.functions[f].body), |n, _| {
+            if let Node::Expr(Expr {
+                kind: ExprKind::Call { function, .. },
+                ..
+            }) = n
+            {
+                out.push(function.index());
+            }
+        });
+        out
+    };
+    // Depth-first, with the path on a stack: a callee on the path is a cycle.
+    let mut order = Vec::new();
+    let mut state = vec![0u8; module.functions.len()]; // 0 new, 1 on the path, 2 done
+    let mut stack: Vec<(usize, Vec<usize>)> = vec![(index, calls(index))];
+    state[index] = 1;
+    while let Some((f, pending)) = stack.last_mut() {
+        match pending.pop() {
+            Some(g) => {
+                if g >= module.functions.len() {
+                    return Err("a call of an unknown function".into());
+                }
+                if module.functions[g].kind != FunctionKind::Device {
+                    return Err(format!("calling the kernel `{}`", module.functions[g].name));
+                }
+                match state[g] {
+                    1 => {
+                        return Err(format!(
+                            "recursion through `{}` (the interpreter bounds its depth)",
+                            module.functions[g].name
+                        ));
+                    }
+                    0 => {
+                        let mut deepest = 0;
+                        for_each_node(Node::Block(&module.functions[g].body), |_, d| {
+                            deepest = deepest.max(d)
+                        });
+                        if deepest > MAX_DEPTH {
+                            return Err(format!("`{}` nested too deep", module.functions[g].name));
+                        }
+                        state[g] = 1;
+                        let c = calls(g);
+                        stack.push((g, c));
+                    }
+                    _ => {}
+                }
+            }
+            None => {
+                let f = *f;
+                state[f] = 2;
+                if f != index {
+                    order.push(f);
+                }
+                stack.pop();
+            }
+        }
+    }
+    Ok(order)
 }
 
 #[derive(Clone, Debug)]
@@ -198,8 +329,13 @@ enum Addr {
     Ptr(Value),
 }
 
-struct Lower<'a, 'f> {
+struct Lower<'a, 'f, 'j> {
     b: FunctionBuilder<'f>,
+    jit: &'j mut JITModule,
+    /// The device functions the kernel reaches: (function index, declared id).
+    funcs: &'a [(usize, FuncId)],
+    /// Compiling a device function (returning `ret`), not a kernel.
+    device: Option<Option<cir::Type>>,
     module: &'a ir::Module,
     func: &'a ir::Function,
     warp_width: u32,
@@ -296,7 +432,7 @@ fn access_span(place: &Expr) -> &Span {
     }
 }
 
-impl<'a, 'f> Lower<'a, 'f> {
+impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     fn ctx(&self) -> Value {
         self.ctx.expect("set at entry")
     }
@@ -338,12 +474,7 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     // ---- the kernel: entry, homes, regions
 
-    fn kernel(&mut self) -> R<()> {
-        let func = self.func;
-        let start = self.b.create_block();
-        self.b.append_block_params_for_function_params(start);
-        self.b.switch_to_block(start);
-        let ctx = self.b.block_params(start)[0];
+    fn load_entry(&mut self, ctx: Value) {
         self.ctx = Some(ctx);
         let ld = |b: &mut FunctionBuilder<'_>, ty, off: usize| {
             b.ins().load(ty, TRUSTED, ctx, off as i32)
@@ -364,6 +495,98 @@ impl<'a, 'f> Lower<'a, 'f> {
             grid_dim: u32s(&mut self.b, offset_of!(Ctx, grid_dim)),
         };
         self.entry = Some(entry);
+    }
+
+    /// A device function: one thread's call, its thread indexes passed by the caller.
+    fn device_function(&mut self) -> R<()> {
+        let func = self.func;
+        let start = self.b.create_block();
+        self.b.append_block_params_for_function_params(start);
+        self.b.switch_to_block(start);
+        let params = self.b.block_params(start).to_vec();
+        self.load_entry(params[0]);
+        self.tid = [0; 3].map(|_| self.b.declare_var(types::I32));
+        self.t = self.b.declare_var(types::I64);
+        for k in 0..3 {
+            self.b.def_var(self.tid[k], params[1 + k]);
+        }
+        self.b.def_var(self.t, params[4]);
+        for (p, v) in func.params.iter().zip(&params[5..]) {
+            let kind = self.kind(&func[p.local].ty, &func.span)?;
+            let var = self.b.declare_var(cty(kind).expect("checked"));
+            self.b.def_var(var, *v);
+            self.homes[p.local.index()] = Home::Var(var);
+        }
+        self.module_roots()?;
+        self.load_roots();
+        self.block(&func.body)?;
+        self.device_return(None)?;
+        Ok(())
+    }
+
+    /// Returns from a device function with status 0 and `value` (zero when none is given).
+    fn device_return(&mut self, value: Option<Value>) -> R<()> {
+        let zero = self.b.ins().iconst(types::I32, 0);
+        let mut vals = vec![zero];
+        if let Some(Some(ty)) = self.device {
+            vals.push(match value {
+                Some(v) => v,
+                None => self.zero_of(ty),
+            });
+        }
+        self.b.ins().return_(&vals);
+        self.dead_block();
+        Ok(())
+    }
+
+    fn zero_of(&mut self, ty: cir::Type) -> Value {
+        if ty == types::F32 {
+            self.b.ins().f32const(0.0)
+        } else if ty == types::F64 {
+            self.b.ins().f64const(0.0)
+        } else {
+            self.b.ins().iconst(ty, 0)
+        }
+    }
+
+    /// Leaves the function after a fault (status 1; the fault's data is in the context).
+    fn fault_return(&mut self) {
+        let one = self.b.ins().iconst(types::I32, 1);
+        let mut vals = vec![one];
+        if let Some(Some(ty)) = self.device {
+            vals.push(self.zero_of(ty));
+        }
+        self.b.ins().return_(&vals);
+    }
+
+    /// Roots every function registers first, in one order (the root list is shared by the
+    /// kernel and its device functions): globals and `:shared` globals.
+    fn module_roots(&mut self) -> R<()> {
+        for g in 0..self.module.globals.len() {
+            match self.shared_globals[g] {
+                Some((slot, _)) => {
+                    self.root(RootSource::Shared(slot));
+                }
+                None => {
+                    if let Some(&id) = self.global_ids.get(g) {
+                        self.root(RootSource::Global(id));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn kernel(&mut self) -> R<()> {
+        let func = self.func;
+        let start = self.b.create_block();
+        self.b.append_block_params_for_function_params(start);
+        self.b.switch_to_block(start);
+        let ctx = self.b.block_params(start)[0];
+        self.load_entry(ctx);
+        let ld = |b: &mut FunctionBuilder<'_>, ty, off: usize| {
+            b.ins().load(ty, TRUSTED, ctx, off as i32)
+        };
         self.t = self.b.declare_var(types::I64);
         self.tid = [0; 3].map(|_| self.b.declare_var(types::I32));
         let barriers = block_has_barrier(&func.body);
@@ -432,14 +655,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
         // Shared memory declared anywhere in the kernel, and globals, resolved up front.
         self.declare_shared(&func.body)?;
-        for (g, global) in self.module.globals.iter().enumerate() {
-            let _ = global;
-            if self.shared_globals[g].is_none()
-                && let Some(&id) = self.global_ids.get(g)
-            {
-                self.root(RootSource::Global(id));
-            }
-        }
+        self.module_roots()?;
         self.load_roots();
         if barriers {
             if !lane_params.is_empty() {
@@ -1046,6 +1262,13 @@ impl<'a, 'f> Lower<'a, 'f> {
                 self.b.switch_to_block(end);
                 Ok(())
             }
+            StmtKind::Return(value) if self.device.is_some() => {
+                let v = match value {
+                    Some(e) => Some(self.expr(e)?),
+                    None => None,
+                };
+                self.device_return(v)
+            }
             StmtKind::Return(None) => {
                 if !self.chain.is_empty() {
                     self.clear_masks(0);
@@ -1321,8 +1544,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     as extern "C" fn(*mut Ctx, u64, i64, i64, i64, i64, i64, i64)
                     as usize;
                 self.call(f, 8, false, &args);
-                let one = self.b.ins().iconst(types::I32, 1);
-                self.b.ins().return_(&[one]);
+                self.fault_return();
                 self.b.switch_to_block(ok);
                 self.b.ins().iadd(base, o)
             }
@@ -1351,8 +1573,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 self.b.switch_to_block(fail);
                 self.fault_fields(1, span_i);
                 self.fault_access_fields(size, value.is_some(), Some(p));
-                let one = self.b.ins().iconst(types::I32, 1);
-                self.b.ins().return_(&[one]);
+                self.fault_return();
                 self.b.switch_to_block(ok);
                 self.b.ins().iadd(base, o)
             }
@@ -1674,11 +1895,39 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Ok(self.b.use_var(var))
             }
             ExprKind::Builtin { op, args } => self.builtin(e, *op, args),
-            ExprKind::Call { .. } => unsupported(&e.span, "a device-function call"),
+            ExprKind::Call { function, args } => self.call_device(e, function.index(), args),
             ExprKind::Field { .. } => unsupported(&e.span, "a field or component access"),
             ExprKind::AddressOf(_) => unsupported(&e.span, "taking an address"),
             ExprKind::Construct(_) => unsupported(&e.span, "a vector or structure constructor"),
         }
+    }
+
+    fn call_device(&mut self, e: &Expr, function: usize, args: &[Expr]) -> R<Value> {
+        let Some(&(_, id)) = self.funcs.iter().find(|(f, _)| *f == function) else {
+            return unsupported(&e.span, "this call");
+        };
+        let mut vals = vec![self.ctx()];
+        for v in self.tid {
+            vals.push(self.b.use_var(v));
+        }
+        vals.push(self.b.use_var(self.t));
+        for a in args {
+            self.kind(&a.ty, &a.span)?;
+            vals.push(self.expr(a)?);
+        }
+        let fref = self.jit.declare_func_in_func(id, self.b.func);
+        let call = self.b.ins().call(fref, &vals);
+        let results = self.b.inst_results(call).to_vec();
+        let (ok, fail) = (self.b.create_block(), self.b.create_block());
+        self.b.set_cold_block(fail);
+        self.b.ins().brif(results[0], fail, &[], ok, &[]);
+        self.b.switch_to_block(fail);
+        self.fault_return();
+        self.b.switch_to_block(ok);
+        Ok(match results.get(1) {
+            Some(v) => *v,
+            None => self.b.ins().iconst(types::I8, 0),
+        })
     }
 
     fn index(&mut self, var: IndexVar, e: &Expr) -> R<Value> {
@@ -1900,8 +2149,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().brif(zero, fail, &[], ok, &[]);
         self.b.switch_to_block(fail);
         self.fault_fields(2, span_i);
-        let one = self.b.ins().iconst(types::I32, 1);
-        self.b.ins().return_(&[one]);
+        self.fault_return();
         self.b.switch_to_block(ok);
     }
 
