@@ -231,3 +231,32 @@ fn a_misaligned_parameter_faults_as_on_the_interpreter() {
     );
     assert!(errors[1].contains("thread (0, 0, 0)"), "{}", errors[1]);
 }
+
+#[test]
+fn out_of_bounds_atomics_fault_as_on_the_interpreter() {
+    let text = "(defkernel count (void ((a float*) (n int)))
+                  (atomic-add (pointer (aref a (+ thread-idx-x n))) 1.0))";
+    let [interp, native] = both(
+        text,
+        "count",
+        LaunchConfig::linear(1, 16),
+        &[vec![0.0; 16]],
+        0,
+    );
+    assert_eq!(native.unwrap(), vec![vec![1.0; 16]]);
+    assert_eq!(interp.unwrap(), vec![vec![1.0; 16]]);
+    let [interp, native] = both(
+        text,
+        "count",
+        LaunchConfig::linear(1, 16),
+        &[vec![0.0; 16]],
+        2,
+    );
+    let message = fault_of(&native);
+    assert_eq!(fault_of(&interp), message);
+    assert!(
+        message.contains("out-of-bounds atomic of 4 byte(s)"),
+        "{message}"
+    );
+    assert!(message.contains("thread (14, 0, 0)"), "{message}");
+}

@@ -1454,6 +1454,17 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         Ok(Addr::Ptr(p))
     }
 
+    /// The root of a static shared scalar (or a `:shared` global) named by `place`.
+    fn shared_scalar_root(&self, place: &Expr) -> Option<u32> {
+        match &place.kind {
+            ExprKind::Local(id) => match self.homes[id.index()] {
+                Home::SharedScalar(root) => Some(root),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The pointer value of an address, as the interpreter computes it.
     fn pointer_of(&mut self, addr: Addr) -> Value {
         match addr {
@@ -1483,11 +1494,31 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
 
     /// A checked read (`value` None) or write of one leaf; returns what was read.
     fn access(&mut self, addr: Addr, kind: Kind, value: Option<Value>, span: &Span) -> R<Value> {
-        let size = kind.size() as i64;
+        let address = self.checked(addr, kind.size() as i64, value.is_some() as i64, span);
+        let ty = cty(kind).expect("checked");
+        match value {
+            Some(v) => {
+                self.b.ins().store(TRUSTED, v, address, 0);
+                Ok(v)
+            }
+            None => {
+                let v = self.b.ins().load(ty, TRUSTED, address, 0);
+                Ok(if kind == Kind::Bool {
+                    self.b.ins().icmp_imm(IntCC::NotEqual, v, 0)
+                } else {
+                    v
+                })
+            }
+        }
+    }
+
+    /// The host address of `size` bytes at `addr`, checked (bounds, alignment, allocation);
+    /// a failed check leaves the function with the fault. `mode`: 0 read, 1 write, 2 atomic.
+    fn checked(&mut self, addr: Addr, size: i64, mode: i64, span: &Span) -> Value {
         let span_i = self.span_index(span);
         let (ok, fail) = (self.b.create_block(), self.b.create_block());
         self.b.set_cold_block(fail);
-        let address = match addr {
+        match addr {
             Addr::Root(root, ref terms) => {
                 let base = self.root_vals[root as usize].0;
                 let (start, lim) = self.root_limits[root as usize][size.trailing_zeros() as usize];
@@ -1524,7 +1555,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 self.b.ins().brif(wrong, fail, &[], ok, &[]);
                 self.b.switch_to_block(fail);
                 self.fault_fields(1, span_i);
-                self.fault_access_fields(size, value.is_some(), None);
+                self.fault_access_fields(size, mode, None);
                 let ctx = self.ctx();
                 let mut args = vec![ctx, self.b.ins().iconst(types::I64, root as i64)];
                 for k in 0..3 {
@@ -1572,25 +1603,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 self.b.ins().brif(wrong, fail, &[], ok, &[]);
                 self.b.switch_to_block(fail);
                 self.fault_fields(1, span_i);
-                self.fault_access_fields(size, value.is_some(), Some(p));
+                self.fault_access_fields(size, mode, Some(p));
                 self.fault_return();
                 self.b.switch_to_block(ok);
                 self.b.ins().iadd(base, o)
-            }
-        };
-        let ty = cty(kind).expect("checked");
-        match value {
-            Some(v) => {
-                self.b.ins().store(TRUSTED, v, address, 0);
-                Ok(v)
-            }
-            None => {
-                let v = self.b.ins().load(ty, TRUSTED, address, 0);
-                Ok(if kind == Kind::Bool {
-                    self.b.ins().icmp_imm(IntCC::NotEqual, v, 0)
-                } else {
-                    v
-                })
             }
         }
     }
@@ -1616,9 +1632,9 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             .store(TRUSTED, s, ctx, offset_of!(Ctx, fault_span) as i32);
     }
 
-    fn fault_access_fields(&mut self, size: i64, write: bool, ptr: Option<Value>) {
+    fn fault_access_fields(&mut self, size: i64, mode: i64, ptr: Option<Value>) {
         let ctx = self.ctx();
-        let w = self.b.ins().iconst(types::I32, write as i64);
+        let w = self.b.ins().iconst(types::I32, mode);
         self.b
             .ins()
             .store(TRUSTED, w, ctx, offset_of!(Ctx, fault_write) as i32);
@@ -1856,6 +1872,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let addr = self.place_addr(place)?;
                 Ok(self.pointer_of(addr))
             }
+            ExprKind::AddressOf(place) if self.shared_scalar_root(place).is_some() => {
+                let root = self.shared_scalar_root(place).expect("checked");
+                Ok(self.root_vals[root as usize].3)
+            }
             ExprKind::Index(var) => self.index(*var, e),
             ExprKind::Cast { value, .. } => {
                 let from = self.kind(&value.ty, &value.span)?;
@@ -2069,8 +2089,54 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     Ok(self.b.ins().iadd(m, c))
                 }
             }
+            Builtin::Atomic(aop) => self.atomic(e, aop, args),
             _ => unsupported(&e.span, format!("`{op:?}`")),
         }
+    }
+
+    /// An atomic read-modify-write: the address checked here, the operation done by the
+    /// interpreter's own host atomics.
+    fn atomic(&mut self, e: &Expr, aop: ir::AtomicOp, args: &[Expr]) -> R<Value> {
+        let Some(pointee) = args.first().and_then(|a| a.ty.pointee()) else {
+            return unsupported(&e.span, "an atomic without a pointer");
+        };
+        let kind = self.kind(pointee, &e.span)?;
+        if !matches!(
+            kind,
+            Kind::I32 | Kind::U32 | Kind::I64 | Kind::U64 | Kind::F32 | Kind::F64
+        ) || !matches!(args.len(), 2 | 3)
+        {
+            return unsupported(&e.span, format!("atomics on `{pointee}`"));
+        }
+        let addr = match &args[0].kind {
+            ExprKind::AddressOf(place) if matches!(place.kind, ExprKind::Aref { .. }) => {
+                self.place_addr(place)?
+            }
+            ExprKind::AddressOf(place) if self.shared_scalar_root(place).is_some() => {
+                Addr::Root(self.shared_scalar_root(place).expect("checked"), Vec::new())
+            }
+            _ => Addr::Ptr(self.expr(&args[0])?),
+        };
+        let a = self.expr(&args[1])?;
+        let a = self.bits_of(a, kind);
+        let b = match args.get(2) {
+            Some(x) => {
+                let v = self.expr(x)?;
+                self.bits_of(v, kind)
+            }
+            None => a,
+        };
+        let address = self.checked(addr, kind.size() as i64, 2, &e.span);
+        let code = runtime::ATOMICS.iter().position(|o| *o == aop).unwrap_or(0) as i64;
+        let oc = self.b.ins().iconst(types::I64, code);
+        let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
+        let h = runtime::nf_atomic as extern "C" fn(u64, u64, u64, u64, u64) -> u64;
+        let old = self
+            .call(h as usize, 5, true, &[oc, kc, address, a, b])
+            .expect("returns");
+        let old = self.of_bits(old, kind);
+        let want = self.kind(&e.ty, &e.span)?;
+        Ok(self.convert(old, kind, want))
     }
 
     fn pointer_arith(

@@ -7,8 +7,8 @@ use crate::memory::{
     AccessError, DYNAMIC_SHARED_ID, OFFSET_MASK, OVERFLOWED_ID, Region, STATIC_SHARED_BASE, encode,
     offset_pointer, pointer_id, scaled_index, signed_offset, zeroed_words,
 };
-use chorus_lang::ir::MathFn;
-use std::sync::atomic::AtomicU64;
+use chorus_lang::ir::{AtomicOp, MathFn};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Where a root allocation comes from, resolved by the launcher for each worker.
 #[derive(Clone, Copy, Debug)]
@@ -59,8 +59,8 @@ pub(crate) struct Ctx {
     pub(crate) grid_dim: [u32; 3],
     pub(crate) threads: u32,
     pub(crate) fault_thread: [u32; 3],
-    /// 1: a memory access (`fault_ptr`, `fault_size`, `fault_write`); 2: integer division by
-    /// zero.
+    /// 1: a memory access (`fault_ptr`, `fault_size`, `fault_write`: 0 read, 1 write, 2
+    /// atomic); 2: integer division by zero.
     pub(crate) fault_code: u32,
     pub(crate) fault_span: u32,
     pub(crate) fault_write: u32,
@@ -206,9 +206,13 @@ fn new_worker(launch: &NativeLaunch<'_>, threads: usize) -> Result<Worker, Strin
 }
 
 /// The interpreter's message for an access of `size` bytes through `ptr`.
-fn access_message(reachable: &[(u32, u64, u64)], ptr: u64, size: u64, write: bool) -> String {
+fn access_message(reachable: &[(u32, u64, u64)], ptr: u64, size: u64, mode: u32) -> String {
     let id = pointer_id(ptr);
-    let what = if write { "write" } else { "read" };
+    let what = match mode {
+        0 => "read",
+        1 => "write",
+        _ => "atomic",
+    };
     match reachable.iter().find(|(i, _, _)| *i == id) {
         Some(&(_, _, len)) => {
             let offset = ptr & OFFSET_MASK;
@@ -283,12 +287,7 @@ pub(crate) fn run(launch: &NativeLaunch<'_>) -> Result<(), Error> {
             }
             let message = match ctx.fault_code {
                 2 => "integer division by zero".to_string(),
-                _ => access_message(
-                    &w.reachable,
-                    ctx.fault_ptr,
-                    ctx.fault_size,
-                    ctx.fault_write != 0,
-                ),
+                _ => access_message(&w.reachable, ctx.fault_ptr, ctx.fault_size, ctx.fault_write),
             };
             Err(Error::Fault {
                 kernel: launch.kernel_name.to_string(),
@@ -426,4 +425,38 @@ pub(crate) extern "C" fn nf_unary(op: u64, kind: u64, x: u64) -> u64 {
     use crate::bytecode::UnOp;
     let op = [UnOp::Saturate, UnOp::DoubleToIntRn][(op as usize).min(1)];
     crate::scalar::unary(op, kind_of(kind), x)
+}
+
+/// The atomic operations, by code.
+pub(crate) const ATOMICS: [AtomicOp; 11] = [
+    AtomicOp::Add,
+    AtomicOp::Sub,
+    AtomicOp::Exch,
+    AtomicOp::Min,
+    AtomicOp::Max,
+    AtomicOp::Inc,
+    AtomicOp::Dec,
+    AtomicOp::Cas,
+    AtomicOp::And,
+    AtomicOp::Or,
+    AtomicOp::Xor,
+];
+
+/// An atomic on the 4 or 8 bytes at host address `addr` (checked by the compiled code: in
+/// bounds of an allocation and aligned), with the interpreter's semantics; returns the old
+/// value in canonical form.
+pub(crate) extern "C" fn nf_atomic(op: u64, kind: u64, addr: u64, a: u64, b: u64) -> u64 {
+    let op = ATOMICS[(op as usize).min(ATOMICS.len() - 1)];
+    let k = kind_of(kind);
+    let old = if k.size() == 4 {
+        // SAFETY: `addr` is 4-aligned and inside an allocation of atomic words that outlives
+        // the launch (the compiled code checked it).
+        let cell = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
+        crate::atomic::atomic32(cell, op, k, a as u32, b as u32) as u64
+    } else {
+        // SAFETY: as above, 8-aligned.
+        let cell = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+        crate::atomic::atomic64(cell, op, k, a, b)
+    };
+    crate::value::from_raw(k, old)
 }
