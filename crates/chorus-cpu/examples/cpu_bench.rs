@@ -166,8 +166,13 @@ fn diffuse() {
 /// Compiles every kernel of the sph example (the largest example module) to native code and
 /// prints the time and each kernel's path.
 fn sph() {
-    let text = include_str!("../../../examples/kernels/sph.lisp");
-    let ir = Arc::new(chorus_lang::compile_str(text, "sph.lisp").unwrap_or_else(|e| panic!("{e}")));
+    let text = format!(
+        "{}\n{}",
+        include_str!("../../../examples/kernels/prelude.lisp"),
+        include_str!("../../../examples/kernels/sph.lisp")
+    );
+    let ir =
+        Arc::new(chorus_lang::compile_str(&text, "sph.lisp").unwrap_or_else(|e| panic!("{e}")));
     let kernels: Vec<String> = ir
         .functions
         .iter()
