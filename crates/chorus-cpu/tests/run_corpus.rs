@@ -109,6 +109,8 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
             "histogram",
             "atomics_int",
             "shared_scalar",
+            "half_bf16",
+            "fp8_fp4",
         ] {
             assert!(
                 native.contains(&name),

@@ -391,7 +391,9 @@ fn cty(kind: Kind) -> Option<cir::Type> {
         Kind::I64 | Kind::U64 | Kind::Ptr => types::I64,
         Kind::F32 => types::F32,
         Kind::F64 => types::F64,
-        Kind::F16 | Kind::BF16 | Kind::Fp8 | Kind::Fp4 => return None,
+        // Their raw bits; every operation on them calls the interpreter's functions.
+        Kind::F16 | Kind::BF16 => types::I16,
+        Kind::Fp8 | Kind::Fp4 => types::I8,
     })
 }
 
@@ -1503,10 +1505,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             }
             None => {
                 let v = self.b.ins().load(ty, TRUSTED, address, 0);
-                Ok(if kind == Kind::Bool {
-                    self.b.ins().icmp_imm(IntCC::NotEqual, v, 0)
-                } else {
-                    v
+                Ok(match kind {
+                    Kind::Bool => self.b.ins().icmp_imm(IntCC::NotEqual, v, 0),
+                    Kind::Fp4 => self.b.ins().band_imm(v, 0xf),
+                    _ => v,
                 })
             }
         }
@@ -1716,6 +1718,9 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             return v;
         }
         let (ft, tt) = (cty(from).expect("checked"), cty(to).expect("checked"));
+        if from.is_narrow_float() || to.is_narrow_float() {
+            return self.convert_by_helper(v, from, to);
+        }
         if to == Kind::Bool {
             return if from.is_float() {
                 let z = if from == Kind::F64 {
@@ -1757,15 +1762,18 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     self.b.ins().fdemote(types::F32, v)
                 }
             }
-            (true, false) => {
-                let bits = self.bits_of(v, from);
-                let f = runtime::nf_convert as extern "C" fn(u64, u64, u64) -> u64 as usize;
-                let a = self.b.ins().iconst(types::I64, kind_code(from) as i64);
-                let b = self.b.ins().iconst(types::I64, kind_code(to) as i64);
-                let r = self.call(f, 3, true, &[a, b, bits]).expect("returns");
-                self.of_bits(r, to)
-            }
+            (true, false) => self.convert_by_helper(v, from, to),
         }
+    }
+
+    /// [`crate::value::convert`] itself.
+    fn convert_by_helper(&mut self, v: Value, from: Kind, to: Kind) -> Value {
+        let bits = self.bits_of(v, from);
+        let f = runtime::nf_convert as extern "C" fn(u64, u64, u64) -> u64 as usize;
+        let a = self.b.ins().iconst(types::I64, kind_code(from) as i64);
+        let b = self.b.ins().iconst(types::I64, kind_code(to) as i64);
+        let r = self.call(f, 3, true, &[a, b, bits]).expect("returns");
+        self.of_bits(r, to)
     }
 
     fn is_pure(&self, e: &Expr) -> bool {
@@ -2045,7 +2053,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 if !kind.is_float() {
                     return unsupported(&e.span, "a math function of an integer");
                 }
-                let r = if f == MathFn::Sqrt {
+                let r = if f == MathFn::Sqrt && !kind.is_narrow_float() {
                     let v = self.expr(&args[0])?;
                     self.b.ins().sqrt(v)
                 } else {
@@ -2229,6 +2237,24 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         span: &Span,
     ) -> R<Value> {
         use crate::bytecode::BinOp as B;
+        if kind.is_narrow_float() {
+            let Some(code) = runtime::NARROW_BINARY.iter().position(|o| *o == op) else {
+                return unsupported(span, format!("`{op:?}` on `{kind:?}`"));
+            };
+            let (x, y) = (self.bits_of(a, kind), self.bits_of(b, kind));
+            let oc = self.b.ins().iconst(types::I64, code as i64);
+            let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
+            let h = runtime::nf_narrow_binary as extern "C" fn(u64, u64, u64, u64) -> u64;
+            let r = self
+                .call(h as usize, 4, true, &[oc, kc, x, y])
+                .expect("returns");
+            let produced = if matches!(op, B::Eq | B::Ne | B::Lt | B::Gt | B::Le | B::Ge) {
+                Kind::Bool
+            } else {
+                kind
+            };
+            return Ok(self.of_bits(r, produced));
+        }
         if kind.is_float() {
             let fcc = match op {
                 B::Eq => Some(FloatCC::Equal),
@@ -2387,6 +2413,27 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn unary(&mut self, op: Builtin, kind: Kind, v: Value, span: &Span) -> R<(Value, Kind)> {
+        if kind.is_narrow_float() {
+            use crate::bytecode::UnOp;
+            let (u, produced) = match op {
+                Builtin::Saturate => (UnOp::Saturate, kind),
+                Builtin::DoubleToIntRn => (UnOp::DoubleToIntRn, Kind::I32),
+                Builtin::Neg => (UnOp::Neg, kind),
+                Builtin::Abs => (UnOp::Abs, kind),
+                Builtin::Recip => (UnOp::Recip, kind),
+                Builtin::Not => (UnOp::Not, Kind::Bool),
+                _ => return unsupported(span, format!("`{op:?}` of a `{kind:?}`")),
+            };
+            let code = runtime::UNARY.iter().position(|x| *x == u).unwrap_or(0) as i64;
+            let bits = self.bits_of(v, kind);
+            let oc = self.b.ins().iconst(types::I64, code);
+            let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
+            let h = runtime::nf_unary as extern "C" fn(u64, u64, u64) -> u64;
+            let r = self
+                .call(h as usize, 3, true, &[oc, kc, bits])
+                .expect("returns");
+            return Ok((self.of_bits(r, produced), produced));
+        }
         let float = kind.is_float();
         let ty = cty(kind).expect("checked");
         Ok(match op {

@@ -18,10 +18,13 @@
 //! message from it (kernel, block, thread, source position, offset). Integer division by zero
 //! faults; `INT_MIN / -1` wraps as in the interpreter.
 //!
-//! What is not compiled yet (warp collectives, atomics, `printf`, textures and surfaces,
-//! cuRAND, device-function calls, vectors and structures, the narrow float types, address-of,
-//! barriers inside a `switch` or a device function) makes the kernel run on the interpreter;
-//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+//! Device functions are Cranelift functions of their own (a fault propagates as a status);
+//! atomics check their address in code and run the interpreter's host atomics; `half`,
+//! `bfloat16`, `fp8` and `fp4` values are their raw bits, every operation on them a call of the
+//! interpreter's own function. What is not compiled yet (warp collectives, `printf`, textures
+//! and surfaces, cuRAND, vectors and structures, 16-bit atomics, the address of a local,
+//! recursion, barriers inside a `switch` or a device function) makes the kernel run on the
+//! interpreter; [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
 
 mod lower;
 mod runtime;

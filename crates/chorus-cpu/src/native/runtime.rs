@@ -420,11 +420,40 @@ pub(crate) extern "C" fn nf_float_binary(op: u64, kind: u64, a: u64, b: u64) -> 
     }
 }
 
-/// A unary operation of [`crate::scalar::unary`] by code (`Saturate` 0, `DoubleToIntRn` 1).
+/// The unary operations the compiled code calls out for, by code.
+pub(crate) const UNARY: [crate::bytecode::UnOp; 6] = {
+    use crate::bytecode::UnOp::*;
+    [Saturate, DoubleToIntRn, Neg, Abs, Recip, Not]
+};
+
+/// A unary operation of [`crate::scalar::unary`] by code in [`UNARY`].
 pub(crate) extern "C" fn nf_unary(op: u64, kind: u64, x: u64) -> u64 {
-    use crate::bytecode::UnOp;
-    let op = [UnOp::Saturate, UnOp::DoubleToIntRn][(op as usize).min(1)];
-    crate::scalar::unary(op, kind_of(kind), x)
+    crate::scalar::unary(UNARY[(op as usize).min(UNARY.len() - 1)], kind_of(kind), x)
+}
+
+/// The binary operations of the narrow float types, by code.
+pub(crate) const NARROW_BINARY: [crate::bytecode::BinOp; 14] = {
+    use crate::bytecode::BinOp::*;
+    [
+        Add, Sub, Mul, Div, Rem, FloorMod, Min, Max, Eq, Ne, Lt, Gt, Le, Ge,
+    ]
+};
+
+/// A binary operation on `half`, `bfloat16`, `fp8` or `fp4` as the interpreter computes it:
+/// exact in `f32`, then one rounding (comparisons give 0 or 1).
+pub(crate) extern "C" fn nf_narrow_binary(op: u64, kind: u64, a: u64, b: u64) -> u64 {
+    use crate::bytecode::BinOp;
+    use crate::value::{from_f32, to_f32};
+    let op = NARROW_BINARY[(op as usize).min(NARROW_BINARY.len() - 1)];
+    let k = kind_of(kind);
+    let (a, b) = (to_f32(k, a), to_f32(k, b));
+    match op {
+        BinOp::Add => from_f32(k, a + b),
+        BinOp::Sub => from_f32(k, a - b),
+        BinOp::Mul => from_f32(k, a * b),
+        BinOp::Div => from_f32(k, a / b),
+        _ => crate::scalar::float_binary(op, a as f64, b as f64, |r| from_f32(k, r as f32)),
+    }
 }
 
 /// The atomic operations, by code.
