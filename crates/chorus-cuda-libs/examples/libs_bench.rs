@@ -9,6 +9,9 @@
 //! roots: `CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda*`) and run twice, before and after the Chorus
 //! measurements, so that its own spread shows. Ratios: speed = C time / Chorus time (the issue asks
 //! ≥ 0.98), host = Chorus time / C time (≤ 1.1). Exits 1 when a check fails on either side.
+//! `CHORUS_LIBS_BASELINE=EXE` takes a baseline built from the same file elsewhere instead of
+//! compiling it; each baseline run is stopped after `CHORUS_LIBS_BASELINE_LIMIT_S` seconds (60).
+//! Progress goes to stderr with the seconds since the start.
 //!
 //! Run on the GPU machine as a release build: `cargo run --release -p chorus-cuda-libs --example
 //! libs_bench` (nothing here is a test).
@@ -279,16 +282,22 @@ fn fft(stream: &Stream, log2: u32, cases: &mut Vec<Case>) -> Result<(), Failure>
         Ok(plan.c2c(&x, &mut y, Direction::Forward)?)
     })?;
     let hy = download(stream, &mut y)?;
-    // Three bins against a float64 DFT, as libs.cu: |Y_k − ref| ≤ 1e-5·Σ|x|.
+    // Three bins against a float64 DFT, as libs.cu: |Y_k − ref| ≤ 1e-5·Σ|x|; the twiddle factor
+    // turns by one step per term and is recomputed exactly every 4096 terms.
     let hx = x.as_slice();
     let mag: f64 = hx.iter().map(|v| (v.re as f64).hypot(v.im as f64)).sum();
+    let angle = |i: usize, k: usize| -2.0 * std::f64::consts::PI * ((i * k) % n) as f64 / n as f64;
     let ok = [0usize, 1, 4099].iter().all(|&k| {
-        let (mut re, mut im) = (0.0f64, 0.0f64);
+        let (si, sr) = angle(1, k).sin_cos();
+        let (mut re, mut im, mut wr, mut wi) = (0.0f64, 0.0f64, 1.0f64, 0.0f64);
         for (i, v) in hx.iter().enumerate() {
-            let ang = -2.0 * std::f64::consts::PI * ((i * k) % n) as f64 / n as f64;
-            let (s, c) = ang.sin_cos();
-            re += v.re as f64 * c - v.im as f64 * s;
-            im += v.re as f64 * s + v.im as f64 * c;
+            if i % 4096 == 0 {
+                (wi, wr) = angle(i, k).sin_cos();
+            }
+            let (xr, xi) = (v.re as f64, v.im as f64);
+            re += xr * wr - xi * wi;
+            im += xr * wi + xi * wr;
+            (wr, wi) = (wr * sr - wi * si, wr * si + wi * sr);
         }
         (hy[k].re as f64 - re).hypot(hy[k].im as f64 - im) <= 1e-5 * mag
     });
@@ -360,8 +369,13 @@ fn nvcc() -> Result<PathBuf, Failure> {
         .ok_or_else(|| "no nvcc under the CUDA toolkit roots (set CHORUS_NVCC)".into())
 }
 
-/// Compiles `benches/baselines/libs.cu` for `sm` into a temporary folder.
+/// Compiles `benches/baselines/libs.cu` for `sm` into a temporary folder, or takes the
+/// executable `$CHORUS_LIBS_BASELINE` names (built from it elsewhere, e.g. to save a short lease
+/// nvcc's seconds).
 fn build_baseline(sm: String) -> Result<PathBuf, Failure> {
+    if let Some(exe) = std::env::var_os("CHORUS_LIBS_BASELINE") {
+        return Ok(exe.into());
+    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/libs.cu");
     let out = std::env::temp_dir().join(format!("chorus-libs-baseline-{}", std::process::id()));
     let nvcc = nvcc()?;
@@ -384,19 +398,36 @@ fn build_baseline(sm: String) -> Result<PathBuf, Failure> {
     Ok(out)
 }
 
-/// Runs the baseline: its rows by name, `(ms, ok)`.
-fn run_baseline(exe: &Path) -> Result<HashMap<String, (f64, bool)>, Failure> {
-    let out = Command::new(exe).output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "the C baseline failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
+/// Runs the baseline (its progress on our stderr), killed after `limit`: its rows by name,
+/// `(ms, ok)`.
+fn run_baseline(
+    exe: &Path,
+    limit: std::time::Duration,
+) -> Result<HashMap<String, (f64, bool)>, Failure> {
+    let mut child = Command::new(exe)
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the C baseline ran past {limit:?} and was stopped").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut stdout)?;
+    }
+    if !status.success() {
+        return Err(format!("the C baseline failed ({status})").into());
     }
     let mut rows = HashMap::new();
-    for line in String::from_utf8(out.stdout)?.lines() {
+    for line in stdout.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         if f.first() == Some(&"baseline") && f.len() == 6 {
             rows.insert(f[1].to_string(), (f[2].parse::<f64>()?, f[5] == "ok"));
@@ -412,19 +443,43 @@ fn run() -> Result<bool, Failure> {
         "libs_bench: {} (compute capability {major}.{minor})",
         chorus_driver::device_name(0)?
     );
+    // Progress on stderr with the seconds since the start, so that a cut run shows where it was.
+    let start = std::time::Instant::now();
+    let progress = |what: &str| {
+        eprintln!(
+            "# libs_bench: {what} at {:.1} s",
+            start.elapsed().as_secs_f64()
+        )
+    };
+    let limit = std::time::Duration::from_secs(
+        std::env::var("CHORUS_LIBS_BASELINE_LIMIT_S")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60),
+    );
+    let built = std::env::var_os("CHORUS_LIBS_BASELINE").is_none();
     let exe = build_baseline(format!("{major}{minor}"))?;
-    let before = run_baseline(&exe)?;
+    progress("C baseline ready");
+    let before = run_baseline(&exe, limit)?;
+    progress("C baseline, first run, done");
     let stream = Stream::new()?;
     let mut cases = Vec::new();
     let n = 8192;
     gemms(&stream, n, &mut cases)?;
+    progress("Chorus GEMMs done");
     if (major, minor) >= (8, 9) {
         fp8(&stream, n, &mut cases)?;
+        progress("Chorus FP8 done");
     }
     fft(&stream, 24, &mut cases)?;
+    progress("Chorus FFT done");
     spmv(&stream, 2048, &mut cases)?;
-    let after = run_baseline(&exe)?;
-    let _ = std::fs::remove_file(&exe);
+    progress("Chorus SpMV done");
+    let after = run_baseline(&exe, limit)?;
+    progress("C baseline, second run, done");
+    if built {
+        let _ = std::fs::remove_file(&exe);
+    }
 
     println!(
         "{:28} {:>12} {:>12} {:>12} {:>7}  checks (chorus, C, C)",
