@@ -28,8 +28,10 @@
 //! Scaling factors (`alpha`, `beta`: `y ← alpha·op(x) + beta·y`) are `f64` for `f64` data and
 //! `f32` otherwise ([`DnnType::Scale`]); batch-normalisation parameters are of that type too.
 //!
-//! f32 convolutions may use TF32 tensor cores under cuDNN's default math type on sm_80 and
-//! newer (as PyTorch's default does); [`MathType::Fma`] keeps full f32.
+//! [`MathType::Default`] puts f16 and bf16 convolutions on the tensor cores (cuDNN's
+//! `TENSOR_OP_MATH`, as PyTorch sets it; the legacy calls' own default would not) and lets f32
+//! convolutions use TF32 on sm_80 and newer (as PyTorch's default does); [`MathType::Fma`]
+//! keeps full f32.
 //!
 //! The raw bindings are cudarc's `cudnn::sys` (generated for cuDNN 9.2.1; the legacy calls and
 //! structures used here have kept their ABI through 9.x). [`Dnn::new`] checks that the loaded
@@ -207,6 +209,9 @@ pub trait DnnType: bytemuck::Pod + sealed::Sealed {
     fn scale(x: f64) -> Self::Scale;
     /// The type's name, for messages.
     const NAME: &'static str;
+    /// True for the 16-bit types (whose convolutions want tensor-core math).
+    #[doc(hidden)]
+    const HALF: bool;
 }
 
 impl sealed::Sealed for f32 {}
@@ -222,6 +227,7 @@ impl DnnType for f32 {
         x as f32
     }
     const NAME: &'static str = "f32";
+    const HALF: bool = false;
 }
 impl DnnType for f64 {
     type Scale = f64;
@@ -231,6 +237,7 @@ impl DnnType for f64 {
         x
     }
     const NAME: &'static str = "f64";
+    const HALF: bool = false;
 }
 impl DnnType for f16 {
     type Scale = f32;
@@ -240,6 +247,7 @@ impl DnnType for f16 {
         x as f32
     }
     const NAME: &'static str = "f16";
+    const HALF: bool = true;
 }
 impl DnnType for bf16 {
     type Scale = f32;
@@ -249,6 +257,7 @@ impl DnnType for bf16 {
         x as f32
     }
     const NAME: &'static str = "bf16";
+    const HALF: bool = true;
 }
 
 /// How a packed 4-D tensor (or filter) is laid out in memory.
@@ -543,7 +552,10 @@ impl<T> Drop for FilterDesc<T> {
 /// Which arithmetic a convolution may use (`cudnnMathType_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MathType {
-    /// cuDNN's default: tensor cores for f16/bf16, and TF32 for f32 on sm_80 and newer.
+    /// What frameworks use: for f16 and bf16 data, tensor cores (cuDNN's `TENSOR_OP_MATH`:
+    /// the legacy calls' own `DEFAULT_MATH` leaves f16 and bf16 convolutions on the CUDA
+    /// cores, about 10× slower on an H200); for f32 and f64, cuDNN's `DEFAULT_MATH` (which
+    /// permits TF32 for f32 on sm_80 and newer).
     Default,
     /// Tensor cores.
     TensorOp,
@@ -554,8 +566,10 @@ pub enum MathType {
 }
 
 impl MathType {
-    fn raw(self) -> sys::cudnnMathType_t {
+    /// cuDNN's math type for this choice on data of type `T`.
+    fn raw_for<T: DnnType>(self) -> sys::cudnnMathType_t {
         match self {
+            MathType::Default if T::HALF => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
             MathType::Default => sys::cudnnMathType_t::CUDNN_DEFAULT_MATH,
             MathType::TensorOp => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
             MathType::TensorOpAllowConversion => {
@@ -733,7 +747,7 @@ impl<T: DnnType> ConvDesc<T> {
             T::COMPUTE
         ))?;
         dnn!(cudnnSetConvolutionGroupCount(raw, groups))?;
-        dnn!(cudnnSetConvolutionMathType(raw, params.math.raw()))?;
+        dnn!(cudnnSetConvolutionMathType(raw, params.math.raw_for::<T>()))?;
         Ok(desc)
     }
 
@@ -744,7 +758,7 @@ impl<T: DnnType> ConvDesc<T> {
 
     /// Changes the math type (to the one an [`AlgoPerf`] was measured with, say).
     pub fn set_math(&mut self, math: MathType) -> Result<()> {
-        dnn!(cudnnSetConvolutionMathType(self.raw, math.raw()))?;
+        dnn!(cudnnSetConvolutionMathType(self.raw, math.raw_for::<T>()))?;
         self.params.math = math;
         Ok(())
     }
