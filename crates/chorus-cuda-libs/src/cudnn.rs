@@ -104,6 +104,10 @@ const SYMBOLS: &[&str] = &[
     "cudnnSoftmaxForward",
     "cudnnBatchNormalizationForwardInference",
     "cudnnBatchNormalizationForwardTraining",
+    "cudnnPoolingBackward",
+    "cudnnActivationBackward",
+    "cudnnSoftmaxBackward",
+    "cudnnBatchNormalizationBackward",
 ];
 
 /// The cuDNN major version these bindings are for.
@@ -1135,6 +1139,21 @@ pub enum SoftmaxMode {
     Channel,
 }
 
+fn softmax_algo(algo: SoftmaxAlgo) -> sys::cudnnSoftmaxAlgorithm_t {
+    match algo {
+        SoftmaxAlgo::Fast => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_FAST,
+        SoftmaxAlgo::Accurate => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_ACCURATE,
+        SoftmaxAlgo::Log => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_LOG,
+    }
+}
+
+fn softmax_mode(mode: SoftmaxMode) -> sys::cudnnSoftmaxMode_t {
+    match mode {
+        SoftmaxMode::Instance => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_INSTANCE,
+        SoftmaxMode::Channel => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_CHANNEL,
+    }
+}
+
 /// Batch-normalisation modes (`cudnnBatchNormMode_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BatchNormMode {
@@ -1177,6 +1196,13 @@ pub struct BatchNormStats<'a, P> {
     /// `1 / √(biased batch variance + epsilon)`, saved for the backward pass (optional).
     pub save_inv_var: Option<chorus_driver::DeviceSliceMut<'a, P>>,
 }
+
+/// The batch mean and inverse deviation [`Dnn::batch_norm_training`] saved, handed to
+/// [`Dnn::batch_norm_backward`].
+pub type SavedStats<'a, P> = (
+    chorus_driver::DeviceSlice<'a, P>,
+    chorus_driver::DeviceSlice<'a, P>,
+);
 
 /// A cuDNN handle bound to a context and a stream, with a workspace that grows to what the
 /// convolutions ask for; destroyed on drop.
@@ -1695,15 +1721,7 @@ impl<'s> Dnn<'s> {
         Self::check_same(call, x_desc, y_desc)?;
         x_desc.check_block(call, "x", x.len())?;
         y_desc.check_block(call, "y", y.len())?;
-        let algo = match algo {
-            SoftmaxAlgo::Fast => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_FAST,
-            SoftmaxAlgo::Accurate => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_ACCURATE,
-            SoftmaxAlgo::Log => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_LOG,
-        };
-        let mode = match mode {
-            SoftmaxMode::Instance => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_INSTANCE,
-            SoftmaxMode::Channel => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_CHANNEL,
-        };
+        let (algo, mode) = (softmax_algo(algo), softmax_mode(mode));
         let h = self.enter()?;
         let (alpha, beta) = (T::scale(alpha), T::scale(beta));
         dnn!(cudnnSoftmaxForward(
@@ -1874,6 +1892,229 @@ impl<'s> Dnn<'s> {
             epsilon,
             save_mean,
             save_inv_var
+        ))
+    }
+
+    // ---- backward passes (gradients overwrite dx: alpha 1, beta 0) ----
+
+    fn check_all_same<T: DnnType>(
+        call: &'static str,
+        desc: &TensorDesc<T>,
+        blocks: &[(&str, usize)],
+    ) -> Result<()> {
+        for &(name, len) in blocks {
+            desc.check_block(call, name, len)?;
+        }
+        Ok(())
+    }
+
+    /// The gradient of [`Dnn::pooling_forward`]: `dx` from the forward pass's input `x`, output
+    /// `y` and the output's gradient `dy` (`dy` has `y`'s descriptor, `dx` `x`'s).
+    pub fn pooling_backward<T: DnnType>(
+        &self,
+        pool: &PoolDesc,
+        x_desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        y_desc: &TensorDesc<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "pooling_backward";
+        let (x, y, dy, dx) = (
+            x.as_device_slice()?,
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        let want = pool.output_dims(x_desc.dims())?;
+        if y_desc.dims() != want {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the output is {:?}, pooling a {:?} input gives {want:?}",
+                    y_desc.dims(),
+                    x_desc.dims()
+                ),
+            ));
+        }
+        Self::check_all_same(call, x_desc, &[("x", x.len()), ("dx", dx.len())])?;
+        Self::check_all_same(call, y_desc, &[("y", y.len()), ("dy", dy.len())])?;
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnPoolingBackward(
+            h,
+            pool.raw,
+            (&one as *const T::Scale).cast(),
+            y_desc.raw,
+            y.ptr() as *const c_void,
+            y_desc.raw,
+            dy.ptr() as *const c_void,
+            x_desc.raw,
+            x.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            x_desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradient of [`Dnn::activation_forward`]: `dx = f′(x)·dy` from the forward pass's
+    /// input `x`, output `y` and `dy`, all four of one descriptor.
+    pub fn activation_backward<T: DnnType>(
+        &self,
+        activation: Activation,
+        desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "activation_backward";
+        let (x, y, dy, dx) = (
+            x.as_device_slice()?,
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        Self::check_all_same(
+            call,
+            desc,
+            &[
+                ("x", x.len()),
+                ("y", y.len()),
+                ("dy", dy.len()),
+                ("dx", dx.len()),
+            ],
+        )?;
+        let h = self.enter()?;
+        let guard = ActivationGuard::new(call, activation)?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnActivationBackward(
+            h,
+            guard.0,
+            (&one as *const T::Scale).cast(),
+            desc.raw,
+            y.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            desc.raw,
+            x.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradient of [`Dnn::softmax_forward`] from its output `y` and `dy` (one descriptor).
+    pub fn softmax_backward<T: DnnType>(
+        &self,
+        algo: SoftmaxAlgo,
+        mode: SoftmaxMode,
+        desc: &TensorDesc<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "softmax_backward";
+        let (y, dy, dx) = (
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        Self::check_all_same(
+            call,
+            desc,
+            &[("y", y.len()), ("dy", dy.len()), ("dx", dx.len())],
+        )?;
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnSoftmaxBackward(
+            h,
+            softmax_algo(algo),
+            softmax_mode(mode),
+            (&one as *const T::Scale).cast(),
+            desc.raw,
+            y.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradients of batch normalisation in training: `dx`, and the parameters' `d_scale`
+    /// and `d_bias`, from `x`, `dy` (one descriptor with `dx`) and `scale`; `saved` is the
+    /// batch mean and inverse deviation that [`Dnn::batch_norm_training`] saved (or `None`:
+    /// cuDNN recomputes them).
+    pub fn batch_norm_backward<T: DnnType>(
+        &self,
+        mode: BatchNormMode,
+        desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+        params: &TensorDesc<T::Scale>,
+        scale: &impl AsDeviceSlice<T::Scale>,
+        d_scale: &mut impl AsDeviceSliceMut<T::Scale>,
+        d_bias: &mut impl AsDeviceSliceMut<T::Scale>,
+        epsilon: f64,
+        saved: Option<SavedStats<'_, T::Scale>>,
+    ) -> Result<()> {
+        let call = "batch_norm_backward";
+        let (x, dy, dx) = (
+            x.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        let (scale, d_scale, d_bias) = (
+            scale.as_device_slice()?,
+            d_scale.as_device_slice_mut()?,
+            d_bias.as_device_slice_mut()?,
+        );
+        Self::check_bn(call, mode, desc, desc, params, epsilon)?;
+        Self::check_all_same(
+            call,
+            desc,
+            &[("x", x.len()), ("dy", dy.len()), ("dx", dx.len())],
+        )?;
+        params.check_block(call, "scale", scale.len())?;
+        params.check_block(call, "d_scale", d_scale.len())?;
+        params.check_block(call, "d_bias", d_bias.len())?;
+        let (mean, inv) = match &saved {
+            Some((m, v)) => {
+                params.check_block(call, "saved mean", m.len())?;
+                params.check_block(call, "saved inverse deviation", v.len())?;
+                (m.ptr() as *const c_void, v.ptr() as *const c_void)
+            }
+            None => (std::ptr::null(), std::ptr::null()),
+        };
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        let (one, zero) = (
+            (&one as *const T::Scale).cast::<c_void>(),
+            (&zero as *const T::Scale).cast::<c_void>(),
+        );
+        dnn!(cudnnBatchNormalizationBackward(
+            h,
+            mode.raw(),
+            one,
+            zero,
+            one,
+            zero,
+            desc.raw,
+            x.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            desc.raw,
+            dx.ptr() as *mut c_void,
+            params.raw,
+            scale.ptr() as *const c_void,
+            d_scale.ptr() as *mut c_void,
+            d_bias.ptr() as *mut c_void,
+            epsilon,
+            mean,
+            inv
         ))
     }
 }
