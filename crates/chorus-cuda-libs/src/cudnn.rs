@@ -1,5 +1,6 @@
 //! cuDNN 9: convolutions (forward, backward-data, backward-filter, with algorithm search and a
-//! workspace), pooling, activations, softmax and batch normalisation, in f32, f64, f16 and bf16.
+//! workspace), pooling, activations, softmax and batch normalisation (inference, training and
+//! their backward passes), in f32, f64, f16 and bf16.
 //!
 //! # Which cuDNN API, and why
 //!
