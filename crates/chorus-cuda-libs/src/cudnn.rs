@@ -199,7 +199,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The element types of cuDNN tensors here: `f32`, `f64`, [`f16`], [`bf16`].
+/// The element types of cuDNN tensors here: `f32`, `f64`, `f16`, `bf16` (the `half` crate's).
 pub trait DnnType: bytemuck::Pod + sealed::Sealed {
     /// The type of the scaling factors (`alpha`, `beta`) and of batch-normalisation
     /// parameters: `f64` for `f64`, `f32` for the rest (cuDNN's rule).
