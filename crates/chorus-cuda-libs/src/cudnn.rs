@@ -1,5 +1,6 @@
 //! cuDNN 9: convolutions (forward, backward-data, backward-filter, with algorithm search and a
-//! workspace), pooling, activations, softmax and batch normalisation, in f32, f64, f16 and bf16.
+//! workspace), pooling, activations, softmax and batch normalisation (inference, training and
+//! their backward passes), in f32, f64, f16 and bf16.
 //!
 //! # Which cuDNN API, and why
 //!
@@ -28,8 +29,10 @@
 //! Scaling factors (`alpha`, `beta`: `y ← alpha·op(x) + beta·y`) are `f64` for `f64` data and
 //! `f32` otherwise ([`DnnType::Scale`]); batch-normalisation parameters are of that type too.
 //!
-//! f32 convolutions may use TF32 tensor cores under cuDNN's default math type on sm_80 and
-//! newer (as PyTorch's default does); [`MathType::Fma`] keeps full f32.
+//! [`MathType::Default`] puts f16 and bf16 convolutions on the tensor cores (cuDNN's
+//! `TENSOR_OP_MATH`, as PyTorch sets it; the legacy calls' own default would not) and lets f32
+//! convolutions use TF32 on sm_80 and newer (as PyTorch's default does); [`MathType::Fma`]
+//! keeps full f32.
 //!
 //! The raw bindings are cudarc's `cudnn::sys` (generated for cuDNN 9.2.1; the legacy calls and
 //! structures used here have kept their ABI through 9.x). [`Dnn::new`] checks that the loaded
@@ -102,6 +105,10 @@ const SYMBOLS: &[&str] = &[
     "cudnnSoftmaxForward",
     "cudnnBatchNormalizationForwardInference",
     "cudnnBatchNormalizationForwardTraining",
+    "cudnnPoolingBackward",
+    "cudnnActivationBackward",
+    "cudnnSoftmaxBackward",
+    "cudnnBatchNormalizationBackward",
 ];
 
 /// The cuDNN major version these bindings are for.
@@ -192,7 +199,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The element types of cuDNN tensors here: `f32`, `f64`, [`f16`], [`bf16`].
+/// The element types of cuDNN tensors here: `f32`, `f64`, `f16`, `bf16` (the `half` crate's).
 pub trait DnnType: bytemuck::Pod + sealed::Sealed {
     /// The type of the scaling factors (`alpha`, `beta`) and of batch-normalisation
     /// parameters: `f64` for `f64`, `f32` for the rest (cuDNN's rule).
@@ -207,6 +214,9 @@ pub trait DnnType: bytemuck::Pod + sealed::Sealed {
     fn scale(x: f64) -> Self::Scale;
     /// The type's name, for messages.
     const NAME: &'static str;
+    /// True for the 16-bit types (whose convolutions want tensor-core math).
+    #[doc(hidden)]
+    const HALF: bool;
 }
 
 impl sealed::Sealed for f32 {}
@@ -222,6 +232,7 @@ impl DnnType for f32 {
         x as f32
     }
     const NAME: &'static str = "f32";
+    const HALF: bool = false;
 }
 impl DnnType for f64 {
     type Scale = f64;
@@ -231,6 +242,7 @@ impl DnnType for f64 {
         x
     }
     const NAME: &'static str = "f64";
+    const HALF: bool = false;
 }
 impl DnnType for f16 {
     type Scale = f32;
@@ -240,6 +252,7 @@ impl DnnType for f16 {
         x as f32
     }
     const NAME: &'static str = "f16";
+    const HALF: bool = true;
 }
 impl DnnType for bf16 {
     type Scale = f32;
@@ -249,6 +262,7 @@ impl DnnType for bf16 {
         x as f32
     }
     const NAME: &'static str = "bf16";
+    const HALF: bool = true;
 }
 
 /// How a packed 4-D tensor (or filter) is laid out in memory.
@@ -543,7 +557,10 @@ impl<T> Drop for FilterDesc<T> {
 /// Which arithmetic a convolution may use (`cudnnMathType_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MathType {
-    /// cuDNN's default: tensor cores for f16/bf16, and TF32 for f32 on sm_80 and newer.
+    /// What frameworks use: for f16 and bf16 data, tensor cores (cuDNN's `TENSOR_OP_MATH`:
+    /// the legacy calls' own `DEFAULT_MATH` leaves f16 and bf16 convolutions on the CUDA
+    /// cores, about 10× slower on an H200); for f32 and f64, cuDNN's `DEFAULT_MATH` (which
+    /// permits TF32 for f32 on sm_80 and newer).
     Default,
     /// Tensor cores.
     TensorOp,
@@ -554,8 +571,10 @@ pub enum MathType {
 }
 
 impl MathType {
-    fn raw(self) -> sys::cudnnMathType_t {
+    /// cuDNN's math type for this choice on data of type `T`.
+    fn raw_for<T: DnnType>(self) -> sys::cudnnMathType_t {
         match self {
+            MathType::Default if T::HALF => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
             MathType::Default => sys::cudnnMathType_t::CUDNN_DEFAULT_MATH,
             MathType::TensorOp => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
             MathType::TensorOpAllowConversion => {
@@ -733,7 +752,7 @@ impl<T: DnnType> ConvDesc<T> {
             T::COMPUTE
         ))?;
         dnn!(cudnnSetConvolutionGroupCount(raw, groups))?;
-        dnn!(cudnnSetConvolutionMathType(raw, params.math.raw()))?;
+        dnn!(cudnnSetConvolutionMathType(raw, params.math.raw_for::<T>()))?;
         Ok(desc)
     }
 
@@ -744,7 +763,7 @@ impl<T: DnnType> ConvDesc<T> {
 
     /// Changes the math type (to the one an [`AlgoPerf`] was measured with, say).
     pub fn set_math(&mut self, math: MathType) -> Result<()> {
-        dnn!(cudnnSetConvolutionMathType(self.raw, math.raw()))?;
+        dnn!(cudnnSetConvolutionMathType(self.raw, math.raw_for::<T>()))?;
         self.params.math = math;
         Ok(())
     }
@@ -1121,6 +1140,21 @@ pub enum SoftmaxMode {
     Channel,
 }
 
+fn softmax_algo(algo: SoftmaxAlgo) -> sys::cudnnSoftmaxAlgorithm_t {
+    match algo {
+        SoftmaxAlgo::Fast => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_FAST,
+        SoftmaxAlgo::Accurate => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_ACCURATE,
+        SoftmaxAlgo::Log => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_LOG,
+    }
+}
+
+fn softmax_mode(mode: SoftmaxMode) -> sys::cudnnSoftmaxMode_t {
+    match mode {
+        SoftmaxMode::Instance => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_INSTANCE,
+        SoftmaxMode::Channel => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_CHANNEL,
+    }
+}
+
 /// Batch-normalisation modes (`cudnnBatchNormMode_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BatchNormMode {
@@ -1163,6 +1197,13 @@ pub struct BatchNormStats<'a, P> {
     /// `1 / √(biased batch variance + epsilon)`, saved for the backward pass (optional).
     pub save_inv_var: Option<chorus_driver::DeviceSliceMut<'a, P>>,
 }
+
+/// The batch mean and inverse deviation [`Dnn::batch_norm_training`] saved, handed to
+/// [`Dnn::batch_norm_backward`].
+pub type SavedStats<'a, P> = (
+    chorus_driver::DeviceSlice<'a, P>,
+    chorus_driver::DeviceSlice<'a, P>,
+);
 
 /// A cuDNN handle bound to a context and a stream, with a workspace that grows to what the
 /// convolutions ask for; destroyed on drop.
@@ -1681,15 +1722,7 @@ impl<'s> Dnn<'s> {
         Self::check_same(call, x_desc, y_desc)?;
         x_desc.check_block(call, "x", x.len())?;
         y_desc.check_block(call, "y", y.len())?;
-        let algo = match algo {
-            SoftmaxAlgo::Fast => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_FAST,
-            SoftmaxAlgo::Accurate => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_ACCURATE,
-            SoftmaxAlgo::Log => sys::cudnnSoftmaxAlgorithm_t::CUDNN_SOFTMAX_LOG,
-        };
-        let mode = match mode {
-            SoftmaxMode::Instance => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_INSTANCE,
-            SoftmaxMode::Channel => sys::cudnnSoftmaxMode_t::CUDNN_SOFTMAX_MODE_CHANNEL,
-        };
+        let (algo, mode) = (softmax_algo(algo), softmax_mode(mode));
         let h = self.enter()?;
         let (alpha, beta) = (T::scale(alpha), T::scale(beta));
         dnn!(cudnnSoftmaxForward(
@@ -1860,6 +1893,229 @@ impl<'s> Dnn<'s> {
             epsilon,
             save_mean,
             save_inv_var
+        ))
+    }
+
+    // ---- backward passes (gradients overwrite dx: alpha 1, beta 0) ----
+
+    fn check_all_same<T: DnnType>(
+        call: &'static str,
+        desc: &TensorDesc<T>,
+        blocks: &[(&str, usize)],
+    ) -> Result<()> {
+        for &(name, len) in blocks {
+            desc.check_block(call, name, len)?;
+        }
+        Ok(())
+    }
+
+    /// The gradient of [`Dnn::pooling_forward`]: `dx` from the forward pass's input `x`, output
+    /// `y` and the output's gradient `dy` (`dy` has `y`'s descriptor, `dx` `x`'s).
+    pub fn pooling_backward<T: DnnType>(
+        &self,
+        pool: &PoolDesc,
+        x_desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        y_desc: &TensorDesc<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "pooling_backward";
+        let (x, y, dy, dx) = (
+            x.as_device_slice()?,
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        let want = pool.output_dims(x_desc.dims())?;
+        if y_desc.dims() != want {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the output is {:?}, pooling a {:?} input gives {want:?}",
+                    y_desc.dims(),
+                    x_desc.dims()
+                ),
+            ));
+        }
+        Self::check_all_same(call, x_desc, &[("x", x.len()), ("dx", dx.len())])?;
+        Self::check_all_same(call, y_desc, &[("y", y.len()), ("dy", dy.len())])?;
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnPoolingBackward(
+            h,
+            pool.raw,
+            (&one as *const T::Scale).cast(),
+            y_desc.raw,
+            y.ptr() as *const c_void,
+            y_desc.raw,
+            dy.ptr() as *const c_void,
+            x_desc.raw,
+            x.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            x_desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradient of [`Dnn::activation_forward`]: `dx = f′(x)·dy` from the forward pass's
+    /// input `x`, output `y` and `dy`, all four of one descriptor.
+    pub fn activation_backward<T: DnnType>(
+        &self,
+        activation: Activation,
+        desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "activation_backward";
+        let (x, y, dy, dx) = (
+            x.as_device_slice()?,
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        Self::check_all_same(
+            call,
+            desc,
+            &[
+                ("x", x.len()),
+                ("y", y.len()),
+                ("dy", dy.len()),
+                ("dx", dx.len()),
+            ],
+        )?;
+        let h = self.enter()?;
+        let guard = ActivationGuard::new(call, activation)?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnActivationBackward(
+            h,
+            guard.0,
+            (&one as *const T::Scale).cast(),
+            desc.raw,
+            y.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            desc.raw,
+            x.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradient of [`Dnn::softmax_forward`] from its output `y` and `dy` (one descriptor).
+    pub fn softmax_backward<T: DnnType>(
+        &self,
+        algo: SoftmaxAlgo,
+        mode: SoftmaxMode,
+        desc: &TensorDesc<T>,
+        y: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+    ) -> Result<()> {
+        let call = "softmax_backward";
+        let (y, dy, dx) = (
+            y.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        Self::check_all_same(
+            call,
+            desc,
+            &[("y", y.len()), ("dy", dy.len()), ("dx", dx.len())],
+        )?;
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        dnn!(cudnnSoftmaxBackward(
+            h,
+            softmax_algo(algo),
+            softmax_mode(mode),
+            (&one as *const T::Scale).cast(),
+            desc.raw,
+            y.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            (&zero as *const T::Scale).cast(),
+            desc.raw,
+            dx.ptr() as *mut c_void
+        ))
+    }
+
+    /// The gradients of batch normalisation in training: `dx`, and the parameters' `d_scale`
+    /// and `d_bias`, from `x`, `dy` (one descriptor with `dx`) and `scale`; `saved` is the
+    /// batch mean and inverse deviation that [`Dnn::batch_norm_training`] saved (or `None`:
+    /// cuDNN recomputes them).
+    pub fn batch_norm_backward<T: DnnType>(
+        &self,
+        mode: BatchNormMode,
+        desc: &TensorDesc<T>,
+        x: &impl AsDeviceSlice<T>,
+        dy: &impl AsDeviceSlice<T>,
+        dx: &mut impl AsDeviceSliceMut<T>,
+        params: &TensorDesc<T::Scale>,
+        scale: &impl AsDeviceSlice<T::Scale>,
+        d_scale: &mut impl AsDeviceSliceMut<T::Scale>,
+        d_bias: &mut impl AsDeviceSliceMut<T::Scale>,
+        epsilon: f64,
+        saved: Option<SavedStats<'_, T::Scale>>,
+    ) -> Result<()> {
+        let call = "batch_norm_backward";
+        let (x, dy, dx) = (
+            x.as_device_slice()?,
+            dy.as_device_slice()?,
+            dx.as_device_slice_mut()?,
+        );
+        let (scale, d_scale, d_bias) = (
+            scale.as_device_slice()?,
+            d_scale.as_device_slice_mut()?,
+            d_bias.as_device_slice_mut()?,
+        );
+        Self::check_bn(call, mode, desc, desc, params, epsilon)?;
+        Self::check_all_same(
+            call,
+            desc,
+            &[("x", x.len()), ("dy", dy.len()), ("dx", dx.len())],
+        )?;
+        params.check_block(call, "scale", scale.len())?;
+        params.check_block(call, "d_scale", d_scale.len())?;
+        params.check_block(call, "d_bias", d_bias.len())?;
+        let (mean, inv) = match &saved {
+            Some((m, v)) => {
+                params.check_block(call, "saved mean", m.len())?;
+                params.check_block(call, "saved inverse deviation", v.len())?;
+                (m.ptr() as *const c_void, v.ptr() as *const c_void)
+            }
+            None => (std::ptr::null(), std::ptr::null()),
+        };
+        let h = self.enter()?;
+        let (one, zero) = (T::scale(1.0), T::scale(0.0));
+        let (one, zero) = (
+            (&one as *const T::Scale).cast::<c_void>(),
+            (&zero as *const T::Scale).cast::<c_void>(),
+        );
+        dnn!(cudnnBatchNormalizationBackward(
+            h,
+            mode.raw(),
+            one,
+            zero,
+            one,
+            zero,
+            desc.raw,
+            x.ptr() as *const c_void,
+            desc.raw,
+            dy.ptr() as *const c_void,
+            desc.raw,
+            dx.ptr() as *mut c_void,
+            params.raw,
+            scale.ptr() as *const c_void,
+            d_scale.ptr() as *mut c_void,
+            d_bias.ptr() as *mut c_void,
+            epsilon,
+            mean,
+            inv
         ))
     }
 }

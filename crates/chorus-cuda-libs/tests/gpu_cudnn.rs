@@ -16,7 +16,7 @@ use chorus_cuda_libs::cudnn::{
     Activation, BatchNormMode, BatchNormStats, Conv2d, ConvDesc, Dnn, DnnType, FilterDesc, Layout,
     MathType, PoolDesc, PoolMode, Search, SoftmaxAlgo, SoftmaxMode, TensorDesc,
 };
-use chorus_driver::{AsDeviceSliceMut, MemoryBlock, Stream};
+use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, MemoryBlock, Stream};
 use common::*;
 use half::{bf16, f16};
 
@@ -1257,6 +1257,193 @@ for k, v in out.items():
             1e-5,
         );
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    });
+}
+
+#[test]
+fn backward_passes_of_pooling_activation_softmax_and_batch_norm() {
+    on_gpu("backward_passes", |_| {
+        let stream = Stream::null();
+        let dnn = Dnn::new(&stream)?;
+        let mut rng = Lcg::new(13);
+        let xd = [2, 3, 6, 8];
+        let x = Host::random(xd, &mut rng).rounded::<f32>();
+        let g = Host::random(xd, &mut rng).rounded::<f32>();
+        let desc = TensorDesc::<f32>::new(Layout::Nchw, xd[0], xd[1], xd[2], xd[3])?;
+        let (dx_in, dg) = (pack_tensor(&desc, &x), pack_tensor(&desc, &g));
+        let mut y = MemoryBlock::<f32>::alloc(desc.len())?;
+        let mut grad = MemoryBlock::<f32>::alloc(desc.len())?;
+
+        // Activations: dx = f'(x)·dy.
+        type Derivative = (Activation, fn(f64, f64) -> f64); // (x, y) -> f'
+        let cases: [Derivative; 3] = [
+            (Activation::Relu, |x, _| if x > 0.0 { 1.0 } else { 0.0 }),
+            (Activation::Sigmoid, |_, y| y * (1.0 - y)),
+            (Activation::Tanh, |_, y| 1.0 - y * y),
+        ];
+        for (act, d) in cases {
+            dnn.activation_forward(act, 1.0, &desc, &dx_in, 0.0, &desc, &mut y)?;
+            let yh = unpack_tensor(&desc, &mut y);
+            dnn.activation_backward(act, &desc, &dx_in, &y, &dg, &mut grad)?;
+            let got = unpack_tensor(&desc, &mut grad);
+            let want = Host {
+                dims: xd,
+                data: (0..x.data.len())
+                    .map(|i| d(x.data[i], yh.data[i]) * g.data[i])
+                    .collect(),
+            };
+            assert_close(&format!("activation backward {act:?}"), &got, &want, 1e-6);
+        }
+
+        // Softmax over channels: dx = y·(dy − Σ dy·y); log: dx = dy − eʸ·Σ dy.
+        for algo in [SoftmaxAlgo::Accurate, SoftmaxAlgo::Log] {
+            dnn.softmax_forward(
+                algo,
+                SoftmaxMode::Channel,
+                1.0,
+                &desc,
+                &dx_in,
+                0.0,
+                &desc,
+                &mut y,
+            )?;
+            let yh = unpack_tensor(&desc, &mut y);
+            dnn.softmax_backward(algo, SoftmaxMode::Channel, &desc, &y, &dg, &mut grad)?;
+            let got = unpack_tensor(&desc, &mut grad);
+            let mut want = Host::zeros(xd);
+            for n in 0..xd[0] {
+                for h in 0..xd[2] {
+                    for w in 0..xd[3] {
+                        let at = |c: usize| [n, c, h, w];
+                        let s: f64 = (0..xd[1])
+                            .map(|c| {
+                                if algo == SoftmaxAlgo::Log {
+                                    g.at(at(c))
+                                } else {
+                                    g.at(at(c)) * yh.at(at(c))
+                                }
+                            })
+                            .sum();
+                        for c in 0..xd[1] {
+                            let j = want.idx(at(c));
+                            want.data[j] = if algo == SoftmaxAlgo::Log {
+                                g.at(at(c)) - yh.at(at(c)).exp() * s
+                            } else {
+                                yh.at(at(c)) * (g.at(at(c)) - s)
+                            };
+                        }
+                    }
+                }
+            }
+            assert_close(&format!("softmax backward {algo:?}"), &got, &want, 1e-5);
+        }
+
+        // Pooling: max routes each gradient to its window's maximum, average spreads it.
+        for mode in [PoolMode::Max, PoolMode::AverageIncludePadding] {
+            let (window, pad, stride) = ([2, 2], [0, 0], [2, 2]);
+            let pool = PoolDesc::new(mode, window, pad, stride)?;
+            let yd = pool.output_dims(xd)?;
+            let y_desc = TensorDesc::<f32>::new(Layout::Nchw, yd[0], yd[1], yd[2], yd[3])?;
+            let mut py = MemoryBlock::<f32>::alloc(y_desc.len())?;
+            dnn.pooling_forward(&pool, 1.0, &desc, &dx_in, 0.0, &y_desc, &mut py)?;
+            let gy = Host::random(yd, &mut rng).rounded::<f32>();
+            let dgy = pack_tensor(&y_desc, &gy);
+            dnn.pooling_backward(&pool, &desc, &dx_in, &y_desc, &py, &dgy, &mut grad)?;
+            let got = unpack_tensor(&desc, &mut grad);
+            let mut want = Host::zeros(xd);
+            for o in Host::each(yd) {
+                let [n, c, p, q] = o;
+                let cells: Vec<[usize; 4]> = (0..2)
+                    .flat_map(|i| (0..2).map(move |j| [n, c, 2 * p + i, 2 * q + j]))
+                    .collect();
+                if mode == PoolMode::Max {
+                    let best = cells
+                        .iter()
+                        .copied()
+                        .fold(cells[0], |b, i| if x.at(i) > x.at(b) { i } else { b });
+                    let j = want.idx(best);
+                    want.data[j] += gy.at(o);
+                } else {
+                    for i in cells {
+                        let j = want.idx(i);
+                        want.data[j] += gy.at(o) / 4.0;
+                    }
+                }
+            }
+            assert_close(&format!("pooling backward {mode:?}"), &got, &want, 1e-6);
+        }
+
+        // Batch norm (spatial): with x̂ = (x − μ)/σ, dβ = Σ dy, dγ = Σ dy·x̂,
+        // dx = γ/(σ·m)·(m·dy − dβ − x̂·dγ) over the m = N·H·W values of each channel.
+        let c = xd[1];
+        let params = desc.batch_norm_params(BatchNormMode::Spatial)?;
+        let scale: Vec<f32> = (0..c).map(|i| 0.75 + 0.5 * i as f32).collect();
+        let ds = upload(&scale);
+        let mut d_scale = MemoryBlock::<f32>::alloc(c)?;
+        let mut d_bias = MemoryBlock::<f32>::alloc(c)?;
+        let eps = 1e-5;
+        let (mean, var) = channel_stats(&x);
+        let m = (xd[0] * xd[2] * xd[3]) as f64;
+        let inv: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+        let xhat = |i: [usize; 4]| (x.at(i) - mean[i[1]]) * inv[i[1]];
+        let mut db = vec![0.0; c];
+        let mut dgam = vec![0.0; c];
+        for i in Host::each(xd) {
+            db[i[1]] += g.at(i);
+            dgam[i[1]] += g.at(i) * xhat(i);
+        }
+        let want_dx = Host {
+            dims: xd,
+            data: Host::each(xd)
+                .map(|i| {
+                    let k = i[1];
+                    scale[k] as f64 * inv[k] / m * (m * g.at(i) - db[k] - xhat(i) * dgam[k])
+                })
+                .collect(),
+        };
+        let saved_mean = upload(&f32s(&mean));
+        let saved_inv = upload(&f32s(&inv));
+        for saved in [false, true] {
+            let stats = if saved {
+                Some((saved_mean.as_device_slice()?, saved_inv.as_device_slice()?))
+            } else {
+                None
+            };
+            dnn.batch_norm_backward(
+                BatchNormMode::Spatial,
+                &desc,
+                &dx_in,
+                &dg,
+                &mut grad,
+                &params,
+                &ds,
+                &mut d_scale,
+                &mut d_bias,
+                eps,
+                stats,
+            )?;
+            let got = unpack_tensor(&desc, &mut grad);
+            assert_close(
+                &format!("batch norm backward dx (saved {saved})"),
+                &got,
+                &want_dx,
+                1e-5,
+            );
+            let f = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+            let e_scale = rel_err(f(download(&mut d_scale)), &dgam);
+            let e_bias = rel_err(f(download(&mut d_bias)), &db);
+            assert!(
+                e_scale < 1e-5 && e_bias < 1e-5,
+                "batch norm backward d_scale {e_scale:.2e}, d_bias {e_bias:.2e}"
+            );
+        }
+        // A short gradient block is refused before cuDNN is called.
+        let mut short = MemoryBlock::<f32>::alloc(desc.len() - 1)?;
+        assert!(matches!(
+            dnn.activation_backward(Activation::Relu, &desc, &dx_in, &y, &dg, &mut short),
+            Err(Error::InvalidArgument { .. })
+        ));
         Ok(())
     });
 }
