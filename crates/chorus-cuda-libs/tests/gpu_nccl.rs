@@ -368,6 +368,9 @@ fn a_non_blocking_rank_of_one_works_and_finalizes() {
         comm.wait(&stream)?;
         assert_eq!(download(&mut back, &stream), x);
         comm.finalize()?;
+        // And a thread's communicators end together.
+        nccl::finalize_all(Comm::init_all(&[0])?)?;
+        nccl::finalize_all(Vec::new())?;
         Ok(())
     })
 }
