@@ -1,24 +1,22 @@
-//! Times the CPU executor against plain Rust loops doing the same work on the same machine:
-//! vector addition over 1M floats, and one 256×256 step of cl-cuda's diffuse0 heat stencil.
+//! Times the CPU backend against plain Rust loops doing the same work on the same machine:
+//! vector addition over 1M floats, and one 256×256 step of cl-cuda's diffuse0 heat stencil,
+//! on the native code (1 and 2 worker threads) and on the SIMT interpreter; then the time to
+//! compile the largest example module (sph) to native code.
 //!
 //! Run with `cargo run --release -p chorus-cpu --example cpu_bench`. Prints the median of
-//! several runs of each and the executor / native ratio. An argument (`vector-add` or
-//! `diffuse`) runs only that benchmark, which helps when profiling one kernel under callgrind.
+//! several runs of each and the ratios. An argument (`vector-add`, `diffuse` or `sph`) runs
+//! only that part, which helps when profiling one kernel under callgrind. Figures are in
+//! BENCHMARKS.md ("CPU backend: native code").
 //!
-//! Figures of 2026-11-29 (2-core x86_64 machine, load average 5.3 from other builds; wall
-//! times vary a lot under such load, instruction counts do not):
+//! Interpreter figures of 2026-11-29 (2-core x86_64 machine, load average 5.3 from other
+//! builds; wall times vary a lot under such load, instruction counts do not):
 //!
 //! | | executor | native | ratio | callgrind, executor instructions per element |
 //! |---|---|---|---|---|
 //! | vector add, 1M floats | 18–21 ms (was 37–49 ms) | 0.62–0.80 ms | 23–31× (was 55–76×) | 112 (was 186) |
 //! | diffuse0 step, 256×256 | 2.3–3.4 ms (was 3.6–8.4 ms) | 0.19 ms | 12–18× (was 19–24×) | 377 (was 546) |
-//!
-//! Instructions per element are `run_block`'s inclusive count over the 8 launches of one
-//! benchmark, divided by 8 × its element count. Most of what remains is one pass over 32
-//! 64-bit lanes per bytecode instruction (vectorised by two lanes where SSE2 allows):
-//! vector add runs 16 instructions per warp, diffuse 68.
 
-use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, LaunchConfig};
+use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, KernelPath, LaunchConfig};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,12 +36,38 @@ fn median(mut f: impl FnMut()) -> Duration {
     times[RUNS / 2]
 }
 
-fn report(what: &str, executor: Duration, native: Duration) {
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Times `launch` on the interpreter (all cores) and on native code with 1 and 2 workers,
+/// against `rust` (a plain loop on one core), and prints the ratios.
+fn compare(what: &str, text: &str, kernel: &str, launch: impl Fn(&CpuModule), rust: Duration) {
+    let mut interp = prepare(text);
+    interp.set_interpreted(true);
+    let interpreted = median(|| launch(&interp));
+    let mut native = prepare(text);
+    let started = Instant::now();
+    let path = native.kernel_path(kernel).unwrap();
+    let compile = started.elapsed();
+    assert_eq!(path, KernelPath::Native, "{kernel} must compile");
+    native.set_workers(1);
+    let one = median(|| launch(&native));
+    native.set_workers(2);
+    let two = median(|| launch(&native));
+    let r = |d: Duration| d.as_secs_f64() / rust.as_secs_f64();
     println!(
-        "{what:<28} executor {:>9.3} ms   native {:>8.3} ms   ratio {:>6.1}x",
-        executor.as_secs_f64() * 1e3,
-        native.as_secs_f64() * 1e3,
-        executor.as_secs_f64() / native.as_secs_f64()
+        "{what:<24} rust {:>7.3} ms | native 1 core {:>7.3} ms ({:>4.2}x) 2 cores {:>7.3} ms ({:>4.2}x), scaling {:>4.2}x | interpreter {:>8.3} ms ({:>5.1}x, {:>5.1}x native-2) | compile {:>5.2} ms",
+        ms(rust),
+        ms(one),
+        r(one),
+        ms(two),
+        r(two),
+        one.as_secs_f64() / two.as_secs_f64(),
+        ms(interpreted),
+        r(interpreted),
+        interpreted.as_secs_f64() / two.as_secs_f64(),
+        ms(compile),
     );
 }
 
@@ -54,7 +78,7 @@ fn prepare(text: &str) -> CpuModule {
 
 fn vector_add() {
     let n = 1 << 20;
-    let module = prepare(include_str!("../tests/corpus/vec_add.lisp"));
+    let text = include_str!("../tests/corpus/vec_add.lisp");
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
     let (da, db) = (
@@ -69,21 +93,26 @@ fn vector_add() {
         KernelArg::Buffer(&dc),
         KernelArg::value(n as i32),
     ];
-    let executor = median(|| module.launch("vec-add", &config, &args).unwrap());
     let mut c = vec![0.0f32; n];
-    let native = median(|| {
+    let rust = median(|| {
         for ((c, a), b) in c.iter_mut().zip(black_box(&a)).zip(black_box(&b)) {
             *c = a + b;
         }
         black_box(&mut c);
     });
-    assert_eq!(dc.to_vec::<f32>().unwrap(), c);
-    report("vector add, 1M floats", executor, native);
+    let launch = |m: &CpuModule| {
+        m.launch("vec-add", &config, &args).unwrap();
+        assert_eq!(dc.to_vec::<f32>().unwrap(), c);
+    };
+    // The check of the result is outside the timed launches.
+    let timed = |m: &CpuModule| m.launch("vec-add", &config, &args).unwrap();
+    launch(&prepare(text));
+    compare("vector add, 1M floats", text, "vec-add", timed, rust);
 }
 
 fn diffuse() {
     let (nx, ny) = (256usize, 256usize);
-    let module = prepare(include_str!("../tests/corpus/diffuse.lisp"));
+    let text = include_str!("../tests/corpus/diffuse.lisp");
     let (dx, dy) = (1.0 / nx as f32, 1.0 / ny as f32);
     let f: Vec<f32> = (0..nx * ny)
         .map(|j| {
@@ -112,9 +141,8 @@ fn diffuse() {
         KernelArg::value(c1),
         KernelArg::value(c2),
     ];
-    let executor = median(|| module.launch("diffuse", &config, &args).unwrap());
     let mut next = vec![0.0f32; nx * ny];
-    let native = median(|| {
+    let rust = median(|| {
         let f = black_box(&f);
         for jy in 0..ny {
             for jx in 0..nx {
@@ -129,14 +157,60 @@ fn diffuse() {
         }
         black_box(&mut next);
     });
+    prepare(text).launch("diffuse", &config, &args).unwrap();
     assert_eq!(dn.to_vec::<f32>().unwrap(), next);
-    report("diffuse0 step, 256x256", executor, native);
+    let timed = |m: &CpuModule| m.launch("diffuse", &config, &args).unwrap();
+    compare("diffuse0 step, 256x256", text, "diffuse", timed, rust);
+}
+
+/// Compiles every kernel of the sph example (the largest example module) to native code and
+/// prints the time and each kernel's path.
+fn sph() {
+    let text = format!(
+        "{}\n{}",
+        include_str!("../../../examples/kernels/prelude.lisp"),
+        include_str!("../../../examples/kernels/sph.lisp")
+    );
+    let ir =
+        Arc::new(chorus_lang::compile_str(&text, "sph.lisp").unwrap_or_else(|e| panic!("{e}")));
+    let kernels: Vec<String> = ir
+        .functions
+        .iter()
+        .filter(|f| f.kind == chorus_lang::ir::FunctionKind::Kernel)
+        .map(|f| f.name.to_string())
+        .collect();
+    let mut times = Vec::new();
+    let mut paths = Vec::new();
+    for _ in 0..RUNS {
+        let module = CpuModule::new(ir.clone()).unwrap();
+        let started = Instant::now();
+        paths = kernels
+            .iter()
+            .map(|k| (k, module.kernel_path(k).unwrap()))
+            .collect();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    let native = paths
+        .iter()
+        .filter(|(_, p)| *p == KernelPath::Native)
+        .count();
+    println!(
+        "sph module: {} kernels, {native} compiled natively, in {:.2} ms (median of {RUNS})",
+        kernels.len(),
+        ms(times[RUNS / 2])
+    );
+    for (k, p) in &paths {
+        if let KernelPath::Interpreted(why) = p {
+            println!("  {k}: interpreted: {why}");
+        }
+    }
 }
 
 fn main() {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "chorus-cpu benchmark: median of {RUNS} runs; the executor uses {workers} worker thread(s), the native loops one"
+        "chorus-cpu benchmark: median of {RUNS} runs; {workers} core(s); the interpreter uses all, the Rust loops one"
     );
     let only = std::env::args().nth(1);
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
@@ -145,5 +219,8 @@ fn main() {
     }
     if wanted("diffuse") {
         diffuse();
+    }
+    if wanted("sph") {
+        sph();
     }
 }

@@ -13,6 +13,20 @@
 //! and the block's next warp runs until every warp has arrived or finished. Blocks are spread
 //! over one worker thread per core (an atomic counter hands them out).
 //!
+//! # Native code
+//!
+//! With the `native` feature (on by default) a kernel is also compiled to machine code with
+//! Cranelift on its first launch, and runs that way: a work-group function runs all threads of
+//! a block, as loops over the threads between barriers (PoCL's region method), with the same
+//! pointers, bounds checks, faults and scalar semantics as the interpreter, which stays the
+//! reference. A kernel using what the compiler lacks (warp collectives, `printf`, textures,
+//! cuRAND, vectors and structures, 16-bit atomics, the address of a local, recursion) runs on
+//! the interpreter; [`CpuModule::kernel_path`] says which path a kernel takes and why, and
+//! `CHORUS_CPU=interpret` (read when a module is prepared) or [`CpuModule::set_interpreted`]
+//! runs everything interpreted. On the compiled path threads of a warp run one after the other
+//! between barriers (`syncwarp` is a barrier there), so code that relies on lockstep lanes
+//! without synchronising sees CUDA's independent thread scheduling instead.
+//!
 //! # Memory
 //!
 //! Device memory is [`DeviceBuffer`]s, globals, each block's shared memory and each thread's
@@ -69,6 +83,8 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
+#[cfg(feature = "native")]
+mod native;
 mod printf;
 mod scalar;
 mod texture;
@@ -79,8 +95,8 @@ pub use error::{Error, Result};
 pub use memory::DeviceBuffer;
 pub use printf::MAX_PRINTF_FIELD;
 pub use texture::{
-    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageLayout, ReadMode, SamplerDesc,
-    SurfaceObject, TextureObject,
+    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageError, ImageLayout, ReadMode,
+    SurfaceObject, TextureDesc, TextureObject,
 };
 
 use chorus_lang::host::KernelValue;
@@ -164,6 +180,17 @@ pub enum PrecheckedArg<'a> {
     Surface(&'a DeviceBuffer, &'a SurfaceObject),
 }
 
+/// Which path a kernel runs on (see [`CpuModule::kernel_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelPath {
+    /// Compiled to machine code (the crate's `native` feature, on by default).
+    Native,
+    /// Run by the SIMT interpreter, with the reason: what the native compiler does not
+    /// compile yet, `CHORUS_CPU=interpret`, [`CpuModule::set_interpreted`], or a build
+    /// without the `native` feature.
+    Interpreted(String),
+}
+
 /// Held by the running launch: launches never overlap (see the crate documentation).
 static LAUNCHES: Mutex<()> = Mutex::new(());
 
@@ -175,6 +202,10 @@ pub struct CpuModule {
     globals: Vec<DeviceBuffer>,
     output: Mutex<Box<dyn Write + Send>>,
     workers: usize,
+    /// Every kernel runs on the interpreter.
+    interpret: bool,
+    #[cfg(feature = "native")]
+    native: native::NativeModule,
 }
 
 impl std::fmt::Debug for CpuModule {
@@ -230,11 +261,14 @@ impl CpuModule {
         let program = compile::compile(&module, &ids, target.warp_width)?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(CpuModule {
+            #[cfg(feature = "native")]
+            native: native::NativeModule::new(&module, ids),
             ir: module,
             program,
             globals,
             output: Mutex::new(Box::new(std::io::stdout())),
             workers,
+            interpret: std::env::var("CHORUS_CPU").is_ok_and(|v| v == "interpret"),
         })
     }
 
@@ -246,6 +280,48 @@ impl CpuModule {
     /// Sets how many OS threads run blocks (default: the available parallelism; at least 1).
     pub fn set_workers(&mut self, workers: usize) {
         self.workers = workers.max(1);
+    }
+
+    /// Runs every kernel on the SIMT interpreter (`true`) or, where the native compiler
+    /// compiles it, as machine code (`false`, the default unless the environment variable
+    /// `CHORUS_CPU` is `interpret` when the module is prepared).
+    pub fn set_interpreted(&mut self, interpret: bool) {
+        self.interpret = interpret;
+    }
+
+    /// Which path kernel `name` runs on, compiling it to machine code now if it has not been
+    /// (compiled code is kept with the module). [`KernelPath::Interpreted`] says why.
+    pub fn kernel_path(&self, name: &str) -> Result<KernelPath> {
+        let Some((id, function)) = self.ir.function(name) else {
+            return Err(Error::NoSuchKernel(name.to_string()));
+        };
+        if function.kind != FunctionKind::Kernel {
+            return Err(Error::NoSuchKernel(format!(
+                "{name}` is a device function, not a kernel; `{name}"
+            )));
+        }
+        Ok(self.path_of(id.index()))
+    }
+
+    fn path_of(&self, kernel: usize) -> KernelPath {
+        if self.interpret {
+            return KernelPath::Interpreted("the interpreter was asked for".into());
+        }
+        #[cfg(feature = "native")]
+        {
+            match self
+                .native
+                .kernel(&self.ir, kernel, self.program.warp_width)
+            {
+                Ok(_) => KernelPath::Native,
+                Err(reason) => KernelPath::Interpreted(reason.to_string()),
+            }
+        }
+        #[cfg(not(feature = "native"))]
+        {
+            let _ = kernel;
+            KernelPath::Interpreted("built without the `native` feature".into())
+        }
     }
 
     /// Sends `printf` output to `out` instead of standard output.
@@ -441,6 +517,25 @@ impl CpuModule {
                     value::from_raw(leaf.kind, u64::from_le_bytes(raw)),
                 ));
             }
+        }
+        #[cfg(feature = "native")]
+        if !self.interpret
+            && let Ok(kernel) = self
+                .native
+                .kernel(&self.ir, kernel, self.program.warp_width)
+        {
+            let launch = native::NativeLaunch {
+                kernel,
+                kernel_name: name,
+                grid: config.grid,
+                block: config.block,
+                regions: &regions,
+                params: params.iter().map(|p| p.1).collect(),
+                dynamic_shared: config.shared_mem,
+                workers: self.workers,
+            };
+            let _in_order = LAUNCHES.lock().unwrap_or_else(|p| p.into_inner());
+            return native::run(&launch);
         }
         let uses_local_memory = self.program.functions.iter().any(|f| f.local_bytes > 0);
         let launch = exec::Launch {

@@ -3,7 +3,9 @@
 //!
 //! An image is a [`DeviceBuffer`](crate::DeviceBuffer) read through an [`ImageLayout`]: a CUDA
 //! array (1-D, 2-D or 3-D, rows packed), 1-D linear memory, or pitched 2-D memory. A
-//! [`TextureObject`] adds a [`SamplerDesc`]; a [`SurfaceObject`] reads and writes raw elements.
+//! [`TextureObject`] adds a [`TextureDesc`]; a [`SurfaceObject`] reads and writes raw elements.
+//! The element formats and descriptors are `chorus-image`'s (one definition for the CUDA
+//! driver layer, this executor and the facade), re-exported here.
 //! Both are passed to a launch with the buffer that holds the image
 //! ([`crate::KernelArg::Texture`], [`crate::KernelArg::Surface`]); the kernel receives a 64-bit
 //! handle, as on a GPU, which the executor resolves to the objects of that launch.
@@ -42,144 +44,20 @@
 
 use crate::error::Error;
 use crate::memory::Region;
+pub use chorus_image::{
+    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageError, ReadMode, TextureDesc,
+};
 use chorus_lang::ir::SurfaceBoundary;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The type of one channel of a texel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ChannelType {
-    /// `unsigned char`.
-    U8,
-    /// `signed char`.
-    I8,
-    /// `unsigned short`.
-    U16,
-    /// `short`.
-    I16,
-    /// `unsigned int`.
-    U32,
-    /// `int`.
-    I32,
-    /// `__half`, read as float.
-    F16,
-    /// `float`.
-    F32,
+/// A descriptor's broken rule as this crate's error.
+fn image_error(e: ImageError) -> Error {
+    Error::Texture(e.into())
 }
 
-impl ChannelType {
-    /// Bytes of one channel.
-    pub fn size(self) -> usize {
-        match self {
-            ChannelType::U8 | ChannelType::I8 => 1,
-            ChannelType::U16 | ChannelType::I16 | ChannelType::F16 => 2,
-            ChannelType::U32 | ChannelType::I32 | ChannelType::F32 => 4,
-        }
-    }
-
-    /// True for `F16` and `F32`.
-    pub fn is_float(self) -> bool {
-        matches!(self, ChannelType::F16 | ChannelType::F32)
-    }
-
-    /// True for the formats a normalized-float read accepts (8- and 16-bit integers).
-    pub fn normalizes(self) -> bool {
-        matches!(
-            self,
-            ChannelType::U8 | ChannelType::I8 | ChannelType::U16 | ChannelType::I16
-        )
-    }
-}
-
-/// The format of a texel: its channel type and 1, 2 or 4 channels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ChannelFormat {
-    channel: ChannelType,
-    channels: u8,
-}
-
-impl ChannelFormat {
-    /// `channels` (1, 2 or 4) channels of `channel`.
-    pub fn new(channel: ChannelType, channels: u8) -> Result<ChannelFormat, Error> {
-        if !matches!(channels, 1 | 2 | 4) {
-            return Err(Error::Texture(format!(
-                "a texel has 1, 2 or 4 channels, not {channels}"
-            )));
-        }
-        Ok(ChannelFormat { channel, channels })
-    }
-
-    /// The channel type.
-    pub fn channel(self) -> ChannelType {
-        self.channel
-    }
-
-    /// The number of channels.
-    pub fn channels(self) -> u8 {
-        self.channels
-    }
-
-    /// Bytes of one texel.
-    pub fn element_bytes(self) -> usize {
-        self.channel.size() * usize::from(self.channels)
-    }
-}
-
-/// What a texture does with a texel index outside the texture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AddressMode {
-    /// Repeat the texture (normalized coordinates only).
-    Wrap,
-    /// Use the edge texel.
-    Clamp,
-    /// Repeat the texture reflected at every edge (normalized coordinates only).
-    Mirror,
-    /// Use the border colour.
-    Border,
-}
-
-/// How a texture read between texels combines them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FilterMode {
-    /// The nearest texel.
-    Point,
-    /// Linear (bilinear, trilinear) interpolation of the neighbouring texels.
-    Linear,
-}
-
-/// What a texture read returns for integer formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReadMode {
-    /// The texel's own type.
-    ElementType,
-    /// 8- and 16-bit integers as floats in [0, 1] (unsigned) or [−1, 1] (signed).
-    NormalizedFloat,
-}
-
-/// How a texture is sampled (CUDA's `cudaTextureDesc`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SamplerDesc {
-    /// The address mode of each dimension (x, y, z).
-    pub address: [AddressMode; 3],
-    /// Point or linear filtering.
-    pub filter: FilterMode,
-    /// Element type or normalized float.
-    pub read_mode: ReadMode,
-    /// Whether coordinates span [0, 1) instead of [0, N).
-    pub normalized_coords: bool,
-    /// The colour of [`AddressMode::Border`].
-    pub border_color: [f32; 4],
-}
-
-impl Default for SamplerDesc {
-    /// Clamp, point filtering, element-type reads, unnormalized coordinates, a black border.
-    fn default() -> SamplerDesc {
-        SamplerDesc {
-            address: [AddressMode::Clamp; 3],
-            filter: FilterMode::Point,
-            read_mode: ReadMode::ElementType,
-            normalized_coords: false,
-            border_color: [0.0; 4],
-        }
+impl From<ImageError> for Error {
+    fn from(e: ImageError) -> Error {
+        image_error(e)
     }
 }
 
@@ -318,7 +196,7 @@ fn next_handle() -> u64 {
 pub struct TextureObject {
     handle: u64,
     image: ImageLayout,
-    sampler: SamplerDesc,
+    sampler: TextureDesc,
 }
 
 impl TextureObject {
@@ -326,35 +204,10 @@ impl TextureObject {
     /// mirror need normalized coordinates, normalized-float reads need an 8- or 16-bit integer
     /// format, linear filtering a float result, and linear memory point filtering with
     /// unnormalized coordinates.
-    pub fn new(image: ImageLayout, sampler: SamplerDesc) -> Result<TextureObject, Error> {
-        let channel = image.format.channel;
-        if !sampler.normalized_coords
-            && let Some(mode) = sampler.address[..usize::from(image.dims)]
-                .iter()
-                .find(|m| matches!(m, AddressMode::Wrap | AddressMode::Mirror))
-        {
-            return Err(Error::Texture(format!(
-                "address mode {mode:?} needs normalized coordinates"
-            )));
-        }
-        if sampler.read_mode == ReadMode::NormalizedFloat && !channel.normalizes() {
-            return Err(Error::Texture(format!(
-                "a normalized-float read needs an 8- or 16-bit integer format, not {channel:?}"
-            )));
-        }
-        if sampler.filter == FilterMode::Linear
-            && !channel.is_float()
-            && sampler.read_mode != ReadMode::NormalizedFloat
-        {
-            return Err(Error::Texture(format!(
-                "linear filtering needs a float result: a float or half format, or a normalized-float read of {channel:?}"
-            )));
-        }
-        if image.linear && (sampler.filter != FilterMode::Point || sampler.normalized_coords) {
-            return Err(Error::Texture(
-                "a texture over linear memory reads single elements (tex1d-fetch): point filtering and unnormalized coordinates only".into(),
-            ));
-        }
+    pub fn new(image: ImageLayout, sampler: TextureDesc) -> Result<TextureObject, Error> {
+        sampler
+            .check(image.format, image.dims, image.linear)
+            .map_err(image_error)?;
         Ok(TextureObject {
             handle: next_handle(),
             image,
@@ -373,7 +226,7 @@ impl TextureObject {
     }
 
     /// The sampler.
-    pub fn sampler(&self) -> &SamplerDesc {
+    pub fn sampler(&self) -> &TextureDesc {
         &self.sampler
     }
 }
@@ -458,14 +311,14 @@ fn load_texel(image: &ImageLayout, region: &Region<'_>, x: usize, y: usize, z: u
     let mut bytes = [0u8; 16];
     let n = format.element_bytes();
     region.read_bytes(image.offset(x, y, z), &mut bytes[..n]);
-    let size = format.channel.size();
+    let size = format.channel().size();
     let channel = |c: usize| -> u64 {
         let mut raw = [0u8; 8];
         raw[..size].copy_from_slice(&bytes[c * size..(c + 1) * size]);
         u64::from_le_bytes(raw)
     };
-    let count = usize::from(format.channels);
-    match format.channel {
+    let count = usize::from(format.channels());
+    match format.channel() {
         ChannelType::F32 => Texel::Float(std::array::from_fn(|c| {
             if c < count {
                 f32::from_bits(channel(c) as u32)
@@ -508,7 +361,7 @@ fn read_texel(texture: &TextureObject, region: &Region<'_>, index: [Option<usize
     let texel = load_texel(&texture.image, region, x, y, z);
     match (texel, sampler.read_mode) {
         (Texel::Int(values), ReadMode::NormalizedFloat) => {
-            let scale = match texture.image.format.channel {
+            let scale = match texture.image.format.channel() {
                 ChannelType::U8 => 255.0,
                 ChannelType::I8 => 127.0,
                 ChannelType::U16 => 65535.0,
@@ -527,7 +380,7 @@ enum TexelClass {
 }
 
 fn texel_class(texture: &TextureObject) -> TexelClass {
-    if texture.image.format.channel.is_float()
+    if texture.image.format.channel().is_float()
         || texture.sampler.read_mode == ReadMode::NormalizedFloat
     {
         TexelClass::Float
@@ -688,7 +541,7 @@ pub(crate) fn texel_bits(
     component: Component,
     count: usize,
 ) -> Result<[u64; 4], String> {
-    let channels = usize::from(texture.image.format.channels);
+    let channels = usize::from(texture.image.format.channels());
     if count > channels {
         return Err(format!(
             "a read of {count} components from a texture of {channels} channel(s)"

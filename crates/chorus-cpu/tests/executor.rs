@@ -334,7 +334,7 @@ fn texture_objects_for(
     chorus_cpu::SurfaceObject,
 ) {
     use chorus_cpu::{
-        ChannelFormat, ChannelType, ImageLayout, SamplerDesc, SurfaceObject, TextureObject,
+        ChannelFormat, ChannelType, ImageLayout, SurfaceObject, TextureDesc, TextureObject,
     };
     use chorus_lang::types::ScalarType;
     let element = match sig.op {
@@ -371,7 +371,7 @@ fn texture_objects_for(
     let buffer = DeviceBuffer::alloc(array.bytes()).unwrap();
     (
         buffer,
-        TextureObject::new(image, SamplerDesc::default()).unwrap(),
+        TextureObject::new(image, TextureDesc::default()).unwrap(),
         SurfaceObject::new(array).unwrap(),
     )
 }

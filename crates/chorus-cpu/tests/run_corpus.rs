@@ -33,6 +33,93 @@ fn the_whole_corpus_runs_on_the_cpu() {
     );
 }
 
+/// Runs every case on the interpreter and on the default path (native code where the kernel
+/// compiles) and compares what they leave, bit for bit: the native code computes each
+/// operation as the interpreter does (no contraction into `fma`, the same Rust functions for
+/// math, conversions and the floating remainders, minima and maxima), so there is no float
+/// tolerance between the two paths. Kernels with atomics are checked against the case's
+/// expectations instead (their order across blocks is not fixed). Returns the cases that ran
+/// natively.
+fn compare_paths() -> (Vec<&'static str>, Vec<String>) {
+    let target = chorus_lang::target::Target::cpu();
+    let mut native = Vec::new();
+    let mut failures = Vec::new();
+    for case in corpus::cases() {
+        let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let reference = corpus::cpu::run_on_path(&case, &module, &target, true);
+        let compiled = corpus::cpu::run_on_path(&case, &module, &target, false);
+        match (reference, compiled) {
+            (Ok((want, _)), Ok((got, path))) => {
+                if path == chorus_cpu::KernelPath::Native {
+                    native.push(case.name);
+                } else {
+                    // Both runs interpreted: nothing to compare (atomics may order differently).
+                    eprintln!("{}: interpreted ({path:?})", case.name);
+                    continue;
+                }
+                // Atomics from several blocks (running on several cores) may apply in any
+                // order: there the native outcome must pass the case's own checks instead.
+                if case.source.contains("atomic") {
+                    if let Err(e) = corpus::check(&case, &got) {
+                        failures.push(format!("{}: native: {e}", case.name));
+                    }
+                    continue;
+                }
+                if want.buffers != got.buffers || want.globals != got.globals {
+                    let first = want
+                        .buffers
+                        .iter()
+                        .zip(&got.buffers)
+                        .position(|(a, b)| a != b);
+                    failures.push(format!(
+                        "{}: the paths differ (first differing buffer argument: {first:?})",
+                        case.name
+                    ));
+                }
+            }
+            (a, b) => failures.push(format!(
+                "{}: interpreter {:?}, default path {:?}",
+                case.name,
+                a.err(),
+                b.err()
+            )),
+        }
+    }
+    (native, failures)
+}
+
+#[test]
+fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
+    let (native, failures) = compare_paths();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    if cfg!(feature = "native") {
+        // The fast path (one loop over the threads), kernels with barriers (at the top
+        // level and inside loops), and device-function calls (early_return).
+        for name in [
+            "vec_add",
+            "diffuse",
+            "barrier_loop",
+            "shared_reduce",
+            "shared_2d",
+            "matmul",
+            "prefix_scan",
+            "early_return",
+            "dynamic_shared",
+            "histogram",
+            "atomics_int",
+            "shared_scalar",
+            "half_bf16",
+            "fp8_fp4",
+        ] {
+            assert!(
+                native.contains(&name),
+                "{name} did not run natively: {native:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_kernel_file_is_in_the_table() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");

@@ -4,7 +4,7 @@
 
 use chorus_cpu::{
     AddressMode, ChannelFormat, ChannelType, CpuModule, DeviceBuffer, Error, FilterMode,
-    ImageLayout, KernelArg, LaunchConfig, ReadMode, SamplerDesc, SurfaceObject, TextureObject,
+    ImageLayout, KernelArg, LaunchConfig, ReadMode, SurfaceObject, TextureDesc, TextureObject,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -27,8 +27,8 @@ fn format(channel: ChannelType, channels: u8) -> ChannelFormat {
     ChannelFormat::new(channel, channels).unwrap()
 }
 
-fn sampler(filter: FilterMode, address: AddressMode, normalized: bool) -> SamplerDesc {
-    SamplerDesc {
+fn sampler(filter: FilterMode, address: AddressMode, normalized: bool) -> TextureDesc {
+    TextureDesc {
         address: [address; 3],
         filter,
         read_mode: ReadMode::ElementType,
@@ -88,7 +88,7 @@ fn sample_2d(tex: &TextureObject, image: &DeviceBuffer, points: &[(f32, f32)]) -
 }
 
 /// A 1-D float array texture of `values`.
-fn array_1d(values: &[f32], sampler: SamplerDesc) -> (TextureObject, DeviceBuffer) {
+fn array_1d(values: &[f32], sampler: TextureDesc) -> (TextureObject, DeviceBuffer) {
     let image = ImageLayout::array(format(ChannelType::F32, 1), values.len(), 0, 0).unwrap();
     (TextureObject::new(image, sampler).unwrap(), floats(values))
 }
@@ -387,7 +387,7 @@ fn four_channel_textures_read_as_vectors_and_integers_as_integers() {
 #[test]
 fn linear_textures_fetch_elements_and_zero_outside() {
     let image = ImageLayout::linear(format(ChannelType::I32, 1), 3).unwrap();
-    let tex = TextureObject::new(image, SamplerDesc::default()).unwrap();
+    let tex = TextureObject::new(image, TextureDesc::default()).unwrap();
     let data = DeviceBuffer::from_slice(&[5i32, -6, 7]).unwrap();
     let is = DeviceBuffer::from_slice(&[0i32, 1, 2, 3, -1]).unwrap();
     let out = DeviceBuffer::alloc(20).unwrap();
@@ -424,7 +424,7 @@ fn reads_of_the_wrong_kind_fault() {
     // tex1d of a linear texture, tex2d of a 1-D array, more components than channels.
     let linear = TextureObject::new(
         ImageLayout::linear(format(ChannelType::F32, 1), 4).unwrap(),
-        SamplerDesc::default(),
+        TextureDesc::default(),
     )
     .unwrap();
     let data = floats(&[1.0; 4]);
@@ -443,7 +443,7 @@ fn reads_of_the_wrong_kind_fault() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("linear memory (use tex1d-fetch)"), "{e}");
-    let (one_d, data) = array_1d(&[1.0; 4], SamplerDesc::default());
+    let (one_d, data) = array_1d(&[1.0; 4], TextureDesc::default());
     let e = launch(
         "sample-2d-float4",
         1,
@@ -460,7 +460,7 @@ fn reads_of_the_wrong_kind_fault() {
     assert!(e.contains("a 2-D texture read of a 1-D texture"), "{e}");
     let flat = TextureObject::new(
         ImageLayout::array(format(ChannelType::F32, 1), 2, 2, 0).unwrap(),
-        SamplerDesc::default(),
+        TextureDesc::default(),
     )
     .unwrap();
     let e = launch(
@@ -501,9 +501,9 @@ fn descriptors_cuda_refuses_are_refused() {
             .contains("Mirror needs normalized coordinates"),
         "{e}"
     );
-    let s = SamplerDesc {
+    let s = TextureDesc {
         read_mode: ReadMode::NormalizedFloat,
-        ..SamplerDesc::default()
+        ..TextureDesc::default()
     };
     let e = TextureObject::new(image, s).unwrap_err();
     assert!(e.to_string().contains("8- or 16-bit integer format"), "{e}");
@@ -532,7 +532,7 @@ fn descriptors_cuda_refuses_are_refused() {
 #[test]
 fn a_launch_refuses_an_image_larger_than_its_buffer_and_foreign_handles_fault() {
     let image = ImageLayout::array(format(ChannelType::F32, 1), 8, 0, 0).unwrap();
-    let tex = TextureObject::new(image, SamplerDesc::default()).unwrap();
+    let tex = TextureObject::new(image, TextureDesc::default()).unwrap();
     let small = floats(&[1.0; 4]);
     let out = DeviceBuffer::alloc(4).unwrap();
     let xs = floats(&[0.5]);
@@ -693,7 +693,7 @@ fn one_and_three_dimensional_surfaces_and_vector_elements() {
 
 #[test]
 fn a_texture_for_a_surface_parameter_is_refused_at_launch() {
-    let (tex, data) = array_1d(&[1.0], SamplerDesc::default());
+    let (tex, data) = array_1d(&[1.0], TextureDesc::default());
     let e = launch(
         "surface-1d-invert",
         1,

@@ -161,6 +161,11 @@ macro_rules! blas {
 #[repr(C, align(16))]
 struct Aligned<T>(T);
 
+/// A host scalar's address as the binding's element type (same layout).
+fn scalar<T, C>(x: &T) -> *const C {
+    (x as *const T).cast()
+}
+
 fn op(t: Transpose) -> sys::cublasOperation_t {
     match t {
         Transpose::No => sys::cublasOperation_t::CUBLAS_OP_N,
@@ -194,729 +199,200 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The element types of the typed BLAS calls: `f32`, `f64`, [`C32`], [`C64`]. Its methods are
-/// the raw entry points of one type (device operands as addresses); call [`Blas`]'s instead.
+/// An entry point of cuBLAS and its name (for errors).
+type Entry<F> = (F, &'static str);
+type H = sys::cublasHandle_t;
+type S = cublasStatus_t;
+type Op = sys::cublasOperation_t;
+type I = c_int;
+
+/// One element type's cuBLAS entry points (cudarc's bindings; `C` is the binding's element
+/// type, `R` the real type of the norms). Only [`Blas`] calls them.
+#[doc(hidden)]
+#[allow(clippy::type_complexity)] // the C signatures, one a field
+pub struct BlasFns<C, R> {
+    axpy: Entry<unsafe fn(H, I, *const C, *const C, I, *mut C, I) -> S>,
+    dotu: Entry<unsafe fn(H, I, *const C, I, *const C, I, *mut C) -> S>,
+    dotc: Entry<unsafe fn(H, I, *const C, I, *const C, I, *mut C) -> S>,
+    nrm2: Entry<unsafe fn(H, I, *const C, I, *mut R) -> S>,
+    asum: Entry<unsafe fn(H, I, *const C, I, *mut R) -> S>,
+    scal: Entry<unsafe fn(H, I, *const C, *mut C, I) -> S>,
+    iamax: Entry<unsafe fn(H, I, *const C, I, *mut I) -> S>,
+    copy: Entry<unsafe fn(H, I, *const C, I, *mut C, I) -> S>,
+    swap: Entry<unsafe fn(H, I, *mut C, I, *mut C, I) -> S>,
+    gemv:
+        Entry<unsafe fn(H, Op, I, I, *const C, *const C, I, *const C, I, *const C, *mut C, I) -> S>,
+    geru: Entry<unsafe fn(H, I, I, *const C, *const C, I, *const C, I, *mut C, I) -> S>,
+    gerc: Entry<unsafe fn(H, I, I, *const C, *const C, I, *const C, I, *mut C, I) -> S>,
+    gemm: Entry<
+        unsafe fn(H, Op, Op, I, I, I, *const C, *const C, I, *const C, I, *const C, *mut C, I) -> S,
+    >,
+    gemm_strided: Entry<
+        unsafe fn(
+            H,
+            Op,
+            Op,
+            I,
+            I,
+            I,
+            *const C,
+            *const C,
+            I,
+            i64,
+            *const C,
+            I,
+            i64,
+            *const C,
+            *mut C,
+            I,
+            i64,
+            I,
+        ) -> S,
+    >,
+    gemm_batched: Entry<
+        unsafe fn(
+            H,
+            Op,
+            Op,
+            I,
+            I,
+            I,
+            *const C,
+            *const *const C,
+            I,
+            *const *const C,
+            I,
+            *const C,
+            *const *mut C,
+            I,
+            I,
+        ) -> S,
+    >,
+    trsm: Entry<
+        unsafe fn(
+            H,
+            sys::cublasSideMode_t,
+            sys::cublasFillMode_t,
+            Op,
+            sys::cublasDiagType_t,
+            I,
+            I,
+            *const C,
+            *const C,
+            I,
+            *mut C,
+            I,
+        ) -> S,
+    >,
+    syrk: Entry<
+        unsafe fn(
+            H,
+            sys::cublasFillMode_t,
+            Op,
+            I,
+            I,
+            *const C,
+            *const C,
+            I,
+            *const C,
+            *mut C,
+            I,
+        ) -> S,
+    >,
+    symm: Entry<
+        unsafe fn(
+            H,
+            sys::cublasSideMode_t,
+            sys::cublasFillMode_t,
+            I,
+            I,
+            *const C,
+            *const C,
+            I,
+            *const C,
+            I,
+            *const C,
+            *mut C,
+            I,
+        ) -> S,
+    >,
+}
+
+/// The element types of the typed BLAS calls: `f32`, `f64`, [`C32`], [`C64`] (sealed; the
+/// entry points of each are in a table that [`Blas`]'s methods call through).
 pub trait BlasScalar: bytemuck::Pod + sealed::Sealed {
     /// The real type of the norms (`f32` for `f32` and [`C32`]).
     type Real: bytemuck::Pod + Default;
+    /// The binding's element type (same layout as `Self`).
     #[doc(hidden)]
-    unsafe fn axpy(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        alpha: *const Self,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-    ) -> Result<()>;
+    type Cu;
+    /// The entry points.
     #[doc(hidden)]
-    unsafe fn dotu(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-        out: *mut Self,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn dotc(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-        out: *mut Self,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn nrm2(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        out: *mut Self::Real,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn asum(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        out: *mut Self::Real,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn scal(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        alpha: *const Self,
-        x: u64,
-        incx: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn iamax(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        out: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn copy(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn swap(
-        h: sys::cublasHandle_t,
-        n: c_int,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gemv(
-        h: sys::cublasHandle_t,
-        t: sys::cublasOperation_t,
-        m: c_int,
-        n: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        x: u64,
-        incx: c_int,
-        beta: *const Self,
-        y: u64,
-        incy: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn geru(
-        h: sys::cublasHandle_t,
-        m: c_int,
-        n: c_int,
-        alpha: *const Self,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-        a: u64,
-        lda: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gerc(
-        h: sys::cublasHandle_t,
-        m: c_int,
-        n: c_int,
-        alpha: *const Self,
-        x: u64,
-        incx: c_int,
-        y: u64,
-        incy: c_int,
-        a: u64,
-        lda: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gemm(
-        h: sys::cublasHandle_t,
-        ta: sys::cublasOperation_t,
-        tb: sys::cublasOperation_t,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        b: u64,
-        ldb: c_int,
-        beta: *const Self,
-        c: u64,
-        ldc: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gemm_strided(
-        h: sys::cublasHandle_t,
-        ta: sys::cublasOperation_t,
-        tb: sys::cublasOperation_t,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        sa: i64,
-        b: u64,
-        ldb: c_int,
-        sb: i64,
-        beta: *const Self,
-        c: u64,
-        ldc: c_int,
-        sc: i64,
-        batch: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gemm_batched(
-        h: sys::cublasHandle_t,
-        ta: sys::cublasOperation_t,
-        tb: sys::cublasOperation_t,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        b: u64,
-        ldb: c_int,
-        beta: *const Self,
-        c: u64,
-        ldc: c_int,
-        batch: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn trsm(
-        h: sys::cublasHandle_t,
-        s: sys::cublasSideMode_t,
-        f: sys::cublasFillMode_t,
-        t: sys::cublasOperation_t,
-        d: sys::cublasDiagType_t,
-        m: c_int,
-        n: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        b: u64,
-        ldb: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn syrk(
-        h: sys::cublasHandle_t,
-        f: sys::cublasFillMode_t,
-        t: sys::cublasOperation_t,
-        n: c_int,
-        k: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        beta: *const Self,
-        c: u64,
-        ldc: c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn symm(
-        h: sys::cublasHandle_t,
-        s: sys::cublasSideMode_t,
-        f: sys::cublasFillMode_t,
-        m: c_int,
-        n: c_int,
-        alpha: *const Self,
-        a: u64,
-        lda: c_int,
-        b: u64,
-        ldb: c_int,
-        beta: *const Self,
-        c: u64,
-        ldc: c_int,
-    ) -> Result<()>;
+    const FNS: BlasFns<Self::Cu, Self::Real>;
 }
 
+/// Calls `T`'s entry point `f` of [`BlasScalar::FNS`] and checks its status, naming it.
+macro_rules! typed {
+    ($t:ident . $f:ident ( $($arg:expr),* $(,)? )) => {{
+        let (f, name) = <$t as BlasScalar>::FNS.$f;
+        // SAFETY: the library is loaded (every handle ensured it); each call site checked the
+        // extents of its device operands against the dimensions passed, and the addresses are
+        // only cast to the binding's element type of the same layout.
+        check(name, unsafe { f($($arg),*) })
+    }};
+}
+
+/// `BlasScalar` for `$t` (binding type `$cu`, norms in `$real`): the names of its entry points,
+/// in the order of [`BlasFns`]'s fields.
 macro_rules! blas_scalar {
-    ($t:ty, $real:ty, $cu:ty, $axpy:ident, $dotu:ident, $dotc:ident, $nrm2:ident, $asum:ident,
-     $scal:ident, $iamax:ident, $copy:ident, $swap:ident, $gemv:ident, $geru:ident, $gerc:ident,
-     $gemm:ident, $strided:ident, $batched:ident, $trsm:ident, $syrk:ident, $symm:ident) => {
+    ($t:ty, $real:ty, $cu:ty, [$($field:ident: $f:ident),* $(,)?]) => {
         impl sealed::Sealed for $t {}
-        // SAFETY (every method): the caller passes live device addresses of the extents the
-        // dimensions describe, in the handle's context; the pointers are only cast to the
-        // binding's type of the same layout.
         impl BlasScalar for $t {
             type Real = $real;
-            unsafe fn axpy(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                alpha: *const Self,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-            ) -> Result<()> {
-                blas!($axpy(
-                    h,
-                    n,
-                    alpha.cast(),
-                    x as *const $cu,
-                    incx,
-                    y as *mut $cu,
-                    incy
-                ))
-            }
-            unsafe fn dotu(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-                out: *mut Self,
-            ) -> Result<()> {
-                blas!($dotu(
-                    h,
-                    n,
-                    x as *const $cu,
-                    incx,
-                    y as *const $cu,
-                    incy,
-                    out.cast()
-                ))
-            }
-            unsafe fn dotc(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-                out: *mut Self,
-            ) -> Result<()> {
-                blas!($dotc(
-                    h,
-                    n,
-                    x as *const $cu,
-                    incx,
-                    y as *const $cu,
-                    incy,
-                    out.cast()
-                ))
-            }
-            unsafe fn nrm2(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                out: *mut $real,
-            ) -> Result<()> {
-                blas!($nrm2(h, n, x as *const $cu, incx, out))
-            }
-            unsafe fn asum(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                out: *mut $real,
-            ) -> Result<()> {
-                blas!($asum(h, n, x as *const $cu, incx, out))
-            }
-            unsafe fn scal(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                alpha: *const Self,
-                x: u64,
-                incx: c_int,
-            ) -> Result<()> {
-                blas!($scal(h, n, alpha.cast(), x as *mut $cu, incx))
-            }
-            unsafe fn iamax(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                out: *mut c_int,
-            ) -> Result<()> {
-                blas!($iamax(h, n, x as *const $cu, incx, out))
-            }
-            unsafe fn copy(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-            ) -> Result<()> {
-                blas!($copy(h, n, x as *const $cu, incx, y as *mut $cu, incy))
-            }
-            unsafe fn swap(
-                h: sys::cublasHandle_t,
-                n: c_int,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-            ) -> Result<()> {
-                blas!($swap(h, n, x as *mut $cu, incx, y as *mut $cu, incy))
-            }
-            unsafe fn gemv(
-                h: sys::cublasHandle_t,
-                t: sys::cublasOperation_t,
-                m: c_int,
-                n: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                x: u64,
-                incx: c_int,
-                beta: *const Self,
-                y: u64,
-                incy: c_int,
-            ) -> Result<()> {
-                blas!($gemv(
-                    h,
-                    t,
-                    m,
-                    n,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    x as *const $cu,
-                    incx,
-                    beta.cast(),
-                    y as *mut $cu,
-                    incy
-                ))
-            }
-            unsafe fn geru(
-                h: sys::cublasHandle_t,
-                m: c_int,
-                n: c_int,
-                alpha: *const Self,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-                a: u64,
-                lda: c_int,
-            ) -> Result<()> {
-                blas!($geru(
-                    h,
-                    m,
-                    n,
-                    alpha.cast(),
-                    x as *const $cu,
-                    incx,
-                    y as *const $cu,
-                    incy,
-                    a as *mut $cu,
-                    lda
-                ))
-            }
-            unsafe fn gerc(
-                h: sys::cublasHandle_t,
-                m: c_int,
-                n: c_int,
-                alpha: *const Self,
-                x: u64,
-                incx: c_int,
-                y: u64,
-                incy: c_int,
-                a: u64,
-                lda: c_int,
-            ) -> Result<()> {
-                blas!($gerc(
-                    h,
-                    m,
-                    n,
-                    alpha.cast(),
-                    x as *const $cu,
-                    incx,
-                    y as *const $cu,
-                    incy,
-                    a as *mut $cu,
-                    lda
-                ))
-            }
-            unsafe fn gemm(
-                h: sys::cublasHandle_t,
-                ta: sys::cublasOperation_t,
-                tb: sys::cublasOperation_t,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                b: u64,
-                ldb: c_int,
-                beta: *const Self,
-                c: u64,
-                ldc: c_int,
-            ) -> Result<()> {
-                blas!($gemm(
-                    h,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    b as *const $cu,
-                    ldb,
-                    beta.cast(),
-                    c as *mut $cu,
-                    ldc
-                ))
-            }
-            unsafe fn gemm_strided(
-                h: sys::cublasHandle_t,
-                ta: sys::cublasOperation_t,
-                tb: sys::cublasOperation_t,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                sa: i64,
-                b: u64,
-                ldb: c_int,
-                sb: i64,
-                beta: *const Self,
-                c: u64,
-                ldc: c_int,
-                sc: i64,
-                batch: c_int,
-            ) -> Result<()> {
-                blas!($strided(
-                    h,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    sa,
-                    b as *const $cu,
-                    ldb,
-                    sb,
-                    beta.cast(),
-                    c as *mut $cu,
-                    ldc,
-                    sc,
-                    batch
-                ))
-            }
-            unsafe fn gemm_batched(
-                h: sys::cublasHandle_t,
-                ta: sys::cublasOperation_t,
-                tb: sys::cublasOperation_t,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                b: u64,
-                ldb: c_int,
-                beta: *const Self,
-                c: u64,
-                ldc: c_int,
-                batch: c_int,
-            ) -> Result<()> {
-                blas!($batched(
-                    h,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    alpha.cast(),
-                    a as *const *const $cu,
-                    lda,
-                    b as *const *const $cu,
-                    ldb,
-                    beta.cast(),
-                    c as *const *mut $cu,
-                    ldc,
-                    batch
-                ))
-            }
-            unsafe fn trsm(
-                h: sys::cublasHandle_t,
-                s: sys::cublasSideMode_t,
-                f: sys::cublasFillMode_t,
-                t: sys::cublasOperation_t,
-                d: sys::cublasDiagType_t,
-                m: c_int,
-                n: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                b: u64,
-                ldb: c_int,
-            ) -> Result<()> {
-                blas!($trsm(
-                    h,
-                    s,
-                    f,
-                    t,
-                    d,
-                    m,
-                    n,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    b as *mut $cu,
-                    ldb
-                ))
-            }
-            unsafe fn syrk(
-                h: sys::cublasHandle_t,
-                f: sys::cublasFillMode_t,
-                t: sys::cublasOperation_t,
-                n: c_int,
-                k: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                beta: *const Self,
-                c: u64,
-                ldc: c_int,
-            ) -> Result<()> {
-                blas!($syrk(
-                    h,
-                    f,
-                    t,
-                    n,
-                    k,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    beta.cast(),
-                    c as *mut $cu,
-                    ldc
-                ))
-            }
-            unsafe fn symm(
-                h: sys::cublasHandle_t,
-                s: sys::cublasSideMode_t,
-                f: sys::cublasFillMode_t,
-                m: c_int,
-                n: c_int,
-                alpha: *const Self,
-                a: u64,
-                lda: c_int,
-                b: u64,
-                ldb: c_int,
-                beta: *const Self,
-                c: u64,
-                ldc: c_int,
-            ) -> Result<()> {
-                blas!($symm(
-                    h,
-                    s,
-                    f,
-                    m,
-                    n,
-                    alpha.cast(),
-                    a as *const $cu,
-                    lda,
-                    b as *const $cu,
-                    ldb,
-                    beta.cast(),
-                    c as *mut $cu,
-                    ldc
-                ))
-            }
+            type Cu = $cu;
+            const FNS: BlasFns<$cu, $real> = BlasFns {
+                $($field: (sys::$f, stringify!($f))),*
+            };
+        }
+        #[cfg(test)]
+        impl tests::Names for $t {
+            const NAMES: &'static [&'static str] = &[$(stringify!($f)),*];
         }
     };
 }
 
-blas_scalar!(
-    f32,
-    f32,
-    f32,
-    cublasSaxpy_v2,
-    cublasSdot_v2,
-    cublasSdot_v2,
-    cublasSnrm2_v2,
-    cublasSasum_v2,
-    cublasSscal_v2,
-    cublasIsamax_v2,
-    cublasScopy_v2,
-    cublasSswap_v2,
-    cublasSgemv_v2,
-    cublasSger_v2,
-    cublasSger_v2,
-    cublasSgemm_v2,
-    cublasSgemmStridedBatched,
-    cublasSgemmBatched,
-    cublasStrsm_v2,
-    cublasSsyrk_v2,
-    cublasSsymm_v2
-);
-blas_scalar!(
-    f64,
-    f64,
-    f64,
-    cublasDaxpy_v2,
-    cublasDdot_v2,
-    cublasDdot_v2,
-    cublasDnrm2_v2,
-    cublasDasum_v2,
-    cublasDscal_v2,
-    cublasIdamax_v2,
-    cublasDcopy_v2,
-    cublasDswap_v2,
-    cublasDgemv_v2,
-    cublasDger_v2,
-    cublasDger_v2,
-    cublasDgemm_v2,
-    cublasDgemmStridedBatched,
-    cublasDgemmBatched,
-    cublasDtrsm_v2,
-    cublasDsyrk_v2,
-    cublasDsymm_v2
-);
-blas_scalar!(
-    C32,
-    f32,
-    sys::cuComplex,
-    cublasCaxpy_v2,
-    cublasCdotu_v2,
-    cublasCdotc_v2,
-    cublasScnrm2_v2,
-    cublasScasum_v2,
-    cublasCscal_v2,
-    cublasIcamax_v2,
-    cublasCcopy_v2,
-    cublasCswap_v2,
-    cublasCgemv_v2,
-    cublasCgeru_v2,
-    cublasCgerc_v2,
-    cublasCgemm_v2,
-    cublasCgemmStridedBatched,
-    cublasCgemmBatched,
-    cublasCtrsm_v2,
-    cublasCsyrk_v2,
-    cublasCsymm_v2
-);
-blas_scalar!(
-    C64,
-    f64,
-    sys::cuDoubleComplex,
-    cublasZaxpy_v2,
-    cublasZdotu_v2,
-    cublasZdotc_v2,
-    cublasDznrm2_v2,
-    cublasDzasum_v2,
-    cublasZscal_v2,
-    cublasIzamax_v2,
-    cublasZcopy_v2,
-    cublasZswap_v2,
-    cublasZgemv_v2,
-    cublasZgeru_v2,
-    cublasZgerc_v2,
-    cublasZgemm_v2,
-    cublasZgemmStridedBatched,
-    cublasZgemmBatched,
-    cublasZtrsm_v2,
-    cublasZsyrk_v2,
-    cublasZsymm_v2
-);
+blas_scalar!(f32, f32, f32, [
+    axpy: cublasSaxpy_v2, dotu: cublasSdot_v2, dotc: cublasSdot_v2, nrm2: cublasSnrm2_v2,
+    asum: cublasSasum_v2, scal: cublasSscal_v2, iamax: cublasIsamax_v2, copy: cublasScopy_v2,
+    swap: cublasSswap_v2, gemv: cublasSgemv_v2, geru: cublasSger_v2, gerc: cublasSger_v2,
+    gemm: cublasSgemm_v2, gemm_strided: cublasSgemmStridedBatched,
+    gemm_batched: cublasSgemmBatched, trsm: cublasStrsm_v2, syrk: cublasSsyrk_v2,
+    symm: cublasSsymm_v2,
+]);
+blas_scalar!(f64, f64, f64, [
+    axpy: cublasDaxpy_v2, dotu: cublasDdot_v2, dotc: cublasDdot_v2, nrm2: cublasDnrm2_v2,
+    asum: cublasDasum_v2, scal: cublasDscal_v2, iamax: cublasIdamax_v2, copy: cublasDcopy_v2,
+    swap: cublasDswap_v2, gemv: cublasDgemv_v2, geru: cublasDger_v2, gerc: cublasDger_v2,
+    gemm: cublasDgemm_v2, gemm_strided: cublasDgemmStridedBatched,
+    gemm_batched: cublasDgemmBatched, trsm: cublasDtrsm_v2, syrk: cublasDsyrk_v2,
+    symm: cublasDsymm_v2,
+]);
+blas_scalar!(C32, f32, sys::cuComplex, [
+    axpy: cublasCaxpy_v2, dotu: cublasCdotu_v2, dotc: cublasCdotc_v2, nrm2: cublasScnrm2_v2,
+    asum: cublasScasum_v2, scal: cublasCscal_v2, iamax: cublasIcamax_v2, copy: cublasCcopy_v2,
+    swap: cublasCswap_v2, gemv: cublasCgemv_v2, geru: cublasCgeru_v2, gerc: cublasCgerc_v2,
+    gemm: cublasCgemm_v2, gemm_strided: cublasCgemmStridedBatched,
+    gemm_batched: cublasCgemmBatched, trsm: cublasCtrsm_v2, syrk: cublasCsyrk_v2,
+    symm: cublasCsymm_v2,
+]);
+blas_scalar!(C64, f64, sys::cuDoubleComplex, [
+    axpy: cublasZaxpy_v2, dotu: cublasZdotu_v2, dotc: cublasZdotc_v2, nrm2: cublasDznrm2_v2,
+    asum: cublasDzasum_v2, scal: cublasZscal_v2, iamax: cublasIzamax_v2, copy: cublasZcopy_v2,
+    swap: cublasZswap_v2, gemv: cublasZgemv_v2, geru: cublasZgeru_v2, gerc: cublasZgerc_v2,
+    gemm: cublasZgemm_v2, gemm_strided: cublasZgemmStridedBatched,
+    gemm_batched: cublasZgemmBatched, trsm: cublasZtrsm_v2, syrk: cublasZsyrk_v2,
+    symm: cublasZsymm_v2,
+]);
 
 /// The element types of [`Blas::gemm_ex`]: `f16`, `bf16` and `f32`.
 pub trait GemmExType: bytemuck::Pod + sealed::Sealed {
@@ -1026,8 +502,16 @@ impl<'s> Blas<'s> {
         let n = to_int("axpy", "n", n)?;
         let h = self.enter()?;
         let alpha = Aligned(alpha);
-        // SAFETY: both vectors hold their `n` strided elements (checked above).
-        unsafe { T::axpy(h, n, &alpha.0, x.ptr(), incx, y.ptr(), incy) }
+        // Both vectors hold their `n` strided elements (checked above).
+        typed!(T.axpy(
+            h,
+            n,
+            scalar(&alpha.0),
+            x.ptr() as _,
+            incx,
+            y.ptr() as _,
+            incy
+        ))
     }
 
     /// `Σ xᵢ·yᵢ` (unconjugated for complex types; see [`Blas::dotc`]).
@@ -1069,13 +553,12 @@ impl<'s> Blas<'s> {
         let n = to_int("dot", "n", n)?;
         let h = self.enter()?;
         let mut out = Aligned(T::zeroed());
-        // SAFETY: as for axpy; the result is written to the host (pointer mode host).
-        unsafe {
-            if conjugate {
-                T::dotc(h, n, x.ptr(), incx, y.ptr(), incy, &mut out.0)?;
-            } else {
-                T::dotu(h, n, x.ptr(), incx, y.ptr(), incy, &mut out.0)?;
-            }
+        // As for axpy; the result is written to the host (pointer mode host).
+        let out_ptr = (&mut out.0 as *mut T).cast();
+        if conjugate {
+            typed!(T.dotc(h, n, x.ptr() as _, incx, y.ptr() as _, incy, out_ptr))?;
+        } else {
+            typed!(T.dotu(h, n, x.ptr() as _, incx, y.ptr() as _, incy, out_ptr))?;
         }
         Ok(out.0)
     }
@@ -1092,8 +575,8 @@ impl<'s> Blas<'s> {
         let n = to_int("nrm2", "n", n)?;
         let h = self.enter()?;
         let mut out = T::Real::default();
-        // SAFETY: x holds its elements (checked).
-        unsafe { T::nrm2(h, n, x.ptr(), incx, &mut out)? };
+        // x holds its elements (checked).
+        typed!(T.nrm2(h, n, x.ptr() as _, incx, &mut out))?;
         Ok(out)
     }
 
@@ -1109,8 +592,7 @@ impl<'s> Blas<'s> {
         let n = to_int("asum", "n", n)?;
         let h = self.enter()?;
         let mut out = T::Real::default();
-        // SAFETY: as above.
-        unsafe { T::asum(h, n, x.ptr(), incx, &mut out)? };
+        typed!(T.asum(h, n, x.ptr() as _, incx, &mut out))?;
         Ok(out)
     }
 
@@ -1127,8 +609,7 @@ impl<'s> Blas<'s> {
         let n = to_int("scal", "n", n)?;
         let h = self.enter()?;
         let alpha = Aligned(alpha);
-        // SAFETY: as above.
-        unsafe { T::scal(h, n, &alpha.0, x.ptr(), incx) }
+        typed!(T.scal(h, n, scalar(&alpha.0), x.ptr() as _, incx))
     }
 
     /// The **0-based** index of the element of largest `|re| + |im|` (the first of equals);
@@ -1144,8 +625,7 @@ impl<'s> Blas<'s> {
         let n = to_int("iamax", "n", n)?;
         let h = self.enter()?;
         let mut out: c_int = 0;
-        // SAFETY: as above.
-        unsafe { T::iamax(h, n, x.ptr(), incx, &mut out)? };
+        typed!(T.iamax(h, n, x.ptr() as _, incx, &mut out))?;
         Ok((out > 0).then(|| out as usize - 1))
     }
 
@@ -1163,8 +643,7 @@ impl<'s> Blas<'s> {
         check_vector("copy", "y", y.len(), n, incy)?;
         let n = to_int("copy", "n", n)?;
         let h = self.enter()?;
-        // SAFETY: as above.
-        unsafe { T::copy(h, n, x.ptr(), incx, y.ptr(), incy) }
+        typed!(T.copy(h, n, x.ptr() as _, incx, y.ptr() as _, incy))
     }
 
     /// `x ↔ y`.
@@ -1181,8 +660,7 @@ impl<'s> Blas<'s> {
         check_vector("swap", "y", y.len(), n, incy)?;
         let n = to_int("swap", "n", n)?;
         let h = self.enter()?;
-        // SAFETY: as above.
-        unsafe { T::swap(h, n, x.ptr(), incx, y.ptr(), incy) }
+        typed!(T.swap(h, n, x.ptr() as _, incx, y.ptr() as _, incy))
     }
 
     // ---- level 2 ----
@@ -1218,23 +696,21 @@ impl<'s> Blas<'s> {
         );
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: every operand holds the extent its dimensions describe (checked).
-        unsafe {
-            T::gemv(
-                h,
-                op(trans),
-                mi,
-                ni,
-                &alpha.0,
-                a.ptr(),
-                ldai,
-                x.ptr(),
-                incx,
-                &beta.0,
-                y.ptr(),
-                incy,
-            )
-        }
+        // Every operand holds the extent its dimensions describe (checked).
+        typed!(T.gemv(
+            h,
+            op(trans),
+            mi,
+            ni,
+            scalar(&alpha.0),
+            a.ptr() as _,
+            ldai,
+            x.ptr() as _,
+            incx,
+            scalar(&beta.0),
+            y.ptr() as _,
+            incy,
+        ))
     }
 
     /// `A ← alpha·x·yᵀ + A` (unconjugated; see [`Blas::gerc`]) for an `m × n` matrix `A`.
@@ -1297,35 +773,12 @@ impl<'s> Blas<'s> {
         );
         let h = self.enter()?;
         let alpha = Aligned(alpha);
-        // SAFETY: as for gemv.
-        unsafe {
-            if conjugate {
-                T::gerc(
-                    h,
-                    mi,
-                    ni,
-                    &alpha.0,
-                    x.ptr(),
-                    incx,
-                    y.ptr(),
-                    incy,
-                    a.ptr(),
-                    ldai,
-                )
-            } else {
-                T::geru(
-                    h,
-                    mi,
-                    ni,
-                    &alpha.0,
-                    x.ptr(),
-                    incx,
-                    y.ptr(),
-                    incy,
-                    a.ptr(),
-                    ldai,
-                )
-            }
+        // As for gemv.
+        let (alpha, x, y, a) = (scalar(&alpha.0), x.ptr() as _, y.ptr() as _, a.ptr() as _);
+        if conjugate {
+            typed!(T.gerc(h, mi, ni, alpha, x, incx, y, incy, a, ldai))
+        } else {
+            typed!(T.geru(h, mi, ni, alpha, x, incx, y, incy, a, ldai))
         }
     }
 
@@ -1349,43 +802,33 @@ impl<'s> Blas<'s> {
         c: &mut impl AsDeviceSliceMut<T>,
         ldc: usize,
     ) -> Result<()> {
-        let (a, b, c) = (
-            a.as_device_slice()?,
-            b.as_device_slice()?,
-            c.as_device_slice_mut()?,
-        );
-        let dims = GemmDims::check(
+        let (dims, [a, b, c]) = GemmDims::of(
             "gemm",
-            transa,
-            transb,
-            m,
-            n,
-            k,
-            (a.len(), lda),
-            (b.len(), ldb),
-            (c.len(), ldc),
+            (transa, transb),
+            (m, n, k),
+            (a, lda),
+            (b, ldb),
+            (c, ldc),
         )?;
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: every operand holds the extent its dimensions describe (checked).
-        unsafe {
-            T::gemm(
-                h,
-                op(transa),
-                op(transb),
-                dims.m,
-                dims.n,
-                dims.k,
-                &alpha.0,
-                a.ptr(),
-                dims.lda,
-                b.ptr(),
-                dims.ldb,
-                &beta.0,
-                c.ptr(),
-                dims.ldc,
-            )
-        }
+        // Every operand holds the extent its dimensions describe (checked).
+        typed!(T.gemm(
+            h,
+            op(transa),
+            op(transb),
+            dims.m,
+            dims.n,
+            dims.k,
+            scalar(&alpha.0),
+            a as _,
+            dims.lda,
+            b as _,
+            dims.ldb,
+            scalar(&beta.0),
+            c as _,
+            dims.ldc,
+        ))
     }
 
     /// [`Blas::gemm`] on **row-major** matrices: `C = alpha·op(A)·op(B) + beta·C` where `A` is
@@ -1469,29 +912,27 @@ impl<'s> Blas<'s> {
         let batch_i = to_int("gemm_strided_batched", "batch", batch)?;
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: every matrix of every batch lies within its buffer (checked).
-        unsafe {
-            T::gemm_strided(
-                h,
-                op(transa),
-                op(transb),
-                dims.m,
-                dims.n,
-                dims.k,
-                &alpha.0,
-                a.ptr(),
-                dims.lda,
-                stride_a as i64,
-                b.ptr(),
-                dims.ldb,
-                stride_b as i64,
-                &beta.0,
-                c.ptr(),
-                dims.ldc,
-                stride_c as i64,
-                batch_i,
-            )
-        }
+        // Every matrix of every batch lies within its buffer (checked).
+        typed!(T.gemm_strided(
+            h,
+            op(transa),
+            op(transb),
+            dims.m,
+            dims.n,
+            dims.k,
+            scalar(&alpha.0),
+            a.ptr() as _,
+            dims.lda,
+            stride_a as i64,
+            b.ptr() as _,
+            dims.ldb,
+            stride_b as i64,
+            scalar(&beta.0),
+            c.ptr() as _,
+            dims.ldc,
+            stride_c as i64,
+            batch_i,
+        ))
     }
 
     /// GEMMs over lists of separate matrices (`cublas<t>gemmBatched`): `c[i] ← alpha·op(a[i])·op(b[i]) + beta·c[i]`.
@@ -1563,26 +1004,24 @@ impl<'s> Blas<'s> {
         let base = list.ptr();
         let batch = to_int(call, "batch", count)?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: the pointer lists hold `count` checked matrices each.
-        unsafe {
-            T::gemm_batched(
-                h,
-                op(transa),
-                op(transb),
-                dims.m,
-                dims.n,
-                dims.k,
-                &alpha.0,
-                base,
-                dims.lda,
-                base + 8 * count as u64,
-                dims.ldb,
-                &beta.0,
-                base + 16 * count as u64,
-                dims.ldc,
-                batch,
-            )?
-        };
+        // The pointer lists hold `count` checked matrices each.
+        typed!(T.gemm_batched(
+            h,
+            op(transa),
+            op(transb),
+            dims.m,
+            dims.n,
+            dims.k,
+            scalar(&alpha.0),
+            base as _,
+            dims.lda,
+            (base + 8 * count as u64) as _,
+            dims.ldb,
+            scalar(&beta.0),
+            (base + 16 * count as u64) as _,
+            dims.ldc,
+            batch,
+        ))?;
         self.bound.stream().synchronize()?;
         Ok(())
     }
@@ -1611,23 +1050,21 @@ impl<'s> Blas<'s> {
         let (ldai, ldbi) = (to_int("trsm", "lda", lda)?, to_int("trsm", "ldb", ldb)?);
         let h = self.enter()?;
         let alpha = Aligned(alpha);
-        // SAFETY: both matrices fit (checked).
-        unsafe {
-            T::trsm(
-                h,
-                side(side_),
-                fill(uplo),
-                op(trans),
-                diag(diagonal),
-                mi,
-                ni,
-                &alpha.0,
-                a.ptr(),
-                ldai,
-                b.ptr(),
-                ldbi,
-            )
-        }
+        // Both matrices fit (checked).
+        typed!(T.trsm(
+            h,
+            side(side_),
+            fill(uplo),
+            op(trans),
+            diag(diagonal),
+            mi,
+            ni,
+            scalar(&alpha.0),
+            a.ptr() as _,
+            ldai,
+            b.ptr() as _,
+            ldbi,
+        ))
     }
 
     /// `C ← alpha·op(A)·op(A)ᵀ + beta·C` on the `uplo` triangle of the `n × n` symmetric `C`;
@@ -1657,22 +1094,20 @@ impl<'s> Blas<'s> {
         let (ldai, ldci) = (to_int("syrk", "lda", lda)?, to_int("syrk", "ldc", ldc)?);
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: both matrices fit (checked).
-        unsafe {
-            T::syrk(
-                h,
-                fill(uplo),
-                op(trans),
-                ni,
-                ki,
-                &alpha.0,
-                a.ptr(),
-                ldai,
-                &beta.0,
-                c.ptr(),
-                ldci,
-            )
-        }
+        // Both matrices fit (checked).
+        typed!(T.syrk(
+            h,
+            fill(uplo),
+            op(trans),
+            ni,
+            ki,
+            scalar(&alpha.0),
+            a.ptr() as _,
+            ldai,
+            scalar(&beta.0),
+            c.ptr() as _,
+            ldci,
+        ))
     }
 
     /// `C ← alpha·A·B + beta·C` ([`Side::Left`], symmetric `A` `m × m`) or `alpha·B·A + beta·C`
@@ -1709,24 +1144,22 @@ impl<'s> Blas<'s> {
         );
         let h = self.enter()?;
         let (alpha, beta) = (Aligned(alpha), Aligned(beta));
-        // SAFETY: all three matrices fit (checked).
-        unsafe {
-            T::symm(
-                h,
-                side(side_),
-                fill(uplo),
-                mi,
-                ni,
-                &alpha.0,
-                a.ptr(),
-                ldai,
-                b.ptr(),
-                ldbi,
-                &beta.0,
-                c.ptr(),
-                ldci,
-            )
-        }
+        // All three matrices fit (checked).
+        typed!(T.symm(
+            h,
+            side(side_),
+            fill(uplo),
+            mi,
+            ni,
+            scalar(&alpha.0),
+            a.ptr() as _,
+            ldai,
+            b.ptr() as _,
+            ldbi,
+            scalar(&beta.0),
+            c.ptr() as _,
+            ldci,
+        ))
     }
 
     /// `gemmEx`: `C ← alpha·op(A)·op(B) + beta·C` with `A`, `B` in `AB` (`f16`, `bf16` or
@@ -1748,21 +1181,13 @@ impl<'s> Blas<'s> {
         c: &mut impl AsDeviceSliceMut<Out>,
         ldc: usize,
     ) -> Result<()> {
-        let (a, b, c) = (
-            a.as_device_slice()?,
-            b.as_device_slice()?,
-            c.as_device_slice_mut()?,
-        );
-        let d = GemmDims::check(
+        let (d, [a, b, c]) = GemmDims::of(
             "gemm_ex",
-            transa,
-            transb,
-            m,
-            n,
-            k,
-            (a.len(), lda),
-            (b.len(), ldb),
-            (c.len(), ldc),
+            (transa, transb),
+            (m, n, k),
+            (a, lda),
+            (b, ldb),
+            (c, ldc),
         )?;
         let h = self.enter()?;
         blas!(cublasGemmEx(
@@ -1773,14 +1198,14 @@ impl<'s> Blas<'s> {
             d.n,
             d.k,
             (&alpha as *const f32).cast(),
-            a.ptr() as *const _,
+            a as *const _,
             AB::DATA_TYPE,
             d.lda,
-            b.ptr() as *const _,
+            b as *const _,
             AB::DATA_TYPE,
             d.ldb,
             (&beta as *const f32).cast(),
-            c.ptr() as *mut _,
+            c as *mut _,
             Out::DATA_TYPE,
             d.ldc,
             sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -1832,6 +1257,35 @@ pub(crate) struct GemmDims {
 }
 
 impl GemmDims {
+    /// [`GemmDims::check`] on the operands' device slices: the dimensions and the addresses of
+    /// `A`, `B`, `C`.
+    pub(crate) fn of<A, B, C>(
+        call: &'static str,
+        (transa, transb): (Transpose, Transpose),
+        (m, n, k): (usize, usize, usize),
+        (a, lda): (&impl AsDeviceSlice<A>, usize),
+        (b, ldb): (&impl AsDeviceSlice<B>, usize),
+        (c, ldc): (&mut impl AsDeviceSliceMut<C>, usize),
+    ) -> Result<(GemmDims, [u64; 3])> {
+        let (a, b, c) = (
+            a.as_device_slice()?,
+            b.as_device_slice()?,
+            c.as_device_slice_mut()?,
+        );
+        let dims = GemmDims::check(
+            call,
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            (a.len(), lda),
+            (b.len(), ldb),
+            (c.len(), ldc),
+        )?;
+        Ok((dims, [a.ptr(), b.ptr(), c.ptr()]))
+    }
+
     /// Checks `op(A)` `m × k`, `op(B)` `k × n` and `C` `m × n` (column-major, each given as
     /// `(elements, leading dimension)`).
     pub(crate) fn check(
@@ -1866,5 +1320,29 @@ impl GemmDims {
             ldb: to_int(call, "ldb", b.1)?,
             ldc: to_int(call, "ldc", c.1)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The entry points of one element type's table, by name.
+    pub(super) trait Names {
+        const NAMES: &'static [&'static str];
+    }
+
+    #[test]
+    fn every_entry_point_of_the_tables_is_probed() {
+        for name in [
+            <f32 as Names>::NAMES,
+            <f64 as Names>::NAMES,
+            <C32 as Names>::NAMES,
+            <C64 as Names>::NAMES,
+        ]
+        .concat()
+        {
+            assert!(SYMBOLS.contains(&name), "{name} is called but not probed");
+        }
     }
 }

@@ -132,495 +132,107 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// `f32` or `f64`: the element types of the dense solvers. Its methods are the raw entry
-/// points; call [`Solver`]'s instead.
-pub trait SolverScalar: bytemuck::Pod + sealed::Sealed {
-    #[doc(hidden)]
-    unsafe fn getrf_size(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn getrf(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        work: u64,
-        ipiv: u64,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn getrs(
-        h: sys::cusolverDnHandle_t,
-        t: sys::cublasOperation_t,
-        n: c_int,
-        nrhs: c_int,
-        a: u64,
-        lda: c_int,
-        ipiv: u64,
-        b: u64,
-        ldb: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn potrf_size(
-        h: sys::cusolverDnHandle_t,
-        f: sys::cublasFillMode_t,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn potrf(
-        h: sys::cusolverDnHandle_t,
-        f: sys::cublasFillMode_t,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        work: u64,
-        lwork: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn potrs(
-        h: sys::cusolverDnHandle_t,
-        f: sys::cublasFillMode_t,
-        n: c_int,
-        nrhs: c_int,
-        a: u64,
-        lda: c_int,
-        b: u64,
-        ldb: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn geqrf_size(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn geqrf(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        tau: u64,
-        work: u64,
-        lwork: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn orgqr_size(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        a: u64,
-        lda: c_int,
-        tau: u64,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn orgqr(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        a: u64,
-        lda: c_int,
-        tau: u64,
-        work: u64,
-        lwork: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn syevd_size(
-        h: sys::cusolverDnHandle_t,
-        j: sys::cusolverEigMode_t,
-        f: sys::cublasFillMode_t,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        w: u64,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn syevd(
-        h: sys::cusolverDnHandle_t,
-        j: sys::cusolverEigMode_t,
-        f: sys::cublasFillMode_t,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        w: u64,
-        work: u64,
-        lwork: c_int,
-        info: u64,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gesvd_size(
-        h: sys::cusolverDnHandle_t,
-        m: c_int,
-        n: c_int,
-        lwork: *mut c_int,
-    ) -> Result<()>;
-    #[doc(hidden)]
-    unsafe fn gesvd(
-        h: sys::cusolverDnHandle_t,
-        ju: i8,
-        jvt: i8,
-        m: c_int,
-        n: c_int,
-        a: u64,
-        lda: c_int,
-        s: u64,
-        u: u64,
-        ldu: c_int,
-        vt: u64,
-        ldvt: c_int,
-        work: u64,
-        lwork: c_int,
-        info: u64,
-    ) -> Result<()>;
+/// An entry point of cuSOLVER and its name (for errors).
+type Entry<F> = (F, &'static str);
+type H = sys::cusolverDnHandle_t;
+type S = cusolverStatus_t;
+type I = c_int;
+type FillMode = sys::cublasFillMode_t;
+type EigMode = sys::cusolverEigMode_t;
+
+/// One element type's dense cuSOLVER entry points (cudarc's bindings). Only [`Solver`] calls
+/// them.
+#[doc(hidden)]
+#[allow(clippy::type_complexity)] // the C signatures, one a field
+pub struct SolverFns<T> {
+    getrf_size: Entry<unsafe fn(H, I, I, *mut T, I, *mut I) -> S>,
+    getrf: Entry<unsafe fn(H, I, I, *mut T, I, *mut T, *mut I, *mut I) -> S>,
+    getrs: Entry<
+        unsafe fn(H, sys::cublasOperation_t, I, I, *const T, I, *const I, *mut T, I, *mut I) -> S,
+    >,
+    potrf_size: Entry<unsafe fn(H, FillMode, I, *mut T, I, *mut I) -> S>,
+    potrf: Entry<unsafe fn(H, FillMode, I, *mut T, I, *mut T, I, *mut I) -> S>,
+    potrs: Entry<unsafe fn(H, FillMode, I, I, *const T, I, *mut T, I, *mut I) -> S>,
+    geqrf_size: Entry<unsafe fn(H, I, I, *mut T, I, *mut I) -> S>,
+    geqrf: Entry<unsafe fn(H, I, I, *mut T, I, *mut T, *mut T, I, *mut I) -> S>,
+    orgqr_size: Entry<unsafe fn(H, I, I, I, *const T, I, *const T, *mut I) -> S>,
+    orgqr: Entry<unsafe fn(H, I, I, I, *mut T, I, *const T, *mut T, I, *mut I) -> S>,
+    syevd_size: Entry<unsafe fn(H, EigMode, FillMode, I, *const T, I, *const T, *mut I) -> S>,
+    syevd: Entry<unsafe fn(H, EigMode, FillMode, I, *mut T, I, *mut T, *mut T, I, *mut I) -> S>,
+    gesvd_size: Entry<unsafe fn(H, I, I, *mut I) -> S>,
+    gesvd: Entry<
+        unsafe fn(
+            H,
+            i8,
+            i8,
+            I,
+            I,
+            *mut T,
+            I,
+            *mut T,
+            *mut T,
+            I,
+            *mut T,
+            I,
+            *mut T,
+            I,
+            *mut T,
+            *mut I,
+        ) -> S,
+    >,
 }
 
+/// `f32` or `f64`: the element types of the dense solvers (sealed; the entry points of each are
+/// in a table that [`Solver`]'s methods call through).
+pub trait SolverScalar: bytemuck::Pod + sealed::Sealed {
+    /// The entry points.
+    #[doc(hidden)]
+    const FNS: SolverFns<Self>;
+}
+
+/// Calls `T`'s entry point `f` of [`SolverScalar::FNS`] and checks its status, naming it.
+macro_rules! typed {
+    ($t:ident . $f:ident ( $($arg:expr),* $(,)? )) => {{
+        let (f, name) = <$t as SolverScalar>::FNS.$f;
+        // SAFETY: the library is loaded (ensured before the handle was made); each call site
+        // passes a live handle and device extents it checked, as addresses of the element type.
+        check(name, unsafe { f($($arg),*) })
+    }};
+}
+
+/// `SolverScalar` for `$t`: the names of its entry points, in the order of [`SolverFns`]'s
+/// fields.
 macro_rules! solver_scalar {
-    ($t:ty, $getrf_size:ident, $getrf:ident, $getrs:ident, $potrf_size:ident, $potrf:ident, $potrs:ident,
-     $geqrf_size:ident, $geqrf:ident, $orgqr_size:ident, $orgqr:ident, $syevd_size:ident, $syevd:ident,
-     $gesvd_size:ident, $gesvd:ident) => {
+    ($t:ty, [$($field:ident: $f:ident),* $(,)?]) => {
         impl sealed::Sealed for $t {}
-        // SAFETY (every method): the caller passes a live handle and device addresses of the
-        // extents the dimensions describe; pointers are only cast to the binding's types.
         impl SolverScalar for $t {
-            unsafe fn getrf_size(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($getrf_size(h, m, n, a as *mut $t, lda, lwork))
-            }
-            unsafe fn getrf(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                work: u64,
-                ipiv: u64,
-                info: u64,
-            ) -> Result<()> {
-                solver!($getrf(
-                    h,
-                    m,
-                    n,
-                    a as *mut $t,
-                    lda,
-                    work as *mut $t,
-                    ipiv as *mut c_int,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn getrs(
-                h: sys::cusolverDnHandle_t,
-                t: sys::cublasOperation_t,
-                n: c_int,
-                nrhs: c_int,
-                a: u64,
-                lda: c_int,
-                ipiv: u64,
-                b: u64,
-                ldb: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($getrs(
-                    h,
-                    t,
-                    n,
-                    nrhs,
-                    a as *const $t,
-                    lda,
-                    ipiv as *const c_int,
-                    b as *mut $t,
-                    ldb,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn potrf_size(
-                h: sys::cusolverDnHandle_t,
-                f: sys::cublasFillMode_t,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($potrf_size(h, f, n, a as *mut $t, lda, lwork))
-            }
-            unsafe fn potrf(
-                h: sys::cusolverDnHandle_t,
-                f: sys::cublasFillMode_t,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                work: u64,
-                lwork: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($potrf(
-                    h,
-                    f,
-                    n,
-                    a as *mut $t,
-                    lda,
-                    work as *mut $t,
-                    lwork,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn potrs(
-                h: sys::cusolverDnHandle_t,
-                f: sys::cublasFillMode_t,
-                n: c_int,
-                nrhs: c_int,
-                a: u64,
-                lda: c_int,
-                b: u64,
-                ldb: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($potrs(
-                    h,
-                    f,
-                    n,
-                    nrhs,
-                    a as *const $t,
-                    lda,
-                    b as *mut $t,
-                    ldb,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn geqrf_size(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($geqrf_size(h, m, n, a as *mut $t, lda, lwork))
-            }
-            unsafe fn geqrf(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                tau: u64,
-                work: u64,
-                lwork: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($geqrf(
-                    h,
-                    m,
-                    n,
-                    a as *mut $t,
-                    lda,
-                    tau as *mut $t,
-                    work as *mut $t,
-                    lwork,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn orgqr_size(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                a: u64,
-                lda: c_int,
-                tau: u64,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($orgqr_size(
-                    h,
-                    m,
-                    n,
-                    k,
-                    a as *const $t,
-                    lda,
-                    tau as *const $t,
-                    lwork
-                ))
-            }
-            unsafe fn orgqr(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                a: u64,
-                lda: c_int,
-                tau: u64,
-                work: u64,
-                lwork: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($orgqr(
-                    h,
-                    m,
-                    n,
-                    k,
-                    a as *mut $t,
-                    lda,
-                    tau as *const $t,
-                    work as *mut $t,
-                    lwork,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn syevd_size(
-                h: sys::cusolverDnHandle_t,
-                j: sys::cusolverEigMode_t,
-                f: sys::cublasFillMode_t,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                w: u64,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($syevd_size(
-                    h,
-                    j,
-                    f,
-                    n,
-                    a as *const $t,
-                    lda,
-                    w as *const $t,
-                    lwork
-                ))
-            }
-            unsafe fn syevd(
-                h: sys::cusolverDnHandle_t,
-                j: sys::cusolverEigMode_t,
-                f: sys::cublasFillMode_t,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                w: u64,
-                work: u64,
-                lwork: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($syevd(
-                    h,
-                    j,
-                    f,
-                    n,
-                    a as *mut $t,
-                    lda,
-                    w as *mut $t,
-                    work as *mut $t,
-                    lwork,
-                    info as *mut c_int
-                ))
-            }
-            unsafe fn gesvd_size(
-                h: sys::cusolverDnHandle_t,
-                m: c_int,
-                n: c_int,
-                lwork: *mut c_int,
-            ) -> Result<()> {
-                solver!($gesvd_size(h, m, n, lwork))
-            }
-            unsafe fn gesvd(
-                h: sys::cusolverDnHandle_t,
-                ju: i8,
-                jvt: i8,
-                m: c_int,
-                n: c_int,
-                a: u64,
-                lda: c_int,
-                s: u64,
-                u: u64,
-                ldu: c_int,
-                vt: u64,
-                ldvt: c_int,
-                work: u64,
-                lwork: c_int,
-                info: u64,
-            ) -> Result<()> {
-                solver!($gesvd(
-                    h,
-                    ju,
-                    jvt,
-                    m,
-                    n,
-                    a as *mut $t,
-                    lda,
-                    s as *mut $t,
-                    u as *mut $t,
-                    ldu,
-                    vt as *mut $t,
-                    ldvt,
-                    work as *mut $t,
-                    lwork,
-                    std::ptr::null_mut(),
-                    info as *mut c_int
-                ))
-            }
+            const FNS: SolverFns<$t> = SolverFns {
+                $($field: (sys::$f, stringify!($f))),*
+            };
+        }
+        #[cfg(test)]
+        impl tests::Names for $t {
+            const NAMES: &'static [&'static str] = &[$(stringify!($f)),*];
         }
     };
 }
 
-solver_scalar!(
-    f32,
-    cusolverDnSgetrf_bufferSize,
-    cusolverDnSgetrf,
-    cusolverDnSgetrs,
-    cusolverDnSpotrf_bufferSize,
-    cusolverDnSpotrf,
-    cusolverDnSpotrs,
-    cusolverDnSgeqrf_bufferSize,
-    cusolverDnSgeqrf,
-    cusolverDnSorgqr_bufferSize,
-    cusolverDnSorgqr,
-    cusolverDnSsyevd_bufferSize,
-    cusolverDnSsyevd,
-    cusolverDnSgesvd_bufferSize,
-    cusolverDnSgesvd
-);
-solver_scalar!(
-    f64,
-    cusolverDnDgetrf_bufferSize,
-    cusolverDnDgetrf,
-    cusolverDnDgetrs,
-    cusolverDnDpotrf_bufferSize,
-    cusolverDnDpotrf,
-    cusolverDnDpotrs,
-    cusolverDnDgeqrf_bufferSize,
-    cusolverDnDgeqrf,
-    cusolverDnDorgqr_bufferSize,
-    cusolverDnDorgqr,
-    cusolverDnDsyevd_bufferSize,
-    cusolverDnDsyevd,
-    cusolverDnDgesvd_bufferSize,
-    cusolverDnDgesvd
-);
+solver_scalar!(f32, [
+    getrf_size: cusolverDnSgetrf_bufferSize, getrf: cusolverDnSgetrf, getrs: cusolverDnSgetrs,
+    potrf_size: cusolverDnSpotrf_bufferSize, potrf: cusolverDnSpotrf, potrs: cusolverDnSpotrs,
+    geqrf_size: cusolverDnSgeqrf_bufferSize, geqrf: cusolverDnSgeqrf,
+    orgqr_size: cusolverDnSorgqr_bufferSize, orgqr: cusolverDnSorgqr,
+    syevd_size: cusolverDnSsyevd_bufferSize, syevd: cusolverDnSsyevd,
+    gesvd_size: cusolverDnSgesvd_bufferSize, gesvd: cusolverDnSgesvd,
+]);
+solver_scalar!(f64, [
+    getrf_size: cusolverDnDgetrf_bufferSize, getrf: cusolverDnDgetrf, getrs: cusolverDnDgetrs,
+    potrf_size: cusolverDnDpotrf_bufferSize, potrf: cusolverDnDpotrf, potrs: cusolverDnDpotrs,
+    geqrf_size: cusolverDnDgeqrf_bufferSize, geqrf: cusolverDnDgeqrf,
+    orgqr_size: cusolverDnDorgqr_bufferSize, orgqr: cusolverDnDorgqr,
+    syevd_size: cusolverDnDsyevd_bufferSize, syevd: cusolverDnDsyevd,
+    gesvd_size: cusolverDnDgesvd_bufferSize, gesvd: cusolverDnDgesvd,
+]);
 
 /// What an SVD computes besides the singular values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -703,6 +315,23 @@ impl<'s> Solver<'s> {
         }
     }
 
+    /// The shape of every factorisation: `size` writes the workspace's length in elements,
+    /// `run` gets a workspace that long (its address, its length) and the device `info`, then
+    /// `info` is read as [`Solver::info_result`] does.
+    fn with_workspace<T>(
+        &self,
+        call: &'static str,
+        size: impl FnOnce(&mut c_int) -> Result<()>,
+        run: impl FnOnce(*mut T, c_int, *mut c_int) -> Result<()>,
+        numerical: impl Fn(i32) -> String,
+    ) -> Result<()> {
+        let mut lwork = 0;
+        size(&mut lwork)?;
+        let work = self.workspace::<T>(lwork)?;
+        run(work as *mut T, lwork, self.info.ptr() as *mut c_int)?;
+        self.info_result(call, numerical)
+    }
+
     /// LU factorisation with partial pivoting of the `m × n` matrix `a` in place (`P·A = L·U`);
     /// the pivots (1-based rows, `min(m, n)` of them) go to `ipiv`. A zero pivot is
     /// [`Error::Numerical`] naming it (the factors are still written).
@@ -723,26 +352,14 @@ impl<'s> Solver<'s> {
             to_int("getrf", "lda", lda)?,
         );
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: A fits (checked); the workspace and info are this handle's.
-        unsafe { T::getrf_size(self.raw, mi, ni, a.ptr(), ldai, &mut lwork)? };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: as above; ipiv holds min(m, n) pivots.
-        unsafe {
-            T::getrf(
-                self.raw,
-                mi,
-                ni,
-                a.ptr(),
-                ldai,
-                work,
-                ipiv.ptr(),
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("getrf", |i| {
-            format!("U({i},{i}) is exactly zero: the matrix is singular")
-        })
+        // A fits (checked); ipiv holds min(m, n) pivots; the workspace and info are this handle's.
+        let (h, a) = (self.raw, a.ptr() as *mut T);
+        self.with_workspace(
+            "getrf",
+            |lwork| typed!(T.getrf_size(h, mi, ni, a, ldai, lwork)),
+            |work, _, info| typed!(T.getrf(h, mi, ni, a, ldai, work, ipiv.ptr() as _, info)),
+            |i| format!("U({i},{i}) is exactly zero: the matrix is singular"),
+        )
     }
 
     /// Solves `op(A)·X = B` with the LU factors and pivots of [`Solver::getrf`] of the `n × n`
@@ -769,21 +386,19 @@ impl<'s> Solver<'s> {
         let (ni, nrhsi) = (to_int("getrs", "n", n)?, to_int("getrs", "nrhs", nrhs)?);
         let (ldai, ldbi) = (to_int("getrs", "lda", lda)?, to_int("getrs", "ldb", ldb)?);
         self.bound.enter()?;
-        // SAFETY: every operand fits (checked).
-        unsafe {
-            T::getrs(
-                self.raw,
-                op(trans),
-                ni,
-                nrhsi,
-                a.ptr(),
-                ldai,
-                ipiv.ptr(),
-                b.ptr(),
-                ldbi,
-                self.info.ptr(),
-            )?
-        };
+        // Every operand fits (checked).
+        typed!(T.getrs(
+            self.raw,
+            op(trans),
+            ni,
+            nrhsi,
+            a.ptr() as _,
+            ldai,
+            ipiv.ptr() as _,
+            b.ptr() as _,
+            ldbi,
+            self.info.ptr() as _,
+        ))?;
         self.info_result("getrs", |i| format!("unexpected positive info {i}"))
     }
 
@@ -801,26 +416,14 @@ impl<'s> Solver<'s> {
         check_matrix("potrf", "A", a.len(), n, n, lda)?;
         let (ni, ldai) = (to_int("potrf", "n", n)?, to_int("potrf", "lda", lda)?);
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: A fits (checked).
-        unsafe { T::potrf_size(self.raw, fill(uplo), ni, a.ptr(), ldai, &mut lwork)? };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: as above, with a workspace of `lwork` elements.
-        unsafe {
-            T::potrf(
-                self.raw,
-                fill(uplo),
-                ni,
-                a.ptr(),
-                ldai,
-                work,
-                lwork,
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("potrf", |i| {
-            format!("the leading minor of order {i} is not positive definite")
-        })
+        // A fits (checked).
+        let (h, a, f) = (self.raw, a.ptr() as *mut T, fill(uplo));
+        self.with_workspace(
+            "potrf",
+            |lwork| typed!(T.potrf_size(h, f, ni, a, ldai, lwork)),
+            |work, lwork, info| typed!(T.potrf(h, f, ni, a, ldai, work, lwork, info)),
+            |i| format!("the leading minor of order {i} is not positive definite"),
+        )
     }
 
     /// Solves `A·X = B` with the Cholesky factor of [`Solver::potrf`]; `X` overwrites the
@@ -841,20 +444,18 @@ impl<'s> Solver<'s> {
         let (ni, nrhsi) = (to_int("potrs", "n", n)?, to_int("potrs", "nrhs", nrhs)?);
         let (ldai, ldbi) = (to_int("potrs", "lda", lda)?, to_int("potrs", "ldb", ldb)?);
         self.bound.enter()?;
-        // SAFETY: both fit (checked).
-        unsafe {
-            T::potrs(
-                self.raw,
-                fill(uplo),
-                ni,
-                nrhsi,
-                a.ptr(),
-                ldai,
-                b.ptr(),
-                ldbi,
-                self.info.ptr(),
-            )?
-        };
+        // Both fit (checked).
+        typed!(T.potrs(
+            self.raw,
+            fill(uplo),
+            ni,
+            nrhsi,
+            a.ptr() as _,
+            ldai,
+            b.ptr() as _,
+            ldbi,
+            self.info.ptr() as _,
+        ))?;
         self.info_result("potrs", |i| format!("unexpected positive info {i}"))
     }
 
@@ -877,25 +478,14 @@ impl<'s> Solver<'s> {
             to_int("geqrf", "lda", lda)?,
         );
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: A fits (checked).
-        unsafe { T::geqrf_size(self.raw, mi, ni, a.ptr(), ldai, &mut lwork)? };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: as above.
-        unsafe {
-            T::geqrf(
-                self.raw,
-                mi,
-                ni,
-                a.ptr(),
-                ldai,
-                tau.ptr(),
-                work,
-                lwork,
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("geqrf", |i| format!("unexpected positive info {i}"))
+        // A and tau fit (checked).
+        let (h, a, tau) = (self.raw, a.ptr() as *mut T, tau.ptr() as *mut T);
+        self.with_workspace(
+            "geqrf",
+            |lwork| typed!(T.geqrf_size(h, mi, ni, a, ldai, lwork)),
+            |work, lwork, info| typed!(T.geqrf(h, mi, ni, a, ldai, tau, work, lwork, info)),
+            |i| format!("unexpected positive info {i}"),
+        )
     }
 
     /// Forms the `m × n` `Q` (orthonormal columns) from the first `k` reflectors [`Solver::geqrf`]
@@ -925,26 +515,14 @@ impl<'s> Solver<'s> {
             to_int("orgqr", "lda", lda)?,
         );
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: A and tau fit (checked).
-        unsafe { T::orgqr_size(self.raw, mi, ni, ki, a.ptr(), ldai, tau.ptr(), &mut lwork)? };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: as above.
-        unsafe {
-            T::orgqr(
-                self.raw,
-                mi,
-                ni,
-                ki,
-                a.ptr(),
-                ldai,
-                tau.ptr(),
-                work,
-                lwork,
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("orgqr", |i| format!("unexpected positive info {i}"))
+        // A and tau fit (checked).
+        let (h, a, tau) = (self.raw, a.ptr() as *mut T, tau.ptr() as *const T);
+        self.with_workspace(
+            "orgqr",
+            |lwork| typed!(T.orgqr_size(h, mi, ni, ki, a, ldai, tau, lwork)),
+            |work, lwork, info| typed!(T.orgqr(h, mi, ni, ki, a, ldai, tau, work, lwork, info)),
+            |i| format!("unexpected positive info {i}"),
+        )
     }
 
     /// Eigenvalues (ascending, into `w`) of the symmetric `n × n` `a` read from its `uplo`
@@ -969,37 +547,14 @@ impl<'s> Solver<'s> {
             sys::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
         };
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: A and w fit (checked).
-        unsafe {
-            T::syevd_size(
-                self.raw,
-                job,
-                fill(uplo),
-                ni,
-                a.ptr(),
-                ldai,
-                w.ptr(),
-                &mut lwork,
-            )?
-        };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: as above.
-        unsafe {
-            T::syevd(
-                self.raw,
-                job,
-                fill(uplo),
-                ni,
-                a.ptr(),
-                ldai,
-                w.ptr(),
-                work,
-                lwork,
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("syevd", |i| format!("{i} off-diagonal elements of an intermediate tridiagonal form did not converge to zero"))
+        // A and w fit (checked).
+        let (h, a, w, f) = (self.raw, a.ptr() as *mut T, w.ptr() as *mut T, fill(uplo));
+        self.with_workspace(
+            "syevd",
+            |lwork| typed!(T.syevd_size(h, job, f, ni, a, ldai, w, lwork)),
+            |work, lwork, info| typed!(T.syevd(h, job, f, ni, a, ldai, w, work, lwork, info)),
+            |i| format!("{i} off-diagonal elements of an intermediate tridiagonal form did not converge to zero"),
+        )
     }
 
     /// Singular values (descending, into `s`, `min(m, n)` of them) of the `m × n` `a`
@@ -1050,35 +605,37 @@ impl<'s> Solver<'s> {
             }
         };
         self.bound.enter()?;
-        let mut lwork = 0;
-        // SAFETY: no operand is touched.
-        unsafe { T::gesvd_size(self.raw, mi, ni, &mut lwork)? };
-        let work = self.workspace::<T>(lwork)?;
-        // SAFETY: every operand fits (checked); U and Vᵀ are not referenced with job 'N'.
-        unsafe {
-            T::gesvd(
-                self.raw,
-                jobu,
-                jobvt,
-                mi,
-                ni,
-                a.ptr(),
-                ldai,
-                s.ptr(),
-                uptr,
-                ldu,
-                vtptr,
-                ldvt,
-                work,
-                lwork,
-                self.info.ptr(),
-            )?
-        };
-        self.info_result("gesvd", |i| {
-            format!(
-                "{i} superdiagonals of an intermediate bidiagonal form did not converge to zero"
-            )
-        })
+        // Every operand fits (checked); U and Vᵀ are not referenced with job 'N'.
+        let h = self.raw;
+        self.with_workspace(
+            "gesvd",
+            |lwork| typed!(T.gesvd_size(h, mi, ni, lwork)),
+            |work, lwork, info| {
+                typed!(T.gesvd(
+                    h,
+                    jobu,
+                    jobvt,
+                    mi,
+                    ni,
+                    a.ptr() as _,
+                    ldai,
+                    s.ptr() as _,
+                    uptr as _,
+                    ldu,
+                    vtptr as _,
+                    ldvt,
+                    work,
+                    lwork,
+                    std::ptr::null_mut(),
+                    info,
+                ))
+            },
+            |i| {
+                format!(
+                    "{i} superdiagonals of an intermediate bidiagonal form did not converge to zero"
+                )
+            },
+        )
     }
 }
 
@@ -1090,6 +647,23 @@ impl Drop for Solver<'_> {
             sys::cusolverDnDestroy(self.raw)
         }) {
             tracing::debug!(target: "chorus_cuda_libs", "{e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The entry points of one element type's table, by name.
+    pub(super) trait Names {
+        const NAMES: &'static [&'static str];
+    }
+
+    #[test]
+    fn every_entry_point_of_the_tables_is_probed() {
+        for name in [<f32 as Names>::NAMES, <f64 as Names>::NAMES].concat() {
+            assert!(SYMBOLS.contains(&name), "{name} is called but not probed");
         }
     }
 }

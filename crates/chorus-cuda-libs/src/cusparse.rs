@@ -512,6 +512,43 @@ impl<T: SparseScalar> OwnedCsr<T> {
         self.nnz
     }
 
+    /// An empty `rows × cols` result and a CSR descriptor over its row offsets alone, for a
+    /// call that finds the non-zeros ([`OwnedCsr::take_size`] then sizes the other arrays).
+    fn unsized_result(rows: usize, cols: usize) -> Result<(OwnedCsr<T>, SpMatGuard)> {
+        let c = OwnedCsr::<T>::alloc(rows, cols, 0)?;
+        let mut raw = std::ptr::null_mut();
+        sparse!(cusparseCreateCsr(
+            &mut raw,
+            rows as i64,
+            cols as i64,
+            0,
+            c.row_offsets.ptr() as *mut _,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            I32,
+            I32,
+            BASE0,
+            T::DATA_TYPE
+        ))?;
+        Ok((c, SpMatGuard(raw)))
+    }
+
+    /// Reads the non-zero count the call left in `desc`, allocates the column indices and
+    /// values for it (keeping the row offsets) and points `desc` at them.
+    fn take_size(&mut self, desc: &SpMatGuard) -> Result<()> {
+        let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
+        sparse!(cusparseSpMatGetSize(desc.0, &mut rows, &mut cols, &mut nnz))?;
+        let offsets = std::mem::replace(&mut self.row_offsets, DeviceMemory::alloc(4)?);
+        *self = OwnedCsr::alloc(self.rows, self.cols, nnz.max(0) as usize)?;
+        self.row_offsets = offsets;
+        sparse!(cusparseCsrSetPointers(
+            desc.0,
+            self.row_offsets.ptr() as *mut _,
+            self.col_indices.ptr() as *mut _,
+            self.values.ptr() as *mut _
+        ))
+    }
+
     /// The row offsets (`rows + 1`).
     pub fn row_offsets(&self) -> DeviceSlice<'_, i32> {
         // SAFETY: owned, `rows + 1` i32 written by the call that made this.
@@ -734,23 +771,7 @@ impl<'s> Sparse<'s> {
             ));
         }
         self.bound.enter()?;
-        let (m, n) = (a.rows, b.cols);
-        let mut c = OwnedCsr::<T>::alloc(m, n, 0)?;
-        let mut mat_c = std::ptr::null_mut();
-        sparse!(cusparseCreateCsr(
-            &mut mat_c,
-            m as i64,
-            n as i64,
-            0,
-            c.row_offsets.ptr() as *mut _,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            I32,
-            I32,
-            BASE0,
-            T::DATA_TYPE
-        ))?;
-        let mat_c = SpMatGuard(mat_c);
+        let (mut c, mat_c) = OwnedCsr::<T>::unsized_result(a.rows, b.cols)?;
         let mut descr = std::ptr::null_mut();
         sparse!(cusparseSpGEMM_createDescr(&mut descr))?;
         let descr = SpGemmGuard(descr);
@@ -758,83 +779,43 @@ impl<'s> Sparse<'s> {
         let (pa, pb) = ((&alpha.0 as *const T).cast(), (&beta.0 as *const T).cast());
         let no = op(Transpose::No);
         let alg = sys::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT;
-        let mut size1 = 0usize;
-        sparse!(cusparseSpGEMM_workEstimation(
-            self.raw,
-            no,
-            no,
-            pa,
-            a.raw,
-            b.raw,
-            pb,
-            mat_c.0,
-            T::DATA_TYPE,
-            alg,
-            descr.0,
-            &mut size1,
-            std::ptr::null_mut()
-        ))?;
-        let buffer1 = DeviceMemory::alloc(size1.max(1))?;
-        sparse!(cusparseSpGEMM_workEstimation(
-            self.raw,
-            no,
-            no,
-            pa,
-            a.raw,
-            b.raw,
-            pb,
-            mat_c.0,
-            T::DATA_TYPE,
-            alg,
-            descr.0,
-            &mut size1,
-            buffer1.ptr() as *mut _
-        ))?;
-        let mut size2 = 0usize;
-        sparse!(cusparseSpGEMM_compute(
-            self.raw,
-            no,
-            no,
-            pa,
-            a.raw,
-            b.raw,
-            pb,
-            mat_c.0,
-            T::DATA_TYPE,
-            alg,
-            descr.0,
-            &mut size2,
-            std::ptr::null_mut()
-        ))?;
-        let buffer2 = DeviceMemory::alloc(size2.max(1))?;
-        sparse!(cusparseSpGEMM_compute(
-            self.raw,
-            no,
-            no,
-            pa,
-            a.raw,
-            b.raw,
-            pb,
-            mat_c.0,
-            T::DATA_TYPE,
-            alg,
-            descr.0,
-            &mut size2,
-            buffer2.ptr() as *mut _
-        ))?;
-        let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
-        sparse!(cusparseSpMatGetSize(
-            mat_c.0, &mut rows, &mut cols, &mut nnz
-        ))?;
-        let offsets = std::mem::replace(&mut c.row_offsets, DeviceMemory::alloc(4)?);
-        c = OwnedCsr::alloc(m, n, nnz.max(0) as usize)?;
-        c.row_offsets = offsets;
-        sparse!(cusparseCsrSetPointers(
-            mat_c.0,
-            c.row_offsets.ptr() as *mut _,
-            c.col_indices.ptr() as *mut _,
-            c.values.ptr() as *mut _
-        ))?;
+        // Work estimation, then compute: each called first for its buffer's size (null
+        // buffer), then with a buffer that large, which must live until the copy is done.
+        let phase = |f: SpGemmPhase, name: &'static str| -> Result<DeviceMemory> {
+            let mut size = 0usize;
+            let call = |size: &mut usize, buffer: *mut std::ffi::c_void| {
+                // SAFETY: a live handle, descriptors over checked blocks, and `size` bytes of
+                // buffer (or null for the size query).
+                let status = unsafe {
+                    f(
+                        self.raw,
+                        no,
+                        no,
+                        pa,
+                        a.raw,
+                        b.raw,
+                        pb,
+                        mat_c.0,
+                        T::DATA_TYPE,
+                        alg,
+                        descr.0,
+                        size,
+                        buffer,
+                    )
+                };
+                check(name, status)
+            };
+            call(&mut size, std::ptr::null_mut())?;
+            let buffer = DeviceMemory::alloc(size.max(1))?;
+            call(&mut size, buffer.ptr() as *mut _)?;
+            Ok(buffer)
+        };
+        let buffer1 = phase(
+            sys::cusparseSpGEMM_workEstimation,
+            "cusparseSpGEMM_workEstimation",
+        )?;
+        let buffer2 = phase(sys::cusparseSpGEMM_compute, "cusparseSpGEMM_compute")?;
+        c.take_size(&mat_c)?;
         sparse!(cusparseSpGEMM_copy(
             self.raw,
             no,
@@ -899,24 +880,8 @@ impl<'s> Sparse<'s> {
         let input = input.as_device_slice()?;
         dense.check("dense_to_csr", "the dense matrix", input.len())?;
         self.bound.enter()?;
-        let (m, n) = (dense.rows, dense.cols);
         let mat = DnMat::new::<T>(input.ptr(), &dense)?;
-        let mut c = OwnedCsr::<T>::alloc(m, n, 0)?;
-        let mut sp = std::ptr::null_mut();
-        sparse!(cusparseCreateCsr(
-            &mut sp,
-            m as i64,
-            n as i64,
-            0,
-            c.row_offsets.ptr() as *mut _,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            I32,
-            I32,
-            BASE0,
-            T::DATA_TYPE
-        ))?;
-        let sp = SpMatGuard(sp);
+        let (mut c, sp) = OwnedCsr::<T>::unsized_result(dense.rows, dense.cols)?;
         let alg = sys::cusparseDenseToSparseAlg_t::CUSPARSE_DENSETOSPARSE_ALG_DEFAULT;
         let mut size = 0usize;
         sparse!(cusparseDenseToSparse_bufferSize(
@@ -930,17 +895,7 @@ impl<'s> Sparse<'s> {
             alg,
             buffer as *mut _
         ))?;
-        let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
-        sparse!(cusparseSpMatGetSize(sp.0, &mut rows, &mut cols, &mut nnz))?;
-        let offsets = std::mem::replace(&mut c.row_offsets, DeviceMemory::alloc(4)?);
-        c = OwnedCsr::alloc(m, n, nnz.max(0) as usize)?;
-        c.row_offsets = offsets;
-        sparse!(cusparseCsrSetPointers(
-            sp.0,
-            c.row_offsets.ptr() as *mut _,
-            c.col_indices.ptr() as *mut _,
-            c.values.ptr() as *mut _
-        ))?;
+        c.take_size(&sp)?;
         sparse!(cusparseDenseToSparse_convert(
             self.raw,
             mat.0,
@@ -951,6 +906,23 @@ impl<'s> Sparse<'s> {
         Ok(c)
     }
 }
+
+/// `cusparseSpGEMM_workEstimation` and `cusparseSpGEMM_compute`, which take the same arguments.
+type SpGemmPhase = unsafe fn(
+    sys::cusparseHandle_t,
+    sys::cusparseOperation_t,
+    sys::cusparseOperation_t,
+    *const std::ffi::c_void,
+    sys::cusparseConstSpMatDescr_t,
+    sys::cusparseConstSpMatDescr_t,
+    *const std::ffi::c_void,
+    sys::cusparseSpMatDescr_t,
+    sys::cudaDataType,
+    sys::cusparseSpGEMMAlg_t,
+    sys::cusparseSpGEMMDescr_t,
+    *mut usize,
+    *mut std::ffi::c_void,
+) -> cusparseStatus_t;
 
 /// A sparse matrix descriptor made inside a call, destroyed with it.
 struct SpMatGuard(sys::cusparseSpMatDescr_t);

@@ -100,3 +100,33 @@ fn the_searched_places_include_the_toolkit_directories() {
         );
     }
 }
+
+#[test]
+fn cudnn_is_available_or_not_found_and_makes_no_handle_without_it() {
+    use chorus_cuda_libs::cudnn;
+    let available = cudnn::is_available();
+    match cudnn::ensure() {
+        Ok(()) => assert!(available),
+        Err(Error::LibraryNotFound { library, searched }) => {
+            assert!(!available);
+            assert_eq!(library, "cuDNN");
+            assert!(
+                searched.contains("libcudnn.so") || searched.contains("cuDNN version"),
+                "{searched}"
+            );
+        }
+        Err(e) => panic!("cuDNN: {e}"),
+    }
+    let stream = Stream::null();
+    match cudnn::Dnn::new(&stream) {
+        Err(Error::LibraryNotFound { library, .. }) => {
+            assert!(!available);
+            assert_eq!(library, "cuDNN");
+        }
+        // Present: the handle fails for another reason (no context here) or succeeds.
+        _ => assert!(available, "cuDNN absent but not LibraryNotFound"),
+    }
+    // Descriptors need the library too, and say so without it.
+    let desc = cudnn::TensorDesc::<f32>::new(cudnn::Layout::Nhwc, 1, 2, 3, 4);
+    assert_eq!(desc.is_ok(), available);
+}

@@ -8,8 +8,10 @@
 //! comparison, never the wrong kernel. A hit is one pass of the hash over the source, one
 //! comparison of it, and the clone of a few `Arc`s: well under a microsecond for sources of a
 //! few KB, where hashing with SHA-256 alone costs about 5 µs. The level holds at most
-//! [`MEMORY_CACHE_BYTES`] of sources and images: past that the oldest entries leave first (a
-//! process that compiles distinct kernels for ever keeps flat memory; the disk keeps them).
+//! [`MEMORY_CACHE_BYTES`] (or what [`set_memory_budget`] says), counting every part of an
+//! entry and its bookkeeping: past that the oldest entries leave first, at a constant cost per
+//! entry (a process that compiles distinct kernels for ever keeps flat memory; the disk keeps
+//! them). [`stats`] says what it holds.
 //!
 //! **Disk**: an entry is keyed by SHA-256 over the generated source, the compiler's identity
 //! (for NVRTC, the paths, sizes and modification times of its library files, known without
@@ -110,6 +112,8 @@ struct MemoryEntry {
     user_options: Vec<String>,
     source: Box<str>,
     image: CompiledImage,
+    /// When it was put (the eviction order's identity of the entry; set by [`MemoryCache::put`]).
+    seq: u64,
 }
 
 impl MemoryEntry {
@@ -122,49 +126,123 @@ impl MemoryEntry {
     }
 }
 
-/// How many bytes of sources and images the memory level keeps (see the module docs).
+/// How many bytes the memory level keeps by default (see the module docs and
+/// [`set_memory_budget`]).
 pub const MEMORY_CACHE_BYTES: usize = 64 << 20;
 
+/// What an entry costs beyond the bytes of its parts: the entry itself, its slot in the map and
+/// the eviction order, and the allocator's header of each of its six allocations (source, image,
+/// options, key, user options, the map's list). An estimate on the high side, so that the
+/// budget bounds the memory the level really holds, not only its payload.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<MemoryEntry>() + 64 + 6 * 16;
+
 impl MemoryEntry {
-    /// The bytes it holds, as the memory level's budget counts them.
+    /// The bytes it holds, as the memory level's budget counts them: every part it owns
+    /// (the compiler is shared by all entries and not counted) and [`ENTRY_OVERHEAD`].
     fn bytes(&self) -> usize {
-        self.source.len()
+        let strings = |list: &[String]| {
+            list.iter()
+                .map(|s| s.len() + std::mem::size_of::<String>())
+                .sum::<usize>()
+        };
+        ENTRY_OVERHEAD
+            + self.source.len()
             + self.image.bytes.len()
-            + self.user_options.iter().map(String::len).sum::<usize>()
+            + self.image.key.len()
+            + strings(&self.user_options)
+            + strings(&self.image.options)
     }
 }
 
 /// The memory level: entries under their fast hash (a list, for the rare collision), and the
-/// order they came in, for evicting the oldest past [`MEMORY_CACHE_BYTES`].
+/// order they came in, for evicting the oldest past the budget.
 #[derive(Default)]
 struct MemoryCache {
     map: HashMap<u64, Vec<MemoryEntry>>,
-    /// The hash of each entry put, oldest first (an entry replaced since leaves a stale one,
-    /// skipped or taken for the next oldest under its hash: either way within the budget).
-    order: std::collections::VecDeque<u64>,
+    /// `(hash, seq)` of each entry put, oldest first. An entry replaced or evicted leaves a
+    /// stale record, skipped when it comes up; the records are compacted when the stale ones
+    /// outnumber the live entries, so the queue stays proportional to what the level holds.
+    order: std::collections::VecDeque<(u64, u64)>,
+    next_seq: u64,
+    entries: usize,
     bytes: usize,
 }
 
 impl MemoryCache {
-    fn put(&mut self, hash: u64, entry: MemoryEntry, budget: usize) {
+    /// Adds `entry` under `hash`, then evicts the oldest entries until `budget` holds (an entry
+    /// larger than the budget leaves at once: the caller keeps its image).
+    fn put(&mut self, hash: u64, mut entry: MemoryEntry, budget: usize) {
+        entry.seq = self.next_seq;
+        self.next_seq += 1;
         self.bytes += entry.bytes();
+        self.entries += 1;
+        self.order.push_back((hash, entry.seq));
         self.map.entry(hash).or_default().push(entry);
-        self.order.push_back(hash);
+        self.evict(budget);
+        if self.order.len() > 2 * self.entries + 64 {
+            let map = &self.map;
+            self.order.retain(|(hash, seq)| {
+                map.get(hash)
+                    .is_some_and(|l| l.iter().any(|e| e.seq == *seq))
+            });
+        }
+    }
+
+    /// Removes the entries under `hash` for which `remove` is true.
+    fn remove_where(&mut self, hash: u64, mut remove: impl FnMut(&MemoryEntry) -> bool) {
+        let Some(list) = self.map.get_mut(&hash) else {
+            return;
+        };
+        list.retain(|entry| {
+            let gone = remove(entry);
+            if gone {
+                self.bytes -= entry.bytes();
+                self.entries -= 1;
+            }
+            !gone
+        });
+        if list.is_empty() {
+            self.map.remove(&hash);
+        }
+    }
+
+    /// Evicts the oldest entries until the level holds at most `budget` bytes.
+    fn evict(&mut self, budget: usize) {
         while self.bytes > budget {
-            let Some(oldest) = self.order.pop_front() else {
+            let Some((hash, seq)) = self.order.pop_front() else {
                 break;
             };
-            let Some(entries) = self.map.get_mut(&oldest) else {
-                continue;
-            };
-            if !entries.is_empty() {
-                self.bytes -= entries.remove(0).bytes();
-            }
-            if entries.is_empty() {
-                self.map.remove(&oldest);
+            let before = self.entries;
+            self.remove_where(hash, |entry| entry.seq == seq);
+            if self.entries < before {
+                EVICTED.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
+}
+
+/// The memory level's budget in bytes ([`MEMORY_CACHE_BYTES`] unless [`set_memory_budget`]).
+static BUDGET: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(MEMORY_CACHE_BYTES);
+
+/// Bounds the memory level to `bytes` for the rest of the process (evicting the oldest entries
+/// now if it holds more). 0 keeps nothing in memory (the disk level still answers). A process
+/// that compiles many distinct kernels holds at most this much for them, plus the allocator's
+/// slack.
+pub fn set_memory_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+    if let Some(memory) = MEMORY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_mut()
+    {
+        memory.evict(bytes);
+    }
+}
+
+/// The memory level's budget in bytes (see [`set_memory_budget`]).
+pub fn memory_budget() -> usize {
+    BUDGET.load(Ordering::Relaxed)
 }
 
 static MEMORY: Mutex<Option<MemoryCache>> = Mutex::new(None);
@@ -230,19 +308,15 @@ pub(crate) fn memory_put(lookup: &Lookup<'_>, image: CompiledImage) {
     let hash = lookup.fast_hash();
     let mut memory = MEMORY.lock().unwrap_or_else(PoisonError::into_inner);
     let memory = memory.get_or_insert_with(MemoryCache::default);
-    if let Some(entries) = memory.map.get_mut(&hash) {
-        let before: usize = entries.iter().map(MemoryEntry::bytes).sum();
-        entries.retain(|entry| !entry.answers(lookup));
-        let after: usize = entries.iter().map(MemoryEntry::bytes).sum();
-        memory.bytes -= before - after;
-    }
+    memory.remove_where(hash, |entry| entry.answers(lookup));
     let entry = MemoryEntry {
         arch: lookup.arch,
         user_options: lookup.user_options.to_vec(),
         source: lookup.source.into(),
         image,
+        seq: 0,
     };
-    memory.put(hash, entry, MEMORY_CACHE_BYTES);
+    memory.put(hash, entry, memory_budget());
 }
 static DIR_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
 
@@ -250,7 +324,8 @@ static DIR_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
 /// file at an entry's path is not an entry.
 pub const MAX_ENTRY_BYTES: u64 = 512 << 20;
 
-/// How often each level answered (since the process started).
+/// How often each level answered (since the process started), and what the memory level holds
+/// now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Lookups answered from memory.
@@ -261,20 +336,45 @@ pub struct Stats {
     pub misses: u64,
     /// Disk entries found corrupted and deleted.
     pub corrupted: u64,
+    /// Memory entries evicted to keep the budget ([`memory_budget`]).
+    pub evicted: u64,
+    /// Nanoseconds spent in the compiler (NVRTC or nvcc) on misses, in all threads.
+    pub compile_nanos: u64,
+    /// Entries the memory level holds now.
+    pub memory_entries: u64,
+    /// Bytes the memory level holds now, as its budget counts them (at most [`memory_budget`]).
+    pub memory_bytes: u64,
 }
 
 static MEMORY_HITS: AtomicU64 = AtomicU64::new(0);
 static DISK_HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
 static CORRUPTED: AtomicU64 = AtomicU64::new(0);
+static EVICTED: AtomicU64 = AtomicU64::new(0);
+static COMPILE_NANOS: AtomicU64 = AtomicU64::new(0);
 
-/// The counters so far.
+/// Adds one compile's time to [`Stats::compile_nanos`].
+pub(crate) fn count_compile_time(time: std::time::Duration) {
+    let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+    COMPILE_NANOS.fetch_add(nanos, Ordering::Relaxed);
+}
+
+/// The counters so far, and the memory level's size now.
 pub fn stats() -> Stats {
+    let (memory_entries, memory_bytes) = MEMORY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .map_or((0, 0), |m| (m.entries as u64, m.bytes as u64));
     Stats {
         memory_hits: MEMORY_HITS.load(Ordering::Relaxed),
         disk_hits: DISK_HITS.load(Ordering::Relaxed),
         misses: MISSES.load(Ordering::Relaxed),
         corrupted: CORRUPTED.load(Ordering::Relaxed),
+        evicted: EVICTED.load(Ordering::Relaxed),
+        compile_nanos: COMPILE_NANOS.load(Ordering::Relaxed),
+        memory_entries,
+        memory_bytes,
     }
 }
 
@@ -903,6 +1003,7 @@ mod tests {
             user_options: Vec::new(),
             source: format!("// kernel {n:04}\n").into(),
             image: image(&nvrtc, ImageKind::Cubin, &"x".repeat(100)),
+            seq: 0,
         };
         let size = entry(0).bytes();
         // Room for 10 entries: 1000 distinct compiles keep the last 10.
@@ -911,9 +1012,47 @@ mod tests {
             assert!(cache.bytes <= 10 * size);
         }
         assert_eq!(cache.bytes, 10 * size);
-        assert_eq!(cache.map.len(), 10);
+        assert_eq!((cache.map.len(), cache.entries), (10, 10));
         assert!((990..1000).all(|n| cache.map.contains_key(&n)));
-        assert!(cache.order.len() <= 10);
+        assert!(cache.order.len() <= 2 * 10 + 64);
+        // The budget counts what an entry holds beyond its source and image.
+        assert!(size >= ENTRY_OVERHEAD + 100 + "// kernel 0000\n".len());
+        // A smaller budget evicts the oldest now.
+        cache.evict(3 * size);
+        assert_eq!(cache.entries, 3);
+        assert!((997..1000).all(|n| cache.map.contains_key(&n)));
+    }
+
+    #[test]
+    fn replacing_entries_keeps_the_eviction_order_bounded() {
+        let nvrtc = Compiler::Nvrtc {
+            library: Arc::from("test"),
+        };
+        let mut cache = MemoryCache::default();
+        let entry = |n: usize| MemoryEntry {
+            arch: None,
+            user_options: Vec::new(),
+            source: format!("// kernel {n}\n").into(),
+            image: image(&nvrtc, ImageKind::Ptx, "ptx"),
+            seq: 0,
+        };
+        // The same two compiles put again and again (threads racing on one miss do this),
+        // under a budget they never reach: the stale records must not pile up.
+        for round in 0..10_000 {
+            let n = round % 2;
+            cache.remove_where(n as u64, |e| *e.source == *entry(n).source);
+            cache.put(n as u64, entry(n), usize::MAX);
+            assert!(cache.order.len() <= 2 * 2 + 64 + 1, "{}", cache.order.len());
+        }
+        assert_eq!(cache.entries, 2);
+        // Oldest first, by the time an entry was put (not by when its hash was first seen).
+        cache.put(7, entry(7), cache.bytes);
+        let kept: Vec<u64> = cache.map.keys().copied().collect();
+        assert_eq!(cache.entries, 2);
+        assert!(
+            !kept.contains(&0),
+            "entry 0 was put before entry 1: {kept:?}"
+        );
     }
 
     #[test]
@@ -1001,6 +1140,7 @@ mod tests {
                     user_options: Vec::new(),
                     source: stored_source.into(),
                     image: image(&nvrtc, ImageKind::Cubin, "stored"),
+                    seq: 0,
                 },
                 MEMORY_CACHE_BYTES,
             );

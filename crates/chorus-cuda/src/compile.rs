@@ -255,11 +255,13 @@ fn compile_by(
             bytes
         }
         None => {
+            let started = std::time::Instant::now();
             let bytes: Arc<[u8]> = match compiler {
                 Compiler::Nvrtc { .. } => nvrtc_compile(source, name, kind, &options)?,
                 Compiler::Nvcc { .. } => nvcc_compile_with(settings, source, name, kind, &options)?,
             }
             .into();
+            cache::count_compile_time(started.elapsed());
             cache::disk_put(&key, kind, &bytes, settings.disk_cache);
             bytes
         }

@@ -6,10 +6,10 @@
 //! variable tells the child side what to do); the child sides do nothing in a plain run.
 
 use chorus_cuda::driver::{
-    GreenContext, GrowableBuffer, Im2colBox, IpcEventHandle, IpcMemHandle, LinkInputKind,
-    LinkOptions, Linker, MemoryPool, PhysicalMemory, ProcessState, Shareable, SmResource,
-    StreamAllocation, TensorDataType, TensorLayout, TensorMap, VirtualRange,
-    allocation_granularity,
+    GreenContext, GrowableBuffer, Im2colBox, IpcEventHandle, IpcMemHandle, JitLinkOptions,
+    JitLinked, JitLinker, LinkInputKind, LinkOptions, Linker, MemoryPool, PhysicalMemory,
+    ProcessState, Shareable, SmResource, StreamAllocation, TensorDataType, TensorLayout, TensorMap,
+    VirtualRange, allocation_granularity,
 };
 use chorus_cuda::testing::{gpu_available_or_skip, on_gpu};
 use chorus_cuda::*;
@@ -154,21 +154,36 @@ fn separately_compiled_modules_link_and_share_device_functions() {
     });
 }
 
+/// The two LTO-IR modules of the link test, compiled by NVRTC with `-dlto` for `arch`.
+fn lto_modules(arch: (u32, u32)) -> Result<(Vec<u8>, Vec<u8>)> {
+    let library =
+        nvrtc_compile_relocatable(LINK_LIBRARY, "library", RelocatableOutput::LtoIr, arch, &[])?;
+    let main = nvrtc_compile_relocatable(LINK_MAIN, "main", RelocatableOutput::LtoIr, arch, &[])?;
+    assert!(!library.is_empty() && !main.is_empty());
+    Ok((library, main))
+}
+
+/// Links the two LTO-IR modules with nvJitLink for `arch`.
+fn jit_link_lto(arch: (u32, u32), library: &[u8], main: &[u8]) -> Result<JitLinked> {
+    let mut linker = JitLinker::new(&JitLinkOptions {
+        verbose: true,
+        ..JitLinkOptions::lto(arch)
+    })?;
+    linker.add(LinkInputKind::LtoIr, library, "library.ltoir")?;
+    linker.add(LinkInputKind::LtoIr, main, "main.ltoir")?;
+    assert_eq!(linker.inputs(), 2);
+    Ok(linker.complete()?)
+}
+
 #[test]
-fn lto_ir_goes_to_the_linker_and_its_answer_is_reported() {
-    on_gpu("linker LTO-IR", |ctx| {
+fn lto_ir_links_with_nvjitlink_and_runs() {
+    on_gpu("nvJitLink LTO-IR", |ctx| {
         let arch = ctx.compute_capability()?;
-        let library = nvrtc_compile_relocatable(
-            LINK_LIBRARY,
-            "library",
-            RelocatableOutput::LtoIr,
-            arch,
-            &[],
-        )?;
-        let main =
-            nvrtc_compile_relocatable(LINK_MAIN, "main", RelocatableOutput::LtoIr, arch, &[])?;
-        assert!(!library.is_empty() && !main.is_empty());
-        let linked = Linker::new(&LinkOptions {
+        let (library, main) = lto_modules(arch)?;
+
+        // The driver's linker refuses CUDA 12+ LTO-IR (on the H200, driver 580 / CUDA 13.0:
+        // CUDA_ERROR_JIT_COMPILER_NOT_FOUND); should a driver accept it, its cubin must run.
+        let by_driver = Linker::new(&LinkOptions {
             lto: true,
             ..LinkOptions::default()
         })
@@ -177,17 +192,46 @@ fn lto_ir_goes_to_the_linker_and_its_answer_is_reported() {
             linker.add(LinkInputKind::LtoIr, &main, "main.ltoir")?;
             linker.complete()
         });
-        match linked {
-            Ok(image) => run_linked(&image.cubin, 1000),
-            // On the H200 (driver 580, CUDA 13.0) cuLinkAddData answers
-            // CUDA_ERROR_JIT_COMPILER_NOT_FOUND: the driver links only pre-12.0 LTO-IR, through
-            // an NVVM library the driver install lacks.
+        match by_driver {
+            Ok(image) => run_linked(&image.cubin, 1000)?,
             Err(e) => {
                 eprintln!("the driver's linker refuses CUDA 12+ LTO-IR: {e}");
                 assert!(matches!(e, driver::Error::Link { .. }), "{e:?}");
-                Ok(())
             }
         }
+
+        // nvJitLink links them; the cubin loads and the kernel calls the other module's
+        // device function (the library's call counter counts every call).
+        eprintln!(
+            "nvJitLink {:?} from {}",
+            driver::jitlink_version(),
+            driver::jitlink_library()?.display()
+        );
+        let linked = jit_link_lto(arch, &library, &main)?;
+        eprintln!("nvJitLink info log: {}", linked.info_log);
+        let cubin = linked.cubin.expect("a cubin");
+        run_linked(&cubin, 1000)?;
+        run_linked(&cubin, 4097)?;
+
+        // LTO-IR with a PTX input: the library as relocatable PTX, the caller as LTO-IR.
+        let library_ptx =
+            nvrtc_compile_relocatable(LINK_LIBRARY, "library", RelocatableOutput::Ptx, arch, &[])?;
+        let mut linker = JitLinker::new(&JitLinkOptions::lto(arch))?;
+        linker.add(LinkInputKind::Ptx, &library_ptx, "library.ptx")?;
+        linker.add(LinkInputKind::LtoIr, &main, "main.ltoir")?;
+        run_linked(&linker.complete()?.cubin.expect("a cubin"), 333)?;
+
+        // Without the library the call is unresolved: the error carries nvJitLink's log.
+        let mut linker = JitLinker::new(&JitLinkOptions::lto(arch))?;
+        linker.add(LinkInputKind::LtoIr, &main, "main.ltoir")?;
+        match linker.complete() {
+            Err(driver::Error::Link { log, name, .. }) => {
+                eprintln!("unresolved nvJitLink link: {name}: {log}");
+                assert!(log.contains("scale_add"), "the log names the symbol: {log}");
+            }
+            other => panic!("linking an unresolved call: {other:?}"),
+        }
+        Ok(())
     });
 }
 
@@ -875,4 +919,118 @@ fn nvrtc_emits_relocatable_ptx_cubin_and_lto_ir() {
     // Without -rdc the extern call cannot compile to a cubin alone: that is what the linker is for.
     let whole = nvrtc_compile(LINK_MAIN, "main", ImageKind::Cubin, &["-arch=sm_90".into()]);
     assert!(whole.is_err(), "an unresolved extern function without -rdc");
+}
+
+/// The ELF header fields of a cubin that say what it is for: `e_machine` (190, EM_CUDA) and
+/// `e_flags` (which carry the SM architecture).
+fn cubin_machine_and_flags(cubin: &[u8]) -> (u16, u32) {
+    assert!(cubin.len() > 64, "a cubin has a 64-byte ELF header");
+    assert_eq!(&cubin[..4], b"\x7fELF");
+    assert_eq!(cubin[4], 2, "a 64-bit ELF");
+    let machine = u16::from_le_bytes([cubin[18], cubin[19]]);
+    let flags = u32::from_le_bytes(cubin[48..52].try_into().unwrap());
+    (machine, flags)
+}
+
+/// nvJitLink runs on the host: the LTO-IR link is checked here without a GPU (the cubin's
+/// header and architecture, against NVRTC's own cubin of the same target).
+#[test]
+fn nvjitlink_links_lto_ir_into_a_cubin_for_its_architecture() {
+    if !nvrtc_available() {
+        eprintln!("skipped: NVRTC does not load");
+        return;
+    }
+    if let Err(e) = driver::jitlink_library() {
+        if testing::gpu_required() {
+            panic!("CHORUS_REQUIRE_GPU=1 but nvJitLink does not load: {e}");
+        }
+        eprintln!("skipped: {e}");
+        return;
+    }
+    for arch in [(9, 0), (8, 0)] {
+        let (library, main) = lto_modules(arch).expect("LTO-IR");
+        let linked = jit_link_lto(arch, &library, &main).expect("nvJitLink");
+        assert!(linked.ptx.is_none());
+        let cubin = linked.cubin.expect("a cubin");
+        let reference = nvrtc_compile(
+            TRIPLE,
+            "triple",
+            ImageKind::Cubin,
+            &[format!("-arch=sm_{}{}", arch.0, arch.1)],
+        )
+        .expect("NVRTC cubin");
+        let (machine, flags) = cubin_machine_and_flags(&cubin);
+        assert_eq!(machine, 190, "EM_CUDA");
+        assert_eq!(
+            flags & 0xffff,
+            cubin_machine_and_flags(&reference).1 & 0xffff,
+            "the architecture of sm_{}{} in e_flags ({flags:#x})",
+            arch.0,
+            arch.1
+        );
+        let text = String::from_utf8_lossy(&cubin);
+        assert!(
+            text.contains("apply_scale_add"),
+            "the kernel is in the cubin"
+        );
+        // The library's counter stays a symbol the host can look up (run_linked reads it).
+        assert!(
+            text.contains("scale_add_calls"),
+            "the device variable is in the cubin"
+        );
+    }
+    // The two architectures' cubins differ in e_flags: the architecture is really there.
+    let cubins: Vec<u32> = [(9, 0), (8, 0)]
+        .into_iter()
+        .map(|arch| {
+            let (library, main) = lto_modules(arch).unwrap();
+            let cubin = jit_link_lto(arch, &library, &main).unwrap().cubin.unwrap();
+            cubin_machine_and_flags(&cubin).1
+        })
+        .collect();
+    assert_ne!(cubins[0] & 0xffff, cubins[1] & 0xffff);
+
+    // Linked PTX (-lto -ptx): the caller with the library's function inlined or defined.
+    let (library, main) = lto_modules((9, 0)).unwrap();
+    let mut linker = JitLinker::new(&JitLinkOptions {
+        ptx: true,
+        ..JitLinkOptions::lto((9, 0))
+    })
+    .unwrap();
+    linker
+        .add(LinkInputKind::LtoIr, &library, "library.ltoir")
+        .unwrap();
+    linker
+        .add(LinkInputKind::LtoIr, &main, "main.ltoir")
+        .unwrap();
+    let linked = linker.complete().unwrap();
+    let ptx = linked.ptx.expect("PTX");
+    assert!(linked.cubin.is_none());
+    assert!(
+        ptx.contains(".entry apply_scale_add") && !ptx.contains(".extern .func"),
+        "one linked program: {ptx}"
+    );
+
+    // LTO-IR without -lto is refused with nvJitLink's error, not a panic.
+    let mut linker = JitLinker::new(&JitLinkOptions {
+        lto: false,
+        ..JitLinkOptions::lto((9, 0))
+    })
+    .unwrap();
+    let added = linker
+        .add(LinkInputKind::LtoIr, &main, "main.ltoir")
+        .and_then(|()| linker.complete().map(|_| ()));
+    match added {
+        Err(driver::Error::Link { name, log, .. }) => {
+            eprintln!("LTO-IR without -lto: {name}: {log}")
+        }
+        other => panic!("LTO-IR without -lto: {other:?}"),
+    }
+    // An option nvJitLink does not know is its error too.
+    let e = JitLinker::new(&JitLinkOptions {
+        extra: vec!["-no-such-option".into()],
+        ..JitLinkOptions::lto((9, 0))
+    })
+    .unwrap_err();
+    assert!(matches!(e, driver::Error::Link { .. }), "{e:?}");
 }

@@ -19,6 +19,7 @@
 //! | stream | [`Stream`], [`with_stream`], [`Event`], [`Timer`], [`Graph`] |
 //! | view | [`DeviceSlice`], [`DeviceSliceMut`]: typed device memory with a length, for libraries |
 //! | link | [`Linker`]: separate compilation, relocatable inputs linked into one cubin |
+//! | jitlink | [`JitLinker`]: nvJitLink, which links CUDA 12+ LTO-IR (`-dlto`) the driver cannot |
 //! | vmm | [`VirtualRange`], [`PhysicalMemory`], [`Mapping`], [`GrowableBuffer`] |
 //! | pool | [`MemoryPool`], [`StreamAllocation`]: stream-ordered allocation |
 //! | tensor_map | [`TensorMap`]: tiled and im2col maps for Hopper's bulk tensor copies |
@@ -26,10 +27,10 @@
 //! | ipc | [`IpcMemHandle`], [`IpcEventHandle`]: memory and events between processes |
 //! | external | [`ExternalMemory`], [`ExternalSemaphore`]: imports from file descriptors (Unix) |
 //! | checkpoint | [`lock_process`], [`checkpoint_process`], [`restore_process`], [`unlock_process`] |
+//! | texture | [`CudaArray`], [`TextureObject`], [`SurfaceObject`]; the descriptors are `chorus-image`'s, re-exported |
 //!
 //! Features built on entry points newer than every supported driver's (green contexts,
 //! checkpointing) answer [`Error::Unsupported`] on a driver without them.
-//! | texture | [`CudaArray`], [`TextureObject`], [`SurfaceObject`] and their descriptors |
 //!
 //! Messages (which library loaded from where) go through `tracing` under the target
 //! `chorus_driver`, at `debug` level unless [`set_show_messages`] says `info`.
@@ -47,6 +48,7 @@ mod error;
 mod external;
 mod green;
 mod ipc;
+mod jitlink;
 mod link;
 pub mod loader;
 mod memory;
@@ -85,6 +87,10 @@ pub use checkpoint::{
 pub use external::{ExternalBuffer, ExternalMemory, ExternalSemaphore, SemaphoreFdKind};
 pub use green::{GreenContext, SmResource};
 pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
+pub use jitlink::{
+    JitLinkOptions, JitLinked, JitLinker, jitlink_dirs_in, jitlink_file_names, jitlink_library,
+    jitlink_version,
+};
 pub use link::{LinkInputKind, LinkOptions, LinkedImage, Linker};
 pub use pool::{MemoryPool, PoolUsage, StreamAllocation};
 pub use tensor_map::{
@@ -92,8 +98,8 @@ pub use tensor_map::{
     TensorOobFill, TensorSwizzle,
 };
 pub use texture::{
-    AddressMode, ArrayDesc, ChannelFormat, ChannelType, CudaArray, FilterMode, ReadMode,
-    SurfaceObject, TextureDesc, TextureObject,
+    AddressMode, ArrayDesc, ChannelFormat, ChannelType, CudaArray, FilterMode, ImageError,
+    ReadMode, SurfaceObject, TextureDesc, TextureObject,
 };
 pub use vmm::{
     GrowableBuffer, Mapping, PhysicalMemory, Shareable, VirtualRange, allocation_granularity,

@@ -141,7 +141,7 @@ fn log_text(buffer: &[u8]) -> String {
 
 /// An input's bytes as the driver takes them: PTX and LTO-IR are given with a terminating NUL
 /// (PTX is text the driver reads up to it).
-fn input_bytes(kind: LinkInputKind, image: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn input_bytes(kind: LinkInputKind, image: &[u8]) -> Result<Vec<u8>> {
     if image.is_empty() {
         return Err(Error::InvalidArgument(
             "a link input cannot be empty".into(),

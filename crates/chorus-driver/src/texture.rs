@@ -20,6 +20,9 @@ use crate::context::{current_device, device_attribute};
 use crate::error::{Error, Result};
 use crate::loader;
 use crate::memory::DeviceMemory;
+pub use chorus_image::{
+    AddressMode, ChannelFormat, ChannelType, FilterMode, ImageError, ReadMode, TextureDesc,
+};
 use cudarc::driver::sys::{self, CUarray, CUarray_format, CUdeviceptr};
 use std::marker::PhantomData;
 use std::sync::OnceLock;
@@ -60,88 +63,30 @@ fn invalid<T>(message: impl Into<String>) -> Result<T> {
     Err(Error::InvalidArgument(message.into()))
 }
 
-/// The type of one channel of an element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ChannelType {
-    /// `unsigned char`.
-    U8,
-    /// `signed char`.
-    I8,
-    /// `unsigned short`.
-    U16,
-    /// `short`.
-    I16,
-    /// `unsigned int`.
-    U32,
-    /// `int`.
-    I32,
-    /// `__half` (textures read it as float).
-    F16,
-    /// `float`.
-    F32,
-}
-
-impl ChannelType {
-    /// Bytes of one channel.
-    pub fn size(self) -> usize {
-        match self {
-            ChannelType::U8 | ChannelType::I8 => 1,
-            ChannelType::U16 | ChannelType::I16 | ChannelType::F16 => 2,
-            ChannelType::U32 | ChannelType::I32 | ChannelType::F32 => 4,
-        }
-    }
-
-    /// True for the formats a normalized-float read accepts (8- and 16-bit integers).
-    pub fn normalizes(self) -> bool {
-        matches!(
-            self,
-            ChannelType::U8 | ChannelType::I8 | ChannelType::U16 | ChannelType::I16
-        )
-    }
-
-    /// True for `F16` and `F32`.
-    pub fn is_float(self) -> bool {
-        matches!(self, ChannelType::F16 | ChannelType::F32)
-    }
-
-    fn raw(self) -> CUarray_format {
-        match self {
-            ChannelType::U8 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
-            ChannelType::I8 => CUarray_format::CU_AD_FORMAT_SIGNED_INT8,
-            ChannelType::U16 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16,
-            ChannelType::I16 => CUarray_format::CU_AD_FORMAT_SIGNED_INT16,
-            ChannelType::U32 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32,
-            ChannelType::I32 => CUarray_format::CU_AD_FORMAT_SIGNED_INT32,
-            ChannelType::F16 => CUarray_format::CU_AD_FORMAT_HALF,
-            ChannelType::F32 => CUarray_format::CU_AD_FORMAT_FLOAT,
-        }
+/// The driver's array format of a channel type.
+fn array_format(channel: ChannelType) -> CUarray_format {
+    match channel {
+        ChannelType::U8 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+        ChannelType::I8 => CUarray_format::CU_AD_FORMAT_SIGNED_INT8,
+        ChannelType::U16 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16,
+        ChannelType::I16 => CUarray_format::CU_AD_FORMAT_SIGNED_INT16,
+        ChannelType::U32 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32,
+        ChannelType::I32 => CUarray_format::CU_AD_FORMAT_SIGNED_INT32,
+        ChannelType::F16 => CUarray_format::CU_AD_FORMAT_HALF,
+        ChannelType::F32 => CUarray_format::CU_AD_FORMAT_FLOAT,
     }
 }
 
-/// An element format: a channel type and 1, 2 or 4 channels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ChannelFormat {
-    /// The channel type.
-    pub channel: ChannelType,
-    /// 1, 2 or 4.
-    pub channels: u32,
+/// A descriptor's broken rule as this crate's error.
+fn image_error(e: ImageError) -> Error {
+    Error::InvalidArgument(e.into())
 }
 
-impl ChannelFormat {
-    /// Bytes of one element.
-    pub fn element_bytes(self) -> usize {
-        self.channel.size() * self.channels as usize
-    }
-
-    fn check(self) -> Result<()> {
-        if !matches!(self.channels, 1 | 2 | 4) {
-            return invalid(format!(
-                "an element has 1, 2 or 4 channels, not {}",
-                self.channels
-            ));
-        }
-        Ok(())
-    }
+/// Checks `desc` for a texture of `format` with `dims` dimensions (`linear`: 1-D linear
+/// memory), as [`TextureDesc::check`] does, as an [`Error::InvalidArgument`].
+fn check_desc(desc: &TextureDesc, format: ChannelFormat, dims: u32, linear: bool) -> Result<()> {
+    desc.check(format, dims.min(3) as u8, linear)
+        .map_err(image_error)
 }
 
 /// The shape and format of a [`CudaArray`].
@@ -195,7 +140,6 @@ impl ArrayDesc {
     }
 
     fn check(&self) -> Result<()> {
-        self.format.check()?;
         if self.width == 0 || (self.height == 0 && self.depth != 0) {
             return invalid(format!(
                 "an array of {} × {} × {} elements: the width must be at least 1, and a 3-D array needs a height",
@@ -234,8 +178,8 @@ impl CudaArray {
             let raw = sys::CUDA_ARRAY_DESCRIPTOR {
                 Width: desc.width,
                 Height: desc.height,
-                Format: desc.format.channel.raw(),
-                NumChannels: desc.format.channels,
+                Format: array_format(desc.format.channel()),
+                NumChannels: u32::from(desc.format.channels()),
             };
             cu!(cuArrayCreate_v2(&mut handle, &raw))?;
         } else {
@@ -243,8 +187,8 @@ impl CudaArray {
                 Width: desc.width,
                 Height: desc.height,
                 Depth: desc.depth,
-                Format: desc.format.channel.raw(),
-                NumChannels: desc.format.channels,
+                Format: array_format(desc.format.channel()),
+                NumChannels: u32::from(desc.format.channels()),
                 Flags: if desc.surface {
                     sys::CUDA_ARRAY3D_SURFACE_LDST
                 } else {
@@ -367,133 +311,38 @@ impl Drop for CudaArray {
     }
 }
 
-/// What a texture does with an element index outside it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AddressMode {
-    /// Repeat (normalized coordinates only).
-    Wrap,
-    /// The edge element.
-    Clamp,
-    /// Repeat reflected (normalized coordinates only).
-    Mirror,
-    /// The border colour.
-    Border,
-}
-
-/// How a texture read between elements combines them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FilterMode {
-    /// The nearest element.
-    Point,
-    /// Linear interpolation of the neighbours (1.8 fixed-point weights).
-    Linear,
-}
-
-/// What a texture read of an integer format returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReadMode {
-    /// The element type.
-    ElementType,
-    /// 8- and 16-bit integers as floats in [0, 1] or [−1, 1].
-    NormalizedFloat,
-}
-
-/// How a texture is sampled (`CUDA_TEXTURE_DESC`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TextureDesc {
-    /// Address mode of x, y and z.
-    pub address: [AddressMode; 3],
-    /// Point or linear filtering.
-    pub filter: FilterMode,
-    /// Element type or normalized float.
-    pub read_mode: ReadMode,
-    /// Coordinates in [0, 1) instead of [0, N).
-    pub normalized_coords: bool,
-    /// The colour of [`AddressMode::Border`].
-    pub border_color: [f32; 4],
-}
-
-impl Default for TextureDesc {
-    /// Clamp, point, element type, unnormalized coordinates, a black border.
-    fn default() -> TextureDesc {
-        TextureDesc {
-            address: [AddressMode::Clamp; 3],
-            filter: FilterMode::Point,
-            read_mode: ReadMode::ElementType,
-            normalized_coords: false,
-            border_color: [0.0; 4],
-        }
+/// The driver's descriptor of `desc` for a texture of `format` (`CUDA_TEXTURE_DESC`).
+fn raw_desc(desc: &TextureDesc, format: ChannelFormat) -> sys::CUDA_TEXTURE_DESC {
+    let mode = |m: AddressMode| match m {
+        AddressMode::Wrap => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
+        AddressMode::Clamp => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
+        AddressMode::Mirror => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
+        AddressMode::Border => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+    };
+    let filter = match desc.filter {
+        FilterMode::Point => sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+        FilterMode::Linear => sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+    };
+    let mut flags = 0;
+    // Integer formats read as their type instead of promoted to floats; float and half
+    // formats always read as floats.
+    if desc.read_mode == ReadMode::ElementType && !format.channel().is_float() {
+        flags |= sys::CU_TRSF_READ_AS_INTEGER;
     }
-}
-
-impl TextureDesc {
-    /// Checks the rules CUDA sets for a texture of `format` and `dims` dimensions; `linear`
-    /// for 1-D linear memory.
-    pub fn check(&self, format: ChannelFormat, dims: u32, linear: bool) -> Result<()> {
-        format.check()?;
-        if !self.normalized_coords
-            && let Some(mode) = self.address[..dims as usize]
-                .iter()
-                .find(|m| matches!(m, AddressMode::Wrap | AddressMode::Mirror))
-        {
-            return invalid(format!(
-                "address mode {mode:?} needs normalized coordinates"
-            ));
-        }
-        let channel = format.channel;
-        if self.read_mode == ReadMode::NormalizedFloat && !channel.normalizes() {
-            return invalid(format!(
-                "a normalized-float read needs an 8- or 16-bit integer format, not {channel:?}"
-            ));
-        }
-        if self.filter == FilterMode::Linear
-            && !channel.is_float()
-            && self.read_mode != ReadMode::NormalizedFloat
-        {
-            return invalid(format!(
-                "linear filtering needs a float result: a float or half format, or a normalized-float read of {channel:?}"
-            ));
-        }
-        if linear && (self.filter != FilterMode::Point || self.normalized_coords) {
-            return invalid(
-                "a texture over linear memory reads single elements (tex1d-fetch): point filtering and unnormalized coordinates only",
-            );
-        }
-        Ok(())
+    if desc.normalized_coords {
+        flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
     }
-
-    fn raw(&self, format: ChannelFormat) -> sys::CUDA_TEXTURE_DESC {
-        let mode = |m: AddressMode| match m {
-            AddressMode::Wrap => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
-            AddressMode::Clamp => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
-            AddressMode::Mirror => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
-            AddressMode::Border => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
-        };
-        let filter = match self.filter {
-            FilterMode::Point => sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
-            FilterMode::Linear => sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
-        };
-        let mut flags = 0;
-        // Integer formats read as their type instead of promoted to floats; float and half
-        // formats always read as floats.
-        if self.read_mode == ReadMode::ElementType && !format.channel.is_float() {
-            flags |= sys::CU_TRSF_READ_AS_INTEGER;
-        }
-        if self.normalized_coords {
-            flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
-        }
-        sys::CUDA_TEXTURE_DESC {
-            addressMode: self.address.map(mode),
-            filterMode: filter,
-            flags,
-            maxAnisotropy: 0,
-            mipmapFilterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
-            mipmapLevelBias: 0.0,
-            minMipmapLevelClamp: 0.0,
-            maxMipmapLevelClamp: 0.0,
-            borderColor: self.border_color,
-            reserved: [0; 12],
-        }
+    sys::CUDA_TEXTURE_DESC {
+        addressMode: desc.address.map(mode),
+        filterMode: filter,
+        flags,
+        maxAnisotropy: 0,
+        mipmapFilterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+        mipmapLevelBias: 0.0,
+        minMipmapLevelClamp: 0.0,
+        maxMipmapLevelClamp: 0.0,
+        borderColor: desc.border_color,
+        reserved: [0; 12],
     }
 }
 
@@ -518,7 +367,7 @@ pub struct TextureObject<'a> {
 impl<'a> TextureObject<'a> {
     /// A texture reading `array` (1-D, 2-D or 3-D).
     pub fn from_array(array: &'a CudaArray, desc: &TextureDesc) -> Result<TextureObject<'a>> {
-        desc.check(array.desc.format, array.desc.dims(), false)?;
+        check_desc(desc, array.desc.format, array.desc.dims(), false)?;
         let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
         res.res.array = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
             hArray: array.handle,
@@ -552,7 +401,7 @@ impl<'a> TextureObject<'a> {
         width: usize,
         desc: &TextureDesc,
     ) -> Result<TextureObject<'a>> {
-        desc.check(format, 1, true)?;
+        check_desc(desc, format, 1, true)?;
         if width == 0 {
             return invalid("a linear texture needs at least one element");
         }
@@ -566,8 +415,8 @@ impl<'a> TextureObject<'a> {
         let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR);
         res.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
             devPtr: ptr,
-            format: format.channel.raw(),
-            numChannels: format.channels,
+            format: array_format(format.channel()),
+            numChannels: u32::from(format.channels()),
             sizeInBytes: width * format.element_bytes(),
         };
         // SAFETY: the caller vouches for the memory.
@@ -608,7 +457,7 @@ impl<'a> TextureObject<'a> {
         pitch: usize,
         desc: &TextureDesc,
     ) -> Result<TextureObject<'a>> {
-        desc.check(format, 2, false)?;
+        check_desc(desc, format, 2, false)?;
         if width == 0 || height == 0 {
             return invalid(format!(
                 "a pitched texture of {width} × {height} elements: both must be at least 1"
@@ -626,8 +475,8 @@ impl<'a> TextureObject<'a> {
         let mut res = resource(sys::CUresourcetype::CU_RESOURCE_TYPE_PITCH2D);
         res.res.pitch2D = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
             devPtr: ptr,
-            format: format.channel.raw(),
-            numChannels: format.channels,
+            format: array_format(format.channel()),
+            numChannels: u32::from(format.channels()),
             width,
             height,
             pitchInBytes: pitch,
@@ -645,7 +494,7 @@ impl<'a> TextureObject<'a> {
         desc: &TextureDesc,
     ) -> Result<TextureObject<'a>> {
         ensure_texture_api()?;
-        let raw = desc.raw(format);
+        let raw = raw_desc(desc, format);
         let mut handle = 0;
         cu!(cuTexObjectCreate(&mut handle, res, &raw, std::ptr::null()))?;
         Ok(TextureObject {
@@ -729,50 +578,75 @@ mod tests {
     use super::*;
 
     fn f32x1() -> ChannelFormat {
-        ChannelFormat {
-            channel: ChannelType::F32,
-            channels: 1,
-        }
+        ChannelFormat::scalar(ChannelType::F32)
     }
 
     #[test]
     fn descriptors_are_checked_before_the_driver() {
-        let desc = TextureDesc {
-            address: [AddressMode::Wrap; 3],
-            ..TextureDesc::default()
-        };
-        let e = desc.check(f32x1(), 2, false).unwrap_err().to_string();
-        assert!(e.contains("Wrap needs normalized coordinates"), "{e}");
-        // Only the dimensions the texture has count.
+        // The rules are chorus_image's (tested there); here, that they come back as this
+        // crate's InvalidArgument and that only the texture's own dimensions count.
+        let desc = TextureDesc::default().with_address(AddressMode::Wrap);
+        let e = check_desc(&desc, f32x1(), 2, false).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(
+            e.to_string().contains("Wrap needs normalized coordinates"),
+            "{e}"
+        );
         let desc = TextureDesc {
             address: [AddressMode::Clamp, AddressMode::Mirror, AddressMode::Mirror],
             ..TextureDesc::default()
         };
-        assert!(desc.check(f32x1(), 1, false).is_ok());
-        let e = TextureDesc {
-            read_mode: ReadMode::NormalizedFloat,
-            ..TextureDesc::default()
-        }
-        .check(f32x1(), 1, false)
+        assert!(check_desc(&desc, f32x1(), 1, false).is_ok());
+        let e = check_desc(
+            &TextureDesc::default().with_read_mode(ReadMode::NormalizedFloat),
+            f32x1(),
+            1,
+            false,
+        )
         .unwrap_err()
         .to_string();
         assert!(e.contains("8- or 16-bit integer"), "{e}");
-        let ints = ChannelFormat {
-            channel: ChannelType::I32,
-            channels: 1,
-        };
-        let linear = TextureDesc {
-            filter: FilterMode::Linear,
-            ..TextureDesc::default()
-        };
-        assert!(linear.check(ints, 2, false).is_err());
-        assert!(linear.check(f32x1(), 1, true).is_err());
-        assert!(linear.check(f32x1(), 3, false).is_ok());
-        let three = ChannelFormat {
-            channel: ChannelType::U8,
-            channels: 3,
-        };
-        assert!(TextureDesc::default().check(three, 1, false).is_err());
+        let linear = TextureDesc::default().with_filter(FilterMode::Linear);
+        let ints = ChannelFormat::scalar(ChannelType::I32);
+        assert!(check_desc(&linear, ints, 2, false).is_err());
+        assert!(check_desc(&linear, f32x1(), 1, true).is_err());
+        assert!(check_desc(&linear, f32x1(), 3, false).is_ok());
+    }
+
+    #[test]
+    fn descriptors_become_the_drivers() {
+        let u8x4 = ChannelFormat::new(ChannelType::U8, 4).unwrap();
+        let raw = raw_desc(&TextureDesc::default(), u8x4);
+        assert_eq!(raw.flags, sys::CU_TRSF_READ_AS_INTEGER);
+        assert_eq!(
+            raw.addressMode,
+            [sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP; 3]
+        );
+        let desc = TextureDesc::default()
+            .with_read_mode(ReadMode::NormalizedFloat)
+            .with_normalized_coords(true)
+            .with_filter(FilterMode::Linear)
+            .with_address(AddressMode::Mirror)
+            .with_border_color([0.25; 4]);
+        let raw = raw_desc(&desc, u8x4);
+        assert_eq!(raw.flags, sys::CU_TRSF_NORMALIZED_COORDINATES);
+        assert_eq!(raw.filterMode, sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR);
+        assert_eq!(
+            raw.addressMode,
+            [sys::CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR; 3]
+        );
+        assert_eq!(raw.borderColor, [0.25; 4]);
+        // Float formats always read as floats.
+        let raw = raw_desc(&TextureDesc::default(), f32x1());
+        assert_eq!(raw.flags, 0);
+        assert_eq!(
+            array_format(ChannelType::F16),
+            CUarray_format::CU_AD_FORMAT_HALF
+        );
+        assert_eq!(
+            array_format(ChannelType::I16),
+            CUarray_format::CU_AD_FORMAT_SIGNED_INT16
+        );
     }
 
     #[test]

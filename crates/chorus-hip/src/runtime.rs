@@ -88,16 +88,14 @@ pub fn processor_name(gcn_arch_name: &str) -> &str {
     gcn_arch_name.split(':').next().unwrap_or_default()
 }
 
-/// The `gfx…` name in a `hipDeviceProp_t` buffer: at ROCm 5's offset when `r0000`, else the
-/// first NUL-preceded `gfx` followed by a digit after the 256-byte `name` (ROCm 6's layout has
-/// no other text field there before `gcnArchName`).
+/// The `gfx…` name in a `hipDeviceProp_t` buffer: at ROCm 5's offset when `r0000` (what
+/// `hipGetDeviceProperties` fills before ROCm 6), else at ROCm 6's (`hipDeviceProp_tR0600`,
+/// what `hipGetDevicePropertiesR0600` fills). `None` when the field does not hold a `gfx` name.
 pub fn gcn_arch_name_in(props: &[u8], r0000: bool) -> Option<String> {
     let start = if r0000 {
         sys::GCN_ARCH_NAME_OFFSET_R0000
     } else {
-        (256..props.len().saturating_sub(4)).find(|&i| {
-            props[i - 1] == 0 && props[i..].starts_with(b"gfx") && props[i + 3].is_ascii_digit()
-        })?
+        sys::GCN_ARCH_NAME_OFFSET_R0600
     };
     let field = props.get(start..(start + 256).min(props.len()))?;
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
@@ -156,9 +154,25 @@ impl Device {
         };
         check(l, "hipGetDeviceProperties", code)?;
         let gcn_arch_name = gcn_arch_name_in(&props, r0000).unwrap_or_default();
+        let warp_size = attribute(sys::ATTRIBUTE_WARP_SIZE, "hipDeviceGetAttribute(WarpSize)")?;
+        // The structure's own `warpSize` must agree with the attribute: a runtime whose layout
+        // is not the one read here would be caught now, not by a wrong architecture later.
+        let (warp_at, warp_call) = if r0000 {
+            (sys::WARP_SIZE_OFFSET_R0000, "hipGetDeviceProperties")
+        } else {
+            (sys::WARP_SIZE_OFFSET_R0600, "hipGetDevicePropertiesR0600")
+        };
+        let in_props = u32::from_ne_bytes(props[warp_at..warp_at + 4].try_into().expect("4 bytes"));
+        if in_props != warp_size {
+            return Err(Error::Invalid(format!(
+                "{warp_call} reports {in_props}-lane waves at its warpSize offset ({warp_at}), \
+                 hipDeviceGetAttribute {warp_size}: the runtime's hipDeviceProp_t layout is not \
+                 the one this crate reads"
+            )));
+        }
         let properties = DeviceProperties {
             name,
-            warp_size: attribute(sys::ATTRIBUTE_WARP_SIZE, "hipDeviceGetAttribute(WarpSize)")?,
+            warp_size,
             total_memory,
             shared_memory_per_block: attribute(
                 sys::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
@@ -641,11 +655,14 @@ mod tests {
             gcn_arch_name_in(&props, true).as_deref(),
             Some("gfx90a:sramecc+:xnack-")
         );
-        assert_eq!(
-            gcn_arch_name_in(&props, false).as_deref(),
-            Some("gfx90a:sramecc+:xnack-")
-        );
+        // Not at ROCm 6's offset: the R0600 reading finds nothing there.
+        assert_eq!(gcn_arch_name_in(&props, false), None);
+        let mut props = vec![0u8; 2048];
+        props[1160..1166].copy_from_slice(b"gfx942");
+        assert_eq!(gcn_arch_name_in(&props, false).as_deref(), Some("gfx942"));
+        assert_eq!(gcn_arch_name_in(&props, true), None);
         assert_eq!(processor_name("gfx90a:sramecc+:xnack-"), "gfx90a");
         assert_eq!(gcn_arch_name_in(&[0u8; 2048], false), None);
+        assert_eq!(gcn_arch_name_in(&[0u8; 100], false), None);
     }
 }

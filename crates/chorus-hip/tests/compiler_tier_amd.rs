@@ -37,6 +37,10 @@ const REFUSED: &[(&str, &str)] = &[
     ("cuda/printf-asm.lisp", "needs inline assembly"),
     ("cuda/warp.lisp", ""),
     ("lang-corpus/everything.lisp", ""),
+    (
+        "examples/texture-rotate",
+        "needs texture and surface objects",
+    ),
 ];
 
 /// Refused on 64-lane waves only: masks other than the full one, and masks as results.

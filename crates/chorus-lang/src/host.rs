@@ -17,6 +17,13 @@ pub use half::{bf16, f16};
 pub unsafe trait KernelValue: Pod {
     /// The kernel type this Rust type represents.
     fn kernel_type() -> Type;
+
+    /// For a structure (a `defkernel-struct`'s host type), its definition last, after those of
+    /// the structures its fields hold: what a target with other layout rules (Metal's) needs to
+    /// lay the value out again. Empty for every other type.
+    fn struct_defs() -> Vec<crate::ir::StructDef> {
+        Vec::new()
+    }
 }
 
 macro_rules! scalar_values {

@@ -372,6 +372,9 @@ fn struct_item(module: &Module, def: &StructDef) -> TokenStream {
     let field_names: Vec<_> = real.iter().map(|(ident, _, _)| ident).collect();
     let field_types: Vec<_> = real.iter().map(|(_, ty, _)| ty).collect();
     let field_labels: Vec<_> = real.iter().map(|(_, _, label)| label).collect();
+    let span_file = &*def.span.file;
+    let span_line = def.span.line;
+    let span_column = def.span.column;
     let doc = format!(
         "The host side of `(defkernel-struct {kernel_name} …)` ({}:{}): the device's layout \
          ({size} bytes, {align}-aligned), with explicit padding so that it is `Pod`.",
@@ -412,6 +415,37 @@ fn struct_item(module: &Module, def: &StructDef) -> TokenStream {
         unsafe impl ::chorus::KernelValue for #name {
             fn kernel_type() -> ::chorus::lang::Type {
                 ::chorus::lang::Type::Struct(::std::sync::Arc::from(#kernel_name))
+            }
+
+            fn struct_defs() -> ::std::vec::Vec<::chorus::lang::ir::StructDef> {
+                let mut defs = ::std::vec::Vec::new();
+                #(
+                    for def in <#field_types as ::chorus::KernelValue>::struct_defs() {
+                        if !defs.iter().any(|d: &::chorus::lang::ir::StructDef| d.name == def.name) {
+                            defs.push(def);
+                        }
+                    }
+                )*
+                defs.push(::chorus::lang::ir::StructDef {
+                    name: ::std::sync::Arc::from(#kernel_name),
+                    fields: ::std::vec![#(
+                        ::chorus::lang::ir::StructField {
+                            name: ::std::sync::Arc::from(#field_labels),
+                            ty: <#field_types as ::chorus::KernelValue>::kernel_type(),
+                            offset: ::core::mem::offset_of!(#name, #field_names),
+                        }
+                    ),*],
+                    size: #size,
+                    align: #align,
+                    span: ::chorus::lang::Span {
+                        file: ::std::sync::Arc::from(#span_file),
+                        line: #span_line,
+                        column: #span_column,
+                        end_line: #span_line,
+                        end_column: #span_column,
+                    },
+                });
+                defs
             }
         }
 

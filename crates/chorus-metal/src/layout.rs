@@ -1,69 +1,28 @@
 //! Values from the host's C layout to MSL's: a `float3` is 12 bytes on the host and in CUDA, 16
-//! in MSL, so a by-value argument that holds one is laid out again for `setBytes`, and memory
-//! whose elements would need it is refused (a buffer is shared memory, used as it is).
+//! in MSL, so a by-value argument that holds one is laid out again for `setBytes` (the facade
+//! stores memory blocks on a Metal device with MSL's stride and converts them at each sync,
+//! with the same [`LayoutRules::convert`]).
 
 use chorus_lang::ir::StructDef;
 use chorus_lang::target::LayoutRules;
-use chorus_lang::types::{Type, VectorType};
+use chorus_lang::types::Type;
 
 /// True when `ty` has the same size and field offsets in C's layout as in MSL's, so a host
-/// buffer of its elements can be read by an MSL kernel as it is.
+/// value of it can be read by an MSL kernel as it is.
 pub fn same_layout(ty: &Type, structs: &[StructDef]) -> bool {
-    match ty {
-        Type::Vector(VectorType::Float3 | VectorType::Double3) => false,
-        Type::Struct(name) => structs.iter().find(|s| &s.name == name).is_some_and(|def| {
-            let msl = LayoutRules::Msl.struct_layout(def, structs);
-            msl.is_some_and(|l| {
-                l.size == def.size
-                    && l.offsets
-                        .iter()
-                        .zip(&def.fields)
-                        .all(|(o, f)| *o == f.offset)
-            }) && def.fields.iter().all(|f| same_layout(&f.ty, structs))
-        }),
-        _ => true,
-    }
+    LayoutRules::C.same_as(LayoutRules::Msl, ty, structs)
 }
 
 /// The MSL-layout bytes of a value of type `ty` given in C layout; `None` when `bytes` is not
 /// as long as `ty` in C's layout or MSL cannot lay `ty` out.
 pub fn to_msl(ty: &Type, bytes: &[u8], structs: &[StructDef]) -> Option<Vec<u8>> {
-    let (c_size, _) = LayoutRules::C.layout(ty, structs)?;
-    let (msl_size, _) = LayoutRules::Msl.layout(ty, structs)?;
-    if bytes.len() != c_size {
-        return None;
-    }
-    let mut out = vec![0u8; msl_size];
-    copy_into(ty, bytes, &mut out, structs)?;
-    Some(out)
-}
-
-/// Writes the C-layout `bytes` of `ty` into `out` in MSL's layout.
-fn copy_into(ty: &Type, bytes: &[u8], out: &mut [u8], structs: &[StructDef]) -> Option<()> {
-    match ty {
-        Type::Struct(name) => {
-            let def = structs.iter().find(|s| &s.name == name)?;
-            let msl = LayoutRules::Msl.struct_layout(def, structs)?;
-            for (field, msl_offset) in def.fields.iter().zip(&msl.offsets) {
-                let (c_size, _) = LayoutRules::C.layout(&field.ty, structs)?;
-                let (m_size, _) = LayoutRules::Msl.layout(&field.ty, structs)?;
-                copy_into(
-                    &field.ty,
-                    bytes.get(field.offset..field.offset + c_size)?,
-                    out.get_mut(*msl_offset..msl_offset + m_size)?,
-                    structs,
-                )?;
-            }
-        }
-        // Components first; the padding stays zero.
-        _ => out.get_mut(..bytes.len())?.copy_from_slice(bytes),
-    }
-    Some(())
+    LayoutRules::C.convert_array(LayoutRules::Msl, ty, structs, bytes, 1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chorus_lang::types::VectorType;
 
     fn structs(source: &str) -> Vec<StructDef> {
         chorus_lang::compile_str(source, "t.lisp").unwrap().structs

@@ -10,7 +10,8 @@
 #[path = "../../chorus-cpu/tests/corpus/mod.rs"]
 mod corpus;
 
-use chorus_lang::target::Target;
+use chorus_lang::ir::StructDef;
+use chorus_lang::target::{LayoutRules, Target};
 use chorus_lang::types::{Type, VectorType};
 use chorus_metal::{MslProgram, print_msl};
 use std::fmt::Write as _;
@@ -35,18 +36,28 @@ const REFUSED: &[(&str, &str)] = &[
     ("structs", "64-bit floating point"),
 ];
 
-/// The C++ compiler: `$CXX`, else the first of `clang++` and `g++` that runs.
+/// The C++ compiler: `$CXX`, else the first of `clang++` and `g++` that compiles C++20 with
+/// `_Float16` (the shim's `half`; clang before 15 lacks it on x86-64).
 fn compiler() -> Option<String> {
     let candidates: Vec<String> = match std::env::var("CXX") {
         Ok(cxx) if !cxx.is_empty() => vec![cxx],
         _ => vec!["clang++".into(), "g++".into()],
     };
-    candidates.into_iter().find(|c| {
+    let probe = std::env::temp_dir().join(format!("chorus-msl-probe-{}.cpp", std::process::id()));
+    std::fs::write(
+        &probe,
+        "_Float16 h = 1;\nint main() { return int(h) - 1; }\n",
+    )
+    .ok()?;
+    let found = candidates.into_iter().find(|c| {
         Command::new(c)
-            .arg("--version")
+            .args(["-std=c++20", "-fsyntax-only"])
+            .arg(&probe)
             .output()
             .is_ok_and(|o| o.status.success())
-    })
+    });
+    let _ = std::fs::remove_file(&probe);
+    found
 }
 
 fn shim_dir() -> PathBuf {
@@ -126,25 +137,31 @@ fn argument(text: &str, values: &mut Vec<String>) -> String {
     }
 }
 
-/// One runnable case: the program, the C++ driver function, the buffer layout conversions.
+/// One runnable case: the program, the C++ driver function, the layouts of its arguments.
 struct Prepared<'c> {
     case: &'c corpus::Case,
     program: MslProgram,
-    /// For each argument: `Some(true)` for a buffer of `float3` (12-byte host elements become
-    /// MSL's 16), `Some(false)` for other buffers, `None` for values.
-    buffers: Vec<Option<bool>>,
+    /// For each argument, its buffer's element type, or `None` for a value.
+    buffers: Vec<Option<Type>>,
+    /// The module's structure definitions (C layout; MSL's is recomputed from them).
+    structs: Vec<StructDef>,
 }
 
-/// C layout (12 bytes) to MSL layout (16 bytes) for `float3` elements.
-fn widen_float3(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .chunks(12)
-        .flat_map(|c| c.iter().copied().chain([0u8; 4]))
-        .collect()
+/// `bytes` of `ty` elements in C's layout, laid out under MSL's (what the facade does when it
+/// syncs a memory block on a Metal device).
+fn to_msl_array(ty: &Type, structs: &[StructDef], bytes: &[u8]) -> Vec<u8> {
+    let (size, _) = LayoutRules::C.layout(ty, structs).expect("a C layout");
+    LayoutRules::C
+        .convert_array(LayoutRules::Msl, ty, structs, bytes, bytes.len() / size)
+        .expect("an MSL layout")
 }
 
-fn narrow_float3(bytes: &[u8]) -> Vec<u8> {
-    bytes.chunks(16).flat_map(|c| c[..12].to_vec()).collect()
+/// The reverse of [`to_msl_array`].
+fn from_msl_array(ty: &Type, structs: &[StructDef], bytes: &[u8]) -> Vec<u8> {
+    let (size, _) = LayoutRules::Msl.layout(ty, structs).expect("an MSL layout");
+    LayoutRules::Msl
+        .convert_array(LayoutRules::C, ty, structs, bytes, bytes.len() / size)
+        .expect("a C layout")
 }
 
 /// The C++ translation unit: every prepared case in a namespace, a driver per case, `main`.
@@ -168,7 +185,7 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
         let [bx, by, bz] = p.case.block;
         let _ = writeln!(
             out,
-            "static void run_case_{i}(std::vector<void*>& chorus_args, std::vector<std::vector<unsigned char>>& chorus_globals)\n{{\n  \
+            "namespace case_{i} {{\nstatic void run_case_{i}(std::vector<void*>& chorus_args, std::vector<std::vector<unsigned char>>& chorus_globals)\n{{\n  \
              metal::shim::dispatch(metal::uint3({gx}u, {gy}u, {gz}u), metal::uint3({bx}u, {by}u, {bz}u), {}, \
              [&](const metal::shim::Position& p) {{ (void)p; case_{i}::{}({}); }});",
             p.case.shared_mem,
@@ -187,7 +204,7 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
                  chorus_globals.emplace_back(b, b + sizeof(case_{i}::{name})); }}"
             );
         }
-        out.push_str("}\n\n");
+        out.push_str("}\n}\n\n");
     }
     out.push_str(
         "// Each case: DIR/N.in holds, per argument, an 8-byte length then the bytes; DIR/N.out\n\
@@ -202,7 +219,10 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
          std::vector<std::vector<unsigned char>> globals;\n  switch (which) {\n",
     );
     for i in 0..prepared.len() {
-        let _ = writeln!(out, "    case {i}: run_case_{i}(args, globals); break;");
+        let _ = writeln!(
+            out,
+            "    case {i}: case_{i}::run_case_{i}(args, globals); break;"
+        );
     }
     out.push_str(
         "    default: return 2;\n  }\n  std::ofstream o(dir + \"/\" + argv[2] + \".out\", std::ios::binary);\n  \
@@ -215,22 +235,20 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
     out
 }
 
-/// Writes case `p`'s arguments for the driver.
+/// Writes case `p`'s arguments for the driver, in MSL's layout (buffers as the facade stores
+/// them on a Metal device, values as the Metal backend passes them).
 fn write_input(p: &Prepared<'_>, path: &Path) {
     let mut bytes = Vec::new();
     let mut data = p.case.buffer_data();
-    for (arg, float3) in p.case.args.iter().zip(&p.buffers) {
-        let payload = match (arg, float3) {
-            (corpus::Arg::Buffer { .. }, Some(true)) => widen_float3(data.next().expect("data")),
-            (corpus::Arg::Buffer { .. }, _) => data.next().expect("data").clone(),
-            (corpus::Arg::Value { ty, bytes }, _) => {
-                assert!(
-                    !matches!(ty, Type::Vector(VectorType::Float3) | Type::Struct(_)),
-                    "{}: a by-value float3 or structure would need MSL's layout",
-                    p.case.name
-                );
-                bytes.clone()
+    for (arg, element) in p.case.args.iter().zip(&p.buffers) {
+        let payload = match (arg, element) {
+            (corpus::Arg::Buffer { .. }, Some(ty)) => {
+                to_msl_array(ty, &p.structs, data.next().expect("data"))
             }
+            (corpus::Arg::Value { ty, bytes }, _) => {
+                chorus_metal::layout::to_msl(ty, bytes, &p.structs).expect("an MSL value")
+            }
+            (corpus::Arg::Buffer { .. }, None) => unreachable!("buffers have element types"),
         };
         bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&payload);
@@ -252,11 +270,7 @@ fn read_output(p: &Prepared<'_>, path: &Path) -> corpus::Outcome {
     let buffers = chunks[..args]
         .iter()
         .zip(&p.buffers)
-        .filter_map(|(c, kind)| match kind {
-            Some(true) => Some(narrow_float3(c)),
-            Some(false) => Some(c.clone()),
-            None => None,
-        })
+        .filter_map(|(c, element)| element.as_ref().map(|ty| from_msl_array(ty, &p.structs, c)))
         .collect();
     corpus::Outcome {
         buffers,
@@ -321,23 +335,7 @@ fn the_corpus_runs_through_the_msl_shim() {
             refused.push((case.name, "sets a global from the host".into()));
             continue;
         }
-        let binding = program.kernel(case.kernel).expect("the case's kernel");
-        let buffers = case
-            .args
-            .iter()
-            .zip(&binding.params)
-            .map(|(a, ty)| match a {
-                corpus::Arg::Buffer { .. } => {
-                    Some(ty.pointee() == Some(&Type::Vector(VectorType::Float3)))
-                }
-                corpus::Arg::Value { .. } => None,
-            })
-            .collect();
-        prepared.push(Prepared {
-            case,
-            program,
-            buffers,
-        });
+        prepared.push(prepare(case, program, &file));
     }
     // The refusals are the expected ones, each for its reason.
     let names: Vec<&str> = refused.iter().map(|(n, _)| *n).collect();
@@ -352,11 +350,37 @@ fn the_corpus_runs_through_the_msl_shim() {
     }
     assert!(prepared.len() >= 30, "only {} cases run", prepared.len());
 
-    let dir = tempfile_dir("chorus-msl-shim");
+    run_through_the_shim(&cxx, &prepared, "chorus-msl-shim");
+}
+
+/// A case's program with its arguments' element types and the module's structures.
+fn prepare<'c>(case: &'c corpus::Case, program: MslProgram, file: &str) -> Prepared<'c> {
+    let module = chorus_lang::compile_str_for(case.source, file, &metal()).expect("validated");
+    let binding = program.kernel(case.kernel).expect("the case's kernel");
+    let buffers = case
+        .args
+        .iter()
+        .zip(&binding.params)
+        .map(|(a, ty)| match a {
+            corpus::Arg::Buffer { .. } => Some(ty.pointee().expect("a pointer").clone()),
+            corpus::Arg::Value { .. } => None,
+        })
+        .collect();
+    Prepared {
+        case,
+        program,
+        buffers,
+        structs: module.structs,
+    }
+}
+
+/// Compiles `prepared` into one driver, runs each case and checks its expected results.
+fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
+    let dir = tempfile_dir(label);
     let source = dir.join("corpus.cpp");
-    std::fs::write(&source, translation_unit(&prepared)).expect("write the C++");
+    std::fs::write(&source, translation_unit(prepared)).expect("write the C++");
     let binary = dir.join("corpus");
-    if let Err(e) = compile(&cxx, &source, Some(&binary)) {
+    if let Err(e) = compile(cxx, &source, Some(&binary)) {
         panic!(
             "{cxx} rejects the corpus's MSL ({}):\n{e}",
             source.display()
@@ -394,78 +418,138 @@ fn the_corpus_runs_through_the_msl_shim() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The examples' kernel programs: the workloads (prelude + file) and the kernels written in
-/// `defkernel!` blocks.
-fn example_programs() -> Vec<(String, String)> {
-    const PRELUDE: &str = include_str!("../../../examples/kernels/prelude.lisp");
-    let mut programs: Vec<(String, String)> = [
-        (
-            "diffuse0",
-            include_str!("../../../examples/kernels/diffuse0.lisp"),
-        ),
-        (
-            "diffuse1",
-            include_str!("../../../examples/kernels/diffuse1.lisp"),
-        ),
-        (
-            "nbody",
-            include_str!("../../../examples/kernels/nbody.lisp"),
-        ),
-        ("sph", include_str!("../../../examples/kernels/sph.lisp")),
-        (
-            "reduction",
-            include_str!("../../../examples/kernels/reduction.lisp"),
-        ),
-        (
-            "transpose",
-            include_str!("../../../examples/kernels/transpose.lisp"),
-        ),
-        (
-            "sgemm",
-            include_str!("../../../examples/kernels/sgemm.lisp"),
-        ),
-        ("scan", include_str!("../../../examples/kernels/scan.lisp")),
-    ]
-    .into_iter()
-    .map(|(n, text)| (n.to_string(), format!("{PRELUDE}\n{text}")))
-    .collect();
-    for (name, rust) in [
-        (
-            "vector-add",
-            include_str!("../../../examples/vector-add.rs"),
-        ),
-        ("defglobal", include_str!("../../../examples/defglobal.rs")),
-        (
-            "launch-overhead",
-            include_str!("../../../examples/launch-overhead.rs"),
-        ),
-    ] {
-        programs.push((name.to_string(), defkernel_block(rust)));
-    }
-    programs
+/// `half` and `bfloat` constant globals print as MSL conversions (`half(1.5f)`) and keep their
+/// values.
+#[test]
+fn half_and_bfloat_constant_globals_keep_their_values_through_the_shim() {
+    let Some(cxx) = compiler() else {
+        return skip_or_fail("no C++ compiler (set CXX, or install clang++ or g++)");
+    };
+    const SOURCE: &str = "
+        (defglobal h (half 1.5) :constant)
+        (defglobal b (bfloat16 -2.0) :constant)
+        (defkernel read-halves (void ((out float*)))
+          (set (aref out 0) (float h))
+          (set (aref out 1) (float b)))";
+    let case = corpus::Case {
+        name: "half_constants",
+        source: SOURCE,
+        kernel: "read-halves",
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        args: vec![corpus::Arg::Buffer {
+            data: vec![0; 8],
+            expect: corpus::Expect::F32(vec![1.5, -2.0], 0.0),
+        }],
+        globals: Vec::new(),
+    };
+    let program = chorus_lang::compile_str_for(SOURCE, "halves.lisp", &metal())
+        .and_then(|m| print_msl(&m, &metal()))
+        .expect("prints as MSL");
+    assert!(program.source.contains("half(1.5f)"), "{}", program.source);
+    let prepared = prepare(&case, program, "halves.lisp");
+    run_through_the_shim(&cxx, &[prepared], "chorus-msl-halves");
 }
 
-/// The text inside a Rust file's `chorus::defkernel! { … }`.
-fn defkernel_block(rust: &str) -> String {
-    let start = rust.find("defkernel! {").expect("a defkernel! block") + "defkernel! {".len();
-    let mut depth = 1;
-    for (i, c) in rust[start..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return rust[start..start + i].to_string();
-                }
-            }
-            _ => {}
-        }
-    }
-    panic!("an unclosed defkernel! block");
+/// MSL lays out `float3` in 16 bytes and a structure holding one with its fields moved: memory
+/// of such elements (the facade stores it with MSL's stride on a Metal device) and values of
+/// them (the Metal backend lays them out again) give the same results as on the host.
+#[test]
+fn float3_and_structures_holding_one_keep_their_values_through_the_shim() {
+    let Some(cxx) = compiler() else {
+        return skip_or_fail("no C++ compiler (set CXX, or install clang++ or g++)");
+    };
+    const SOURCE: &str = "
+        (defkernel-struct body (mass float) (pos float3) (tag int))
+        (defkernel move-bodies (void ((bodies body*) (out float3*) (shift float3) (b0 body)))
+          (let* ((i thread-idx-x)
+                 (b (aref bodies i)))
+            (set (aref out i) (+ (+ (* (body-pos b) (body-mass b)) shift) (body-pos b0)))
+            (set (body-pos (aref bodies i)) (- (body-pos b) shift))
+            (set (body-tag (aref bodies i)) (+ (+ (body-tag b) (body-tag b0)) i))))";
+    let n = 8usize;
+    // C layout of `body`: mass at 0, pos at 4..16, tag at 16; 20 bytes.
+    let body = |mass: f32, pos: [f32; 3], tag: i32| -> Vec<u8> {
+        let mut b: Vec<u8> = [mass, pos[0], pos[1], pos[2]]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        b.extend(tag.to_le_bytes());
+        b
+    };
+    let pos = |i: usize| [i as f32, 2.0 * i as f32, 3.0 * i as f32];
+    let shift = [0.5f32, 0.25, -1.0];
+    let b0 = [100.0f32, 200.0, 300.0];
+    let bodies: Vec<u8> = (0..n)
+        .flat_map(|i| body(i as f32 + 1.0, pos(i), 10 * i as i32))
+        .collect();
+    let moved: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            let p = pos(i);
+            body(
+                i as f32 + 1.0,
+                [p[0] - shift[0], p[1] - shift[1], p[2] - shift[2]],
+                10 * i as i32 + 7 + i as i32,
+            )
+        })
+        .collect();
+    let out: Vec<f32> = (0..n)
+        .flat_map(|i| {
+            let (p, m) = (pos(i), i as f32 + 1.0);
+            [0, 1, 2].map(|k| p[k] * m + shift[k] + b0[k])
+        })
+        .collect();
+    let floats = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|f| f.to_le_bytes()).collect() };
+    let case = corpus::Case {
+        name: "float3_layouts",
+        source: SOURCE,
+        kernel: "move-bodies",
+        grid: [1, 1, 1],
+        block: [n as u32, 1, 1],
+        shared_mem: 0,
+        args: vec![
+            corpus::Arg::Buffer {
+                data: bodies,
+                expect: corpus::Expect::Bytes(moved),
+            },
+            corpus::Arg::Buffer {
+                data: vec![0; 12 * n],
+                expect: corpus::Expect::F32(out, 0.0),
+            },
+            corpus::Arg::Value {
+                ty: Type::Vector(VectorType::Float3),
+                bytes: floats(&shift),
+            },
+            corpus::Arg::Value {
+                ty: Type::Struct("body".into()),
+                bytes: body(0.0, b0, 7),
+            },
+        ],
+        globals: Vec::new(),
+    };
+    let program = chorus_lang::compile_str_for(SOURCE, "float3.lisp", &metal())
+        .and_then(|m| print_msl(&m, &metal()))
+        .expect("prints as MSL");
+    let prepared = prepare(&case, program, "float3.lisp");
+    assert_eq!(
+        LayoutRules::Msl.layout(&Type::Struct("body".into()), &prepared.structs),
+        Some((48, 16)),
+        "MSL's body: pos moves to 16, tag to 32"
+    );
+    run_through_the_shim(&cxx, &[prepared], "chorus-msl-float3");
 }
+
+#[path = "../../chorus-lang/tests/support/example_kernels.rs"]
+mod example_kernels;
+use example_kernels::example_programs;
 
 /// Examples Metal refuses, with a word of the reason.
-const REFUSED_EXAMPLES: &[(&str, &str)] = &[("defglobal", "device globals")];
+const REFUSED_EXAMPLES: &[(&str, &str)] = &[
+    ("defglobal", "device globals"),
+    ("texture-rotate", "texture and surface objects"),
+    ("cusolver-eigen", "64-bit floating point"),
+];
 
 #[test]
 fn every_example_prints_as_msl_that_compiles() {

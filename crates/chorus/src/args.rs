@@ -5,7 +5,7 @@ use crate::hal::{ArgRef, CheckedArgs, DeviceMemory, TextureImpl, ValueBytes};
 use crate::kind::{Backend, Device};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, Module};
-use chorus_lang::target::Target;
+use chorus_lang::target::{LayoutRules, Target};
 use chorus_lang::types::{ScalarType, Type};
 
 /// One kernel argument: a value, a memory block's device copy, or a raw device address.
@@ -111,7 +111,13 @@ pub(crate) fn check_args<'s, 'a>(
             (ty, ArgRef::Value { .. })
                 if checks == Checks::Pointers && !matches!(ty, Type::Pointer(_)) => {}
             (ty, ArgRef::Value { ty: given, bytes }) if ty == given => {
-                let size = target.layout(ty, &module.structs).map(|(size, _)| size);
+                // A value's bytes are the host's (C's layout, as `Arg::value` takes them from
+                // the Rust value); a backend whose target lays the type out otherwise (Metal's
+                // `float3`) converts them, so the target must be able to lay it out.
+                let size = LayoutRules::C
+                    .layout(ty, &module.structs)
+                    .filter(|_| target.layout(ty, &module.structs).is_some())
+                    .map(|(size, _)| size);
                 if size != Some(bytes.len()) {
                     return Err(Error::ArgumentSize {
                         kernel: function.name.to_string(),

@@ -321,6 +321,15 @@ pub enum Error {
         /// The elements asked for.
         len: usize,
     },
+    /// A memory block's elements could not be laid out again between the host's layout (C's)
+    /// and its device's (Metal's, where `float3` is 16 bytes).
+    #[error("memory block of {element} on {device}: the element has no layout there to convert to")]
+    Layout {
+        /// The element type.
+        element: Type,
+        /// The block's device.
+        device: Device,
+    },
     /// A copy between memory blocks of different lengths.
     #[error("memory block copy: the source holds {src} elements, the destination {dst}")]
     CopyLength {

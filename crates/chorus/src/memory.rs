@@ -7,6 +7,8 @@ use crate::error::{Error, Result};
 use crate::hal::DeviceMemory;
 use crate::kind::{Backend, CopyRoute, Device};
 use chorus_lang::host::KernelValue;
+use chorus_lang::ir::StructDef;
+use chorus_lang::target::{LayoutRules, Target};
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
@@ -40,6 +42,16 @@ pub enum Direction {
 pub struct MemoryBlock<T: KernelValue> {
     host: Vec<T>,
     device: DeviceMemory,
+    /// The device's layout of `T` where it differs from the host's (C's): Metal's `float3` is
+    /// 16 bytes, so the device copy is stored with MSL's stride and converted at each sync.
+    device_layout: Option<DeviceLayout>,
+}
+
+/// How a memory block's device copy is laid out when the device's rules differ from C's.
+struct DeviceLayout {
+    rules: LayoutRules,
+    /// The element's structure definitions (`KernelValue::struct_defs`).
+    structs: Vec<StructDef>,
 }
 
 impl<T: KernelValue> MemoryBlock<T> {
@@ -60,13 +72,19 @@ impl<T: KernelValue> MemoryBlock<T> {
                 element: T::kernel_type(),
             });
         }
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::MemoryBlockTooLarge {
-                element: T::kernel_type(),
-                len,
-            }
-        })?;
-        let memory = dispatch::device(device)?.alloc(bytes)?;
+        let too_large = || Error::MemoryBlockTooLarge {
+            element: T::kernel_type(),
+            len,
+        };
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(too_large)?;
+        let device_impl = dispatch::device(device)?;
+        let (device_layout, device_bytes) = match device_layout::<T>(device_impl.target()) {
+            Some((layout, size)) => (Some(layout), len.checked_mul(size).ok_or_else(too_large)?),
+            None => (None, bytes),
+        };
+        let memory = device_impl.alloc(device_bytes)?;
         let mut host = Vec::new();
         host.try_reserve_exact(len)
             .map_err(|source| Error::HostMemory { bytes, source })?;
@@ -74,6 +92,7 @@ impl<T: KernelValue> MemoryBlock<T> {
         Ok(MemoryBlock {
             host,
             device: DeviceMemory { device, memory },
+            device_layout,
         })
     }
 
@@ -93,12 +112,51 @@ impl<T: KernelValue> MemoryBlock<T> {
     /// Copies the whole block between the host copy and the device copy. On CUDA the copy waits
     /// for the work launched before it on the default stream.
     pub fn sync(&mut self, direction: Direction) -> Result<()> {
+        let Some(layout) = &self.device_layout else {
+            return match direction {
+                Direction::HostToDevice => {
+                    self.device.memory.upload(bytemuck::cast_slice(&self.host))
+                }
+                Direction::DeviceToHost => self
+                    .device
+                    .memory
+                    .download(bytemuck::cast_slice_mut(&mut self.host)),
+            };
+        };
+        let ty = T::kernel_type();
+        let len = self.host.len();
+        let unconvertible = || Error::Layout {
+            element: ty.clone(),
+            device: self.device.device,
+        };
         match direction {
-            Direction::HostToDevice => self.device.memory.upload(bytemuck::cast_slice(&self.host)),
-            Direction::DeviceToHost => self
-                .device
-                .memory
-                .download(bytemuck::cast_slice_mut(&mut self.host)),
+            Direction::HostToDevice => {
+                let bytes = LayoutRules::C
+                    .convert_array(
+                        layout.rules,
+                        &ty,
+                        &layout.structs,
+                        bytemuck::cast_slice(&self.host),
+                        len,
+                    )
+                    .ok_or_else(unconvertible)?;
+                self.device.memory.upload(&bytes)
+            }
+            Direction::DeviceToHost => {
+                let (size, _) = layout
+                    .rules
+                    .layout(&ty, &layout.structs)
+                    .ok_or_else(unconvertible)?;
+                let mut bytes = vec![0u8; size * len];
+                self.device.memory.download(&mut bytes)?;
+                let host = layout
+                    .rules
+                    .convert_array(LayoutRules::C, &ty, &layout.structs, &bytes, len)
+                    .ok_or_else(unconvertible)?;
+                // Converted into zeroed padding: every byte of every element is written.
+                bytemuck::cast_slice_mut::<T, u8>(&mut self.host).copy_from_slice(&host);
+                Ok(())
+            }
         }
     }
 
@@ -175,6 +233,20 @@ impl<T: KernelValue> MemoryBlock<T> {
     pub fn device_address(&self) -> Option<u64> {
         self.device.memory.address()
     }
+}
+
+/// The layout of `T`'s elements on a device of `target` and their size there, when it differs
+/// from the host's (C's); `None` when the bytes are the same, or when the target cannot lay `T`
+/// out at all (its kernels are refused by validation, so the bytes are never read there).
+fn device_layout<T: KernelValue>(target: &Target) -> Option<(DeviceLayout, usize)> {
+    let rules = target.layout_rules;
+    let ty = T::kernel_type();
+    let structs = T::struct_defs();
+    if LayoutRules::C.same_as(rules, &ty, &structs) {
+        return None;
+    }
+    let (size, _) = rules.layout(&ty, &structs)?;
+    Some((DeviceLayout { rules, structs }, size))
 }
 
 impl<T: KernelValue> Index<usize> for MemoryBlock<T> {

@@ -21,7 +21,7 @@ use crate::backend::current_device;
 use crate::dispatch;
 use crate::error::{Error, Result};
 use crate::hal::{ArrayImpl, ImageSource, TextureImpl};
-use crate::image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ImageShape, ReadMode};
+use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Device;
 use crate::memory::MemoryBlock;
 use chorus_lang::host::KernelValue;
@@ -151,39 +151,10 @@ impl TextureArray {
 }
 
 /// Checks `desc` for a texture of `format` over `dims` dimensions (`linear`: linear memory),
-/// with the rules CUDA sets, so every backend refuses the same descriptors.
+/// with the rules CUDA sets ([`TextureDesc::check`]), so every backend refuses the same
+/// descriptors before it is asked.
 fn check_desc(desc: &TextureDesc, format: ChannelFormat, dims: usize, linear: bool) -> Result<()> {
-    if !desc.normalized_coords
-        && let Some(mode) = desc.address[..dims]
-            .iter()
-            .find(|m| matches!(m, AddressMode::Wrap | AddressMode::Mirror))
-    {
-        return invalid(format!(
-            "address mode {mode:?} needs normalized coordinates"
-        ));
-    }
-    let channel = format.channel();
-    let small_integer = matches!(
-        channel,
-        ChannelType::U8 | ChannelType::I8 | ChannelType::U16 | ChannelType::I16
-    );
-    let float = matches!(channel, ChannelType::F16 | ChannelType::F32);
-    if desc.read_mode == ReadMode::NormalizedFloat && !small_integer {
-        return invalid(format!(
-            "a normalized-float read needs an 8- or 16-bit integer format, not {channel:?}"
-        ));
-    }
-    if desc.filter == FilterMode::Linear && !float && desc.read_mode != ReadMode::NormalizedFloat {
-        return invalid(format!(
-            "linear filtering needs a float result: a float or half format, or a normalized-float read of {channel:?}"
-        ));
-    }
-    if linear && (desc.filter != FilterMode::Point || desc.normalized_coords) {
-        return invalid(
-            "a texture over linear memory reads single elements (tex1d-fetch): point filtering and unnormalized coordinates only",
-        );
-    }
-    Ok(())
+    Ok(desc.check(format, dims.min(3) as u8, linear)?)
 }
 
 /// A texture object on one device, reading an array or a memory block's device copy through a

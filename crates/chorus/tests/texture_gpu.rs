@@ -150,10 +150,7 @@ fn driver_arrays_copy_in_three_dimensions_and_check_arguments_first() {
         return;
     }
     chorus_cuda::testing::on_gpu("driver arrays", |_| {
-        let f32x2 = ChannelFormat {
-            channel: ChannelType::F32,
-            channels: 2,
-        };
+        let f32x2 = ChannelFormat::new(ChannelType::F32, 2).unwrap();
         for desc in [
             ArrayDesc::new(f32x2, 7, 0, 0),
             ArrayDesc::new(f32x2, 7, 5, 0),
@@ -179,10 +176,7 @@ fn driver_arrays_copy_in_three_dimensions_and_check_arguments_first() {
         }
         // A pitch off the device's alignment is refused before the driver, naming it.
         let memory = chorus_cuda::DeviceMemory::alloc(4096)?;
-        let f32x1 = ChannelFormat {
-            channel: ChannelType::F32,
-            channels: 1,
-        };
+        let f32x1 = ChannelFormat::scalar(ChannelType::F32);
         let e = TextureObject::from_pitch2d(&memory, f32x1, 9, 4, 36, &TextureDesc::default())
             .unwrap_err();
         assert!(e.to_string().contains("texture pitch alignment"), "{e}");

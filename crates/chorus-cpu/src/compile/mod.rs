@@ -29,8 +29,8 @@ mod layout;
 mod place;
 mod stmt;
 
-pub(crate) use layout::constant_bytes;
-use layout::{leaves, literal_bits, local_of, param_layout, size_of_type};
+pub(crate) use layout::{constant_bytes, literal_bits};
+use layout::{leaves, local_of, param_layout, size_of_type};
 
 fn unsupported(span: &Span, what: impl Into<String>) -> Error {
     Error::Unsupported {

@@ -197,11 +197,30 @@ pub(crate) fn run(launch: &Launch<'_>) -> Result<(), Error> {
 fn run_warps<const W: usize>(launch: &Launch<'_>) -> Result<(), Error> {
     let [gx, gy, gz] = launch.grid;
     let blocks = gx as usize * gy as usize * gz as usize;
+    parallel_blocks(
+        blocks,
+        launch.workers,
+        launch.kernel_name,
+        || new_worker::<W>(launch),
+        |worker, b| run_block(launch, worker, b),
+    )
+}
+
+/// Runs `blocks` blocks over up to `workers` OS threads (an atomic counter hands them out),
+/// each thread with its own state from `new_worker`; the first error (of the lowest block that
+/// failed) stops the launch. Shared by the interpreter and the native code.
+pub(crate) fn parallel_blocks<S>(
+    blocks: usize,
+    workers: usize,
+    kernel_name: &str,
+    new_worker: impl Fn() -> S + Sync,
+    run_block: impl Fn(&mut S, usize) -> Result<(), Error> + Sync,
+) -> Result<(), Error> {
     let next = AtomicUsize::new(0);
     let abort = AtomicBool::new(false);
     let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     let work = || {
-        let mut worker = new_worker::<W>(launch);
+        let mut worker = new_worker();
         loop {
             if abort.load(Ordering::Relaxed) {
                 break;
@@ -213,9 +232,9 @@ fn run_warps<const W: usize>(launch: &Launch<'_>) -> Result<(), Error> {
             // A panic here is a bug of the executor or of the printf writer: it fails this
             // launch instead of unwinding through the scoped threads into the caller.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_block(launch, &mut worker, b)
+                run_block(&mut worker, b)
             }))
-            .unwrap_or_else(|payload| Err(panic_error(launch, b, payload.as_ref())));
+            .unwrap_or_else(|payload| Err(panic_error(kernel_name, b, payload.as_ref())));
             if let Err(e) = result {
                 abort.store(true, Ordering::Relaxed);
                 let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
@@ -226,7 +245,7 @@ fn run_warps<const W: usize>(launch: &Launch<'_>) -> Result<(), Error> {
             }
         }
     };
-    let workers = launch.workers.clamp(1, blocks.max(1));
+    let workers = workers.clamp(1, blocks.max(1));
     if workers == 1 {
         work();
     } else {
@@ -244,7 +263,7 @@ fn run_warps<const W: usize>(launch: &Launch<'_>) -> Result<(), Error> {
 
 /// The error of a launch whose block `linear_block` panicked.
 fn panic_error(
-    launch: &Launch<'_>,
+    kernel_name: &str,
     linear_block: usize,
     payload: &(dyn std::any::Any + Send),
 ) -> Error {
@@ -254,7 +273,7 @@ fn panic_error(
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a panic without a message");
     Error::Launch {
-        kernel: launch.kernel_name.to_string(),
+        kernel: kernel_name.to_string(),
         message: format!("the executor panicked running block {linear_block}: {what}"),
     }
 }

@@ -1,7 +1,7 @@
 //! Runs a corpus case on the CPU executor.
 
 use super::{Arg, Case, Outcome};
-use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, LaunchConfig};
+use chorus_cpu::{CpuModule, DeviceBuffer, KernelArg, KernelPath, LaunchConfig};
 use std::sync::Arc;
 
 /// Prepares `module` on the CPU executor, launches the case and collects what it left. Errors
@@ -17,8 +17,21 @@ pub fn run_for_target(
     module: &chorus_lang::ir::Module,
     target: &chorus_lang::target::Target,
 ) -> Result<Outcome, String> {
-    let module = CpuModule::for_target(Arc::new(module.clone()), target)
+    run_on_path(case, module, target, false).map(|(outcome, _)| outcome)
+}
+
+/// [`run_for_target`] on the interpreter (`interpret`) or on the default path (native code
+/// where the kernel compiles), with the path the kernel took.
+pub fn run_on_path(
+    case: &Case,
+    module: &chorus_lang::ir::Module,
+    target: &chorus_lang::target::Target,
+    interpret: bool,
+) -> Result<(Outcome, KernelPath), String> {
+    let mut module = CpuModule::for_target(Arc::new(module.clone()), target)
         .map_err(|e| format!("prepare: {e}"))?;
+    module.set_interpreted(interpret);
+    let path = module.kernel_path(case.kernel).map_err(|e| e.to_string())?;
     module.set_printf_output(Box::new(std::io::sink()));
     for g in &case.globals {
         if let Some(init) = &g.init {
@@ -58,8 +71,11 @@ pub fn run_for_target(
         .iter()
         .map(|g| module.global_bytes(g.name).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    Ok(Outcome {
-        buffers: buffers.iter().map(|b| b.to_bytes()).collect(),
-        globals,
-    })
+    Ok((
+        Outcome {
+            buffers: buffers.iter().map(|b| b.to_bytes()).collect(),
+            globals,
+        },
+        path,
+    ))
 }

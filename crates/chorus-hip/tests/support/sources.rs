@@ -1,7 +1,8 @@
 //! The kernel modules the HIP compiler tiers compile: the kernel corpus
 //! (`chorus-cpu/tests/corpus/*.lisp`), chorus-lang's printer tests (`tests/cuda/*.lisp`,
-//! `tests/corpus/everything.lisp`) and the examples' kernels (`examples/kernels/*.lisp` after
-//! `prelude.lisp`), each printed for one HIP target: its HIP C++, or the located error of what
+//! `tests/corpus/everything.lisp`) and every example's kernel programs (the workloads after
+//! `prelude.lisp`, each `defkernel!` block of `examples/*.rs`, shared-memory's generated
+//! kernels), each printed for one HIP target: its HIP C++, or the located error of what
 //! the target lacks.
 
 #![allow(dead_code)]
@@ -9,6 +10,9 @@
 use chorus_lang::cfamily::{PrintOptions, print_for_target};
 use chorus_lang::target::Target;
 use std::path::{Path, PathBuf};
+
+#[path = "../../../chorus-lang/tests/support/example_kernels.rs"]
+mod example_kernels;
 
 /// One module printed for one target.
 pub struct Printed {
@@ -43,15 +47,8 @@ pub fn kernel_texts() -> Vec<(String, String)> {
             texts.push((format!("{label}/{file}"), text));
         }
     }
-    let kernels = root.join("examples/kernels");
-    let prelude = std::fs::read_to_string(kernels.join("prelude.lisp")).expect("the prelude");
-    for path in lisp_files(&kernels) {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        if file == "prelude.lisp" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("a kernel file");
-        texts.push((format!("examples/{file}"), format!("{prelude}\n{text}")));
+    for (name, text) in example_kernels::example_programs() {
+        texts.push((format!("examples/{name}"), text));
     }
     texts
 }

@@ -529,16 +529,20 @@ impl Emitter<'_> {
                         "__float2bfloat16",
                     )
                 };
-                if self.constant {
-                    // Initializers of device variables must be constant: give the bits.
-                    CExpr::atom(format!("{raw}{{0x{bits:04X}}}"))
+                let exact = if *s == ScalarType::Half {
+                    half::f16::from_bits(bits).to_f32()
                 } else {
-                    let exact = if *s == ScalarType::Half {
-                        half::f16::from_bits(bits).to_f32()
-                    } else {
-                        half::bf16::from_bits(bits).to_f32()
-                    };
-                    let f = float_text(f64::from(exact), "f", "__builtin_huge_valf()");
+                    half::bf16::from_bits(bits).to_f32()
+                };
+                let f = float_text(f64::from(exact), "f", "__builtin_huge_valf()");
+                if self.constant {
+                    // Initializers of device variables must be constant: the dialect's
+                    // constant form (MSL's `half(1.5f)`), else the bits.
+                    match self.dialect.half_constant(*s, &f.text) {
+                        Some(text) => CExpr::atom(text),
+                        None => CExpr::atom(format!("{raw}{{0x{bits:04X}}}")),
+                    }
+                } else {
                     CExpr::atom(self.call_text(from_float, &[f.text]))
                 }
             }

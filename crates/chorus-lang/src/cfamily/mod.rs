@@ -192,6 +192,14 @@ pub trait Dialect {
         None
     }
 
+    /// A constant initializer (a global's) of the `half` or `bfloat16` `scalar` whose exact
+    /// value is the float literal `literal`. `None` (the default) gives the raw bits as CUDA's
+    /// aggregates do (`__half_raw{0x3E00}`), which are constant where the conversion is not.
+    fn half_constant(&self, scalar: crate::types::ScalarType, literal: &str) -> Option<String> {
+        let _ = (scalar, literal);
+        None
+    }
+
     /// The definition of helper `helper`, named `name`, ending in a newline.
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String>;
 }

@@ -15,7 +15,8 @@
 //! A kernel is `kernel void name(…)`. Its parameter `i` is bound to buffer index `i`: a pointer
 //! is `device T* name [[buffer(i)]]`, a value `constant T& name [[buffer(i)]]` (the host passes
 //! it with `setBytes`, laid out by [`crate::target::LayoutRules::Msl`]). So a kernel may not
-//! assign to a by-value parameter (MSL makes it `constant`); copy it into a `let` first. After
+//! assign to a by-value parameter or take its address (MSL makes it `constant`; validation
+//! refuses both at their span for the Metal target); copy it into a `let` first. After
 //! its own parameters a kernel declares only the thread-position attributes it uses, itself or
 //! through the device functions it calls: `uint3 chorus_tid [[thread_position_in_threadgroup]]`
 //! (`thread-idx-*`), `chorus_bid [[threadgroup_position_in_grid]]` (`block-idx-*`),
@@ -624,6 +625,16 @@ impl Dialect for Msl {
         true
     }
 
+    fn half_constant(&self, scalar: ScalarType, literal: &str) -> Option<String> {
+        // A conversion of a float literal is a constant expression in MSL (its `half` and
+        // `bfloat` are arithmetic types), and the value is exact.
+        match scalar {
+            ScalarType::Half => Some(format!("half({literal})")),
+            ScalarType::BFloat16 => Some(format!("bfloat({literal})")),
+            _ => None,
+        }
+    }
+
     fn kernel_parameter(&self, index: usize, ty: &str, name: &str) -> String {
         if ty.ends_with('*') {
             format!("{ty} {name} [[buffer({index})]]")
@@ -1039,5 +1050,60 @@ mod tests {
             Msl.kernel_parameter(2, "int", "n"),
             "constant int& n [[buffer(2)]]"
         );
+    }
+
+    #[test]
+    fn by_value_kernel_parameters_are_constant_on_metal() {
+        let metal = crate::target::Target::metal(8).unwrap();
+        let assign =
+            "(defkernel k (void ((a int*) (n int)))\n  (set n (+ n 1))\n  (set (aref a 0) n))";
+        let e = crate::compile_str_for(assign, "k.lisp", &metal).unwrap_err();
+        assert_eq!((e.span.line, e.span.column), (2, 3), "{e}");
+        assert!(
+            e.message
+                .contains("assignment to the by-value parameter `n`")
+                && e.message.contains("copy it into a `let`"),
+            "{e}"
+        );
+        // CUDA's by-value parameters are locals.
+        assert!(
+            crate::compile_str_for(assign, "k.lisp", &crate::target::Target::cuda(9, 0)).is_ok()
+        );
+        let field = "(defkernel-struct pair (x int) (y int))\n\
+                     (defkernel k (void ((p pair) (out int*)))\n  (set (pair-x p) 3)\n  (set (aref out 0) (pair-x p)))";
+        let e = crate::compile_str_for(field, "f.lisp", &metal).unwrap_err();
+        assert_eq!(e.span.line, 3, "{e}");
+        assert!(e.message.contains("parameter `p`"), "{e}");
+        let address = "(defkernel (get :device) (int ((q int*))) (return (aref q 0)))\n\
+                       (defkernel k (void ((n int) (out int*)))\n  (set (aref out 0) (get (pointer n))))";
+        let e = crate::compile_str_for(address, "p.lisp", &metal).unwrap_err();
+        assert_eq!(e.span.line, 3, "{e}");
+        assert!(
+            e.message
+                .contains("the address of the by-value parameter `n`"),
+            "{e}"
+        );
+        // Pointer parameters, a `let` copy and device functions' parameters are fine.
+        let fine = "(defkernel (bump :device) (int ((m int))) (set m (+ m 1)) (return m))\n\
+                    (defkernel k (void ((a int*) (n int)))\n  (let ((m n)) (set m (+ m 1)) (set (aref a 0) (bump m))))";
+        assert!(crate::compile_str_for(fine, "ok.lisp", &metal).is_ok());
+    }
+
+    #[test]
+    fn half_constant_globals_are_msl_conversions() {
+        let metal = crate::target::Target::metal(8).unwrap();
+        let text = "(defglobal h (half 1.5) :constant)\n(defglobal b (bfloat16 -2.0) :constant)\n\
+                    (defkernel k (void ((out float*)))\n  (set (aref out 0) (+ (float h) (float b))))";
+        let module = crate::compile_str_for(text, "h.lisp", &metal).unwrap();
+        let printed =
+            super::super::print_for_target(&module, &metal, &super::super::PrintOptions::default())
+                .unwrap();
+        assert!(printed.code.contains("= half(1.5f);"), "{}", printed.code);
+        assert!(
+            printed.code.contains("= bfloat(-2.0f);"),
+            "{}",
+            printed.code
+        );
+        assert!(!printed.code.contains("_raw"), "{}", printed.code);
     }
 }

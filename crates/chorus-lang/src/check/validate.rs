@@ -239,6 +239,9 @@ impl Validator<'_> {
                     }
                 }
             }
+            StmtKind::Assign { place, .. } => {
+                self.constant_parameter(f, place, "assignment to", &s.span)?;
+            }
             StmtKind::Printf { .. } => self.needs(Capability::Printf, "`printf`", &s.span)?,
             StmtKind::Asm(_) => self.needs(Capability::InlineAsm, "`cuda-asm`", &s.span)?,
             _ => {}
@@ -411,7 +414,50 @@ impl Visitor<'_> for BodyValidator<'_> {
 
     fn enter_expr(&mut self, e: &Expr, _depth: usize) -> Result<Visit> {
         self.v.expr(e)?;
+        if let ExprKind::AddressOf(place) = &e.kind {
+            self.v
+                .constant_parameter(self.f, place, "the address of", &e.span)?;
+        }
         Ok(Visit::Children)
+    }
+}
+
+impl Validator<'_> {
+    /// On Metal, a kernel's by-value parameters are `constant T&` buffer bindings (the host
+    /// passes them with `setBytes`): `place` (assigned, or whose address is taken) may not be
+    /// one of them or a field of one. An error at `span` names the parameter and the fix.
+    fn constant_parameter(
+        &self,
+        f: &Function,
+        place: &Expr,
+        what: &str,
+        span: &Span,
+    ) -> Result<()> {
+        if self.target.kind != TargetKind::Metal || f.kind != FunctionKind::Kernel {
+            return Ok(());
+        }
+        let mut root = place;
+        while let ExprKind::Field { base, .. } = &root.kind {
+            root = base;
+        }
+        let ExprKind::Local(id) = root.kind else {
+            return Ok(());
+        };
+        let Some(local) = f.local(id) else {
+            return Ok(());
+        };
+        if !f.params.iter().any(|p| p.local == id) || local.ty.pointee().is_some() {
+            return Ok(());
+        }
+        err(
+            span,
+            format!(
+                "{what} the by-value parameter `{}` of kernel `{}`: on the {} a kernel's value \
+                 parameters are constant (MSL binds them as `constant {}&`); copy it into a \
+                 `let` and use that",
+                local.name, f.name, self.target, local.ty
+            ),
+        )
     }
 }
 

@@ -145,3 +145,212 @@ impl Type {
         LayoutRules::C.layout(self, structs)
     }
 }
+
+impl LayoutRules {
+    /// True when `ty` has the same size and the same byte positions for every component under
+    /// these rules as under `other`, so its bytes can be used as they are by either.
+    pub fn same_as(self, other: LayoutRules, ty: &Type, structs: &[StructDef]) -> bool {
+        if self == other {
+            return true;
+        }
+        let depth = structs.len();
+        self.same_within(other, ty, structs, depth)
+    }
+
+    fn same_within(
+        self,
+        other: LayoutRules,
+        ty: &Type,
+        structs: &[StructDef],
+        depth: usize,
+    ) -> bool {
+        match ty {
+            Type::Struct(name) => {
+                let Some(depth) = depth.checked_sub(1) else {
+                    return false;
+                };
+                let Some(def) = structs.iter().find(|s| *s.name == **name) else {
+                    return false;
+                };
+                match (
+                    self.struct_layout(def, structs),
+                    other.struct_layout(def, structs),
+                ) {
+                    (Some(a), Some(b)) => {
+                        a == b
+                            && def
+                                .fields
+                                .iter()
+                                .all(|f| self.same_within(other, &f.ty, structs, depth))
+                    }
+                    _ => false,
+                }
+            }
+            _ => {
+                let (a, b) = (self.layout(ty, structs), other.layout(ty, structs));
+                a.is_some() && a.map(|l| l.0) == b.map(|l| l.0)
+            }
+        }
+    }
+
+    /// Copies one value of `ty` from `src`, laid out by these rules, into `dst`, laid out by
+    /// `to`: each scalar and vector component moves to its place under `to`, and padding in
+    /// `dst` is left as it is (zero it first). `None` when either rules cannot lay `ty` out or
+    /// a slice is shorter than `ty` under its rules.
+    pub fn convert(
+        self,
+        to: LayoutRules,
+        ty: &Type,
+        structs: &[StructDef],
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<()> {
+        self.convert_within(to, ty, structs, src, dst, structs.len())
+    }
+
+    fn convert_within(
+        self,
+        to: LayoutRules,
+        ty: &Type,
+        structs: &[StructDef],
+        src: &[u8],
+        dst: &mut [u8],
+        depth: usize,
+    ) -> Option<()> {
+        let (from_size, _) = self.layout(ty, structs)?;
+        let (to_size, _) = to.layout(ty, structs)?;
+        let (src, dst) = (src.get(..from_size)?, dst.get_mut(..to_size)?);
+        match ty {
+            Type::Struct(name) => {
+                let depth = depth.checked_sub(1)?;
+                let def = structs.iter().find(|s| *s.name == **name)?;
+                let from = self.struct_layout(def, structs)?;
+                let into = to.struct_layout(def, structs)?;
+                for ((field, a), b) in def.fields.iter().zip(&from.offsets).zip(&into.offsets) {
+                    self.convert_within(
+                        to,
+                        &field.ty,
+                        structs,
+                        src.get(*a..)?,
+                        dst.get_mut(*b..)?,
+                        depth,
+                    )?;
+                }
+            }
+            // A vector's components are contiguous under every rules; only the padding after
+            // them (a 3-vector's fourth slot under MSL's) differs.
+            Type::Vector(v) => {
+                let (element, _) = self.scalar(v.element())?;
+                let n = element * v.len();
+                dst.get_mut(..n)?.copy_from_slice(src.get(..n)?);
+            }
+            _ => dst.copy_from_slice(src),
+        }
+        Some(())
+    }
+
+    /// `count` values of `ty` stored back to back in `src` under these rules (each at a
+    /// multiple of its size), stored again under `to`; `None` as for [`LayoutRules::convert`],
+    /// or when `src` does not hold exactly `count` values.
+    pub fn convert_array(
+        self,
+        to: LayoutRules,
+        ty: &Type,
+        structs: &[StructDef],
+        src: &[u8],
+        count: usize,
+    ) -> Option<Vec<u8>> {
+        let (from_size, _) = self.layout(ty, structs)?;
+        let (to_size, _) = to.layout(ty, structs)?;
+        if src.len() != from_size.checked_mul(count)? {
+            return None;
+        }
+        let mut out = vec![0u8; to_size.checked_mul(count)?];
+        for (a, b) in src
+            .chunks_exact(from_size)
+            .zip(out.chunks_exact_mut(to_size))
+        {
+            self.convert(to, ty, structs, a, b)?;
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod conversion_tests {
+    use super::*;
+
+    fn structs(source: &str) -> Vec<StructDef> {
+        crate::compile_str(source, "t.lisp").unwrap().structs
+    }
+
+    fn floats(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|f| f.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn float3_arrays_widen_and_narrow() {
+        let ty = Type::Vector(VectorType::Float3);
+        let c = floats(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let msl = LayoutRules::C
+            .convert_array(LayoutRules::Msl, &ty, &[], &c, 2)
+            .unwrap();
+        assert_eq!(msl, floats(&[1.0, 2.0, 3.0, 0.0, 4.0, 5.0, 6.0, 0.0]));
+        let back = LayoutRules::Msl
+            .convert_array(LayoutRules::C, &ty, &[], &msl, 2)
+            .unwrap();
+        assert_eq!(back, c);
+        assert!(!LayoutRules::C.same_as(LayoutRules::Msl, &ty, &[]));
+        assert!(LayoutRules::C.same_as(LayoutRules::Msl, &Type::Vector(VectorType::Float4), &[]));
+        assert!(LayoutRules::C.same_as(LayoutRules::Msl, &Type::FLOAT, &[]));
+        assert!(
+            LayoutRules::C
+                .convert_array(LayoutRules::Msl, &ty, &[], &c, 3)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn structures_with_float3_move_their_fields() {
+        let defs = structs(
+            "(defkernel-struct body (mass float) (pos float3) (tag int))
+             (defkernel-struct pair (a body) (b float2))
+             (defkernel k (void ((p pair*))) (return))",
+        );
+        let body = Type::Struct(defs[0].name.clone());
+        let pair = Type::Struct(defs[1].name.clone());
+        // C: mass 0, pos 4..16, tag 16 (20 bytes); MSL: mass 0, pos 16..32, tag 32 (48).
+        assert_eq!(LayoutRules::C.layout(&body, &defs), Some((20, 4)));
+        assert_eq!(LayoutRules::Msl.layout(&body, &defs), Some((48, 16)));
+        assert!(!LayoutRules::C.same_as(LayoutRules::Msl, &pair, &defs));
+        let mut c = floats(&[7.0, 1.0, 2.0, 3.0]);
+        c.extend(9i32.to_le_bytes());
+        // C: `b` (float2, 8-aligned) at 24, after 4 bytes of padding; 32 bytes in all.
+        c.extend([0u8; 4]);
+        c.extend(floats(&[0.5, 0.25]));
+        assert_eq!(LayoutRules::C.layout(&pair, &defs), Some((32, 8)));
+        let msl = LayoutRules::C
+            .convert_array(LayoutRules::Msl, &pair, &defs, &c, 1)
+            .unwrap();
+        let (size, _) = LayoutRules::Msl.layout(&pair, &defs).unwrap();
+        assert_eq!(msl.len(), size);
+        assert_eq!(&msl[..4], &7.0f32.to_le_bytes());
+        assert_eq!(&msl[16..28], &floats(&[1.0, 2.0, 3.0])[..]);
+        assert_eq!(&msl[32..36], &9i32.to_le_bytes());
+        assert_eq!(&msl[48..56], &floats(&[0.5, 0.25])[..]);
+        let back = LayoutRules::Msl
+            .convert_array(LayoutRules::C, &pair, &defs, &msl, 1)
+            .unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn structures_of_scalars_are_the_same_under_both() {
+        let defs = structs(
+            "(defkernel-struct p (a float) (b int) (c float4))
+             (defkernel k (void ((x p*))) (return))",
+        );
+        let ty = Type::Struct(defs[0].name.clone());
+        assert!(LayoutRules::C.same_as(LayoutRules::Msl, &ty, &defs));
+    }
+}

@@ -4,11 +4,9 @@
 use crate::TextureDesc;
 use crate::error::{Error, Result};
 use crate::hal::{ArrayImpl, TextureImpl};
-use crate::image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ImageShape, ReadMode};
+use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Backend;
-use chorus_cpu::{
-    DeviceBuffer, ImageLayout, PrecheckedArg, SamplerDesc, SurfaceObject, TextureObject,
-};
+use chorus_cpu::{DeviceBuffer, ImageLayout, PrecheckedArg, SurfaceObject, TextureObject};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -46,41 +44,6 @@ impl TextureImpl for CpuImage {
     }
 }
 
-fn format(f: ChannelFormat) -> Result<chorus_cpu::ChannelFormat> {
-    let channel = match f.channel() {
-        ChannelType::U8 => chorus_cpu::ChannelType::U8,
-        ChannelType::I8 => chorus_cpu::ChannelType::I8,
-        ChannelType::U16 => chorus_cpu::ChannelType::U16,
-        ChannelType::I16 => chorus_cpu::ChannelType::I16,
-        ChannelType::U32 => chorus_cpu::ChannelType::U32,
-        ChannelType::I32 => chorus_cpu::ChannelType::I32,
-        ChannelType::F16 => chorus_cpu::ChannelType::F16,
-        ChannelType::F32 => chorus_cpu::ChannelType::F32,
-    };
-    Ok(chorus_cpu::ChannelFormat::new(channel, f.channels())?)
-}
-
-fn sampler(desc: &TextureDesc) -> SamplerDesc {
-    SamplerDesc {
-        address: desc.address.map(|m| match m {
-            AddressMode::Wrap => chorus_cpu::AddressMode::Wrap,
-            AddressMode::Clamp => chorus_cpu::AddressMode::Clamp,
-            AddressMode::Mirror => chorus_cpu::AddressMode::Mirror,
-            AddressMode::Border => chorus_cpu::AddressMode::Border,
-        }),
-        filter: match desc.filter {
-            FilterMode::Point => chorus_cpu::FilterMode::Point,
-            FilterMode::Linear => chorus_cpu::FilterMode::Linear,
-        },
-        read_mode: match desc.read_mode {
-            ReadMode::ElementType => chorus_cpu::ReadMode::ElementType,
-            ReadMode::NormalizedFloat => chorus_cpu::ReadMode::NormalizedFloat,
-        },
-        normalized_coords: desc.normalized_coords,
-        border_color: desc.border_color,
-    }
-}
-
 fn foreign(what: &'static str) -> Error {
     Error::ForeignObject {
         backend: Backend::Cpu,
@@ -90,7 +53,7 @@ fn foreign(what: &'static str) -> Error {
 
 /// A zeroed array.
 pub(super) fn alloc_array(f: ChannelFormat, [w, h, d]: [usize; 3]) -> Result<Box<dyn ArrayImpl>> {
-    let layout = ImageLayout::array(format(f)?, w, h, d)?;
+    let layout = ImageLayout::array(f, w, h, d)?;
     let buffer = Arc::new(DeviceBuffer::alloc(layout.bytes())?);
     Ok(Box::new(CpuArray { buffer, layout }))
 }
@@ -108,7 +71,7 @@ pub(super) fn texture_over_array(
         .as_any()
         .downcast_ref::<CpuArray>()
         .ok_or_else(|| foreign("array"))?;
-    let object = TextureObject::new(array.layout, sampler(desc))?;
+    let object = TextureObject::new(array.layout, *desc)?;
     Ok(Box::new(CpuImage::Texture(array.buffer.clone(), object)))
 }
 
@@ -120,12 +83,12 @@ pub(super) fn texture_over_memory(
     desc: &TextureDesc,
 ) -> Result<Box<dyn TextureImpl>> {
     let layout = match shape {
-        ImageShape::Linear { width } => ImageLayout::linear(format(f)?, width)?,
+        ImageShape::Linear { width } => ImageLayout::linear(f, width)?,
         ImageShape::Pitch2D {
             width,
             height,
             pitch,
-        } => ImageLayout::pitch2d(format(f)?, width, height, pitch)?,
+        } => ImageLayout::pitch2d(f, width, height, pitch)?,
         ImageShape::Array { .. } => return Err(foreign("memory as an array")),
     };
     if layout.bytes() > buffer.len() {
@@ -137,7 +100,7 @@ pub(super) fn texture_over_memory(
             ),
         });
     }
-    let object = TextureObject::new(layout, sampler(desc))?;
+    let object = TextureObject::new(layout, *desc)?;
     Ok(Box::new(CpuImage::Texture(buffer, object)))
 }
 

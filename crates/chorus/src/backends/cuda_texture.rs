@@ -8,7 +8,7 @@ use super::cuda_context::device_error;
 use crate::TextureDesc;
 use crate::error::{Error, Result};
 use crate::hal::{ArrayImpl, TextureImpl};
-use crate::image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ImageShape, ReadMode};
+use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Backend;
 use chorus_cuda::driver;
 use chorus_lang::types::Type;
@@ -93,43 +93,6 @@ impl TextureImpl for CudaImage {
     }
 }
 
-fn format(f: ChannelFormat) -> driver::ChannelFormat {
-    driver::ChannelFormat {
-        channel: match f.channel() {
-            ChannelType::U8 => driver::ChannelType::U8,
-            ChannelType::I8 => driver::ChannelType::I8,
-            ChannelType::U16 => driver::ChannelType::U16,
-            ChannelType::I16 => driver::ChannelType::I16,
-            ChannelType::U32 => driver::ChannelType::U32,
-            ChannelType::I32 => driver::ChannelType::I32,
-            ChannelType::F16 => driver::ChannelType::F16,
-            ChannelType::F32 => driver::ChannelType::F32,
-        },
-        channels: u32::from(f.channels()),
-    }
-}
-
-fn desc_of(desc: &TextureDesc) -> driver::TextureDesc {
-    driver::TextureDesc {
-        address: desc.address.map(|m| match m {
-            AddressMode::Wrap => driver::AddressMode::Wrap,
-            AddressMode::Clamp => driver::AddressMode::Clamp,
-            AddressMode::Mirror => driver::AddressMode::Mirror,
-            AddressMode::Border => driver::AddressMode::Border,
-        }),
-        filter: match desc.filter {
-            FilterMode::Point => driver::FilterMode::Point,
-            FilterMode::Linear => driver::FilterMode::Linear,
-        },
-        read_mode: match desc.read_mode {
-            ReadMode::ElementType => driver::ReadMode::ElementType,
-            ReadMode::NormalizedFloat => driver::ReadMode::NormalizedFloat,
-        },
-        normalized_coords: desc.normalized_coords,
-        border_color: desc.border_color,
-    }
-}
-
 fn foreign(what: &'static str) -> Error {
     Error::ForeignObject {
         backend: Backend::Cuda,
@@ -145,7 +108,7 @@ pub(super) fn alloc_array(
     surface: bool,
 ) -> Result<Box<dyn ArrayImpl>> {
     generation.enter("array")?;
-    let mut desc = driver::ArrayDesc::new(format(f), w, h, d);
+    let mut desc = driver::ArrayDesc::new(f, w, h, d);
     if surface {
         desc = desc.surface();
     }
@@ -189,7 +152,7 @@ pub(super) fn texture_over_array(
     // the object's whole life, which is all `'static` is used for here.
     let array: &'static driver::CudaArray =
         unsafe { &*(&*array.array as *const driver::CudaArray) };
-    let object = driver::TextureObject::from_array(array, &desc_of(desc))
+    let object = driver::TextureObject::from_array(array, desc)
         .map_err(device_error(generation.context.device()))?;
     Ok(image(generation, Object::Texture(object)))
 }
@@ -204,19 +167,18 @@ pub(super) fn texture_over_memory(
 ) -> Result<Box<dyn TextureImpl>> {
     generation.enter("texture")?;
     let error = device_error(generation.context.device());
-    let desc = desc_of(desc);
     // SAFETY: as for arrays: the facade's `Texture<'a>` borrows the memory block that owns
     // this allocation for as long as the texture exists.
     let memory: &'static chorus_cuda::DeviceMemory = unsafe { &*(memory as *const _) };
     let object = match shape {
         ImageShape::Linear { width } => {
-            driver::TextureObject::from_linear(memory, format(f), width, &desc).map_err(error)?
+            driver::TextureObject::from_linear(memory, f, width, desc).map_err(error)?
         }
         ImageShape::Pitch2D {
             width,
             height,
             pitch,
-        } => driver::TextureObject::from_pitch2d(memory, format(f), width, height, pitch, &desc)
+        } => driver::TextureObject::from_pitch2d(memory, f, width, height, pitch, desc)
             .map_err(error)?,
         ImageShape::Array { .. } => return Err(foreign("memory as an array")),
     };

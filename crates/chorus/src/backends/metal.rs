@@ -179,24 +179,36 @@ impl CompiledImpl for MetalCompiled {
         let function = &self.module.functions[kernel];
         debug_assert_eq!(function.kind, FunctionKind::Kernel);
         let name = function.name.to_string();
+        // Values arrive in the host's layout (C's): those MSL lays out otherwise (a `float3`,
+        // a structure holding one) are laid out again here, kept alive for the dispatch.
+        let structs = &self.module.structs;
+        let converted: Vec<Option<Vec<u8>>> = args
+            .get()
+            .iter()
+            .map(|arg| match arg {
+                ArgRef::Value { ty, bytes } if !chorus_metal::layout::same_layout(ty, structs) => {
+                    chorus_metal::layout::to_msl(ty, bytes, structs)
+                        .map(Some)
+                        .ok_or_else(|| {
+                            metal(chorus_metal::Error::Dispatch {
+                                kernel: name.clone(),
+                                message: format!("a `{ty}` value has no MSL layout"),
+                            })
+                        })
+                }
+                _ => Ok(None),
+            })
+            .collect::<Result<_>>()?;
         let mut bound = Vec::with_capacity(args.get().len());
-        for arg in args.get() {
+        for (arg, converted) in args.get().iter().zip(&converted) {
             bound.push(match arg {
-                // Checked by the facade against the Metal target's layouts: already MSL's.
-                ArgRef::Value { bytes, .. } => Argument::Bytes(bytes),
-                ArgRef::Memory { memory, element } => {
-                    // A block's elements are laid out by the host (C): a `float3` element is
-                    // 12 bytes there and 16 in MSL, so such memory cannot be read as it is.
-                    if !chorus_metal::layout::same_layout(element, &self.module.structs) {
-                        return Err(metal(chorus_metal::Error::Dispatch {
-                            kernel: name,
-                            message: format!(
-                                "memory of `{element}` is laid out for the host (C), and MSL \
-                                 lays `{element}` out differently (float3 is 16 bytes); use \
-                                 float4 elements"
-                            ),
-                        }));
-                    }
+                ArgRef::Value { bytes, .. } => match converted {
+                    Some(msl) => Argument::Bytes(msl),
+                    None => Argument::Bytes(bytes),
+                },
+                // A memory block on a Metal device keeps its device copy in MSL's layout
+                // (the facade converts at each sync), so the buffer is used as it is.
+                ArgRef::Memory { memory, .. } => {
                     let buffer = memory.memory.as_any().downcast_ref::<MetalMemory>().ok_or(
                         Error::ForeignObject {
                             backend: Backend::Metal,

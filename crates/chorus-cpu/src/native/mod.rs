@@ -1,0 +1,128 @@
+//! The native compiler: kernels of the typed IR compiled to machine code with Cranelift
+//! (feature `native`, on by default), PoCL's region method.
+//!
+//! A kernel becomes one work-group function that runs every thread of one block. Code between
+//! barriers runs as a loop over the block's threads; a kernel without `syncthreads` is one loop
+//! over its threads. With barriers, the body is split into regions at each barrier: a barrier
+//! at the top level, or inside an `if` or a loop whose own statements are then run region by
+//! region, each region a loop over the threads that are active there (a byte mask per thread
+//! and construct, as the interpreter's lane masks but block-wide). Locals that live across a
+//! barrier (declared at region level) sit in per-thread arrays ("lane arrays"); locals of one
+//! region are Cranelift variables (registers).
+//!
+//! Safety is the interpreter's: a pointer is the same (allocation, offset) pair; an access
+//! through a kernel parameter, a shared array or a global uses the allocation resolved once per
+//! block (hoisted out of the thread loop) and one bounds-and-alignment compare and branch; any
+//! other pointer is resolved through a per-launch table with a second compare. A failed check
+//! leaves the function with the fault's data, and the launcher builds the interpreter's own
+//! message from it (kernel, block, thread, source position, offset). Integer division by zero
+//! faults; `INT_MIN / -1` wraps as in the interpreter.
+//!
+//! Device functions are Cranelift functions of their own (a fault propagates as a status);
+//! atomics check their address in code and run the interpreter's host atomics; `half`,
+//! `bfloat16`, `fp8` and `fp4` values are their raw bits, every operation on them a call of the
+//! interpreter's own function. What is not compiled yet (warp collectives, `printf`, textures
+//! and surfaces, cuRAND, vectors and structures, 16-bit atomics, the address of a local,
+//! recursion, barriers inside a `switch` or a device function) makes the kernel run on the
+//! interpreter; [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+
+mod lower;
+mod runtime;
+
+pub(crate) use runtime::{NativeLaunch, run};
+
+use chorus_lang::ir;
+use std::sync::{Mutex, OnceLock};
+
+/// A compiled kernel: its entry point and what the launcher must prepare for it.
+pub(crate) struct NativeKernel {
+    /// `extern "C" fn(*mut runtime::Ctx) -> u32`, 0 when the block finished, 1 on a fault.
+    pub(crate) entry: *const u8,
+    /// The allocations resolved once per block, in root order.
+    pub(crate) roots: Vec<runtime::RootSource>,
+    /// Lane-array slots (8 bytes per thread each).
+    pub(crate) lane_slots: u32,
+    /// Mask slots (1 byte per thread each); slot 0 is "not returned", set by the launcher.
+    pub(crate) mask_slots: u32,
+    /// Source positions of the checks that can fault, by index.
+    pub(crate) spans: Vec<chorus_lang::Span>,
+    /// Static shared slots the kernel uses and their sizes in bytes.
+    pub(crate) shared: Vec<(u32, usize)>,
+}
+
+// SAFETY: `entry` points into executable memory owned by the module's `JITModule`, which lives
+// (and is only freed) with the `NativeModule` that hands out `&NativeKernel`s; the code is
+// immutable once finalised and reentrant (all its state is in the `Ctx` passed to it).
+unsafe impl Send for NativeKernel {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for NativeKernel {}
+
+/// The compiled code of one module: each kernel compiled on its first launch (or
+/// [`crate::CpuModule::kernel_path`]) and kept in memory with the module.
+pub(crate) struct NativeModule {
+    jit: Mutex<Option<cranelift_jit::JITModule>>,
+    global_ids: Vec<u32>,
+    kernels: Vec<OnceLock<Result<NativeKernel, String>>>,
+}
+
+impl std::fmt::Debug for NativeModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeModule").finish_non_exhaustive()
+    }
+}
+
+impl NativeModule {
+    pub(crate) fn new(module: &ir::Module, global_ids: Vec<u32>) -> NativeModule {
+        NativeModule {
+            jit: Mutex::new(None),
+            global_ids,
+            kernels: module.functions.iter().map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The compiled kernel `index`, compiling it on first use; `Err` says why it is interpreted.
+    pub(crate) fn kernel(
+        &self,
+        module: &ir::Module,
+        index: usize,
+        warp_width: u32,
+    ) -> Result<&NativeKernel, &str> {
+        let Some(cell) = self.kernels.get(index) else {
+            return Err("no such kernel");
+        };
+        cell.get_or_init(|| {
+            let mut jit = self.jit.lock().unwrap_or_else(|p| p.into_inner());
+            if jit.is_none() {
+                *jit = Some(lower::new_jit()?);
+            }
+            let jit = jit.as_mut().expect("created above");
+            let started = std::time::Instant::now();
+            let result = lower::compile_kernel(jit, module, index, warp_width, &self.global_ids);
+            match &result {
+                Ok(_) => tracing::debug!(
+                    kernel = &*module.functions[index].name,
+                    micros = started.elapsed().as_micros() as u64,
+                    "chorus-cpu: kernel compiled to native code"
+                ),
+                Err(reason) => tracing::debug!(
+                    kernel = &*module.functions[index].name,
+                    reason = reason.as_str(),
+                    "chorus-cpu: kernel runs on the interpreter"
+                ),
+            }
+            result
+        })
+        .as_ref()
+        .map_err(String::as_str)
+    }
+}
+
+impl Drop for NativeModule {
+    fn drop(&mut self) {
+        if let Some(jit) = self.jit.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            // SAFETY: the kernels' entry points die with `self.kernels` (dropped with `self`);
+            // no launch is running, since launches borrow the module that owns `self`.
+            unsafe { jit.free_memory() };
+        }
+    }
+}

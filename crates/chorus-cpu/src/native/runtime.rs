@@ -1,0 +1,491 @@
+//! What compiled kernels run with: the block context they read, the helpers they call, and
+//! the launcher that spreads blocks over the cores and turns faults into errors.
+
+use super::NativeKernel;
+use crate::error::Error;
+use crate::memory::{
+    AccessError, DYNAMIC_SHARED_ID, OFFSET_MASK, OVERFLOWED_ID, Region, STATIC_SHARED_BASE, encode,
+    offset_pointer, pointer_id, scaled_index, signed_offset, zeroed_words,
+};
+use chorus_lang::ir::{AtomicOp, MathFn};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Where a root allocation comes from, resolved by the launcher for each worker.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RootSource {
+    /// The pointer in parameter leaf `n`.
+    Param(u32),
+    /// Static shared slot `n`.
+    Shared(u32),
+    /// The block's dynamic shared memory.
+    Dynamic,
+    /// The global with this allocation id.
+    Global(u32),
+}
+
+/// One allocation resolved for a block: where its bytes are, how many, and the pointer.
+#[repr(C)]
+pub(crate) struct Root {
+    pub(crate) base: u64,
+    pub(crate) len: u64,
+    /// The pointer's signed offset into the allocation.
+    pub(crate) off: i64,
+    pub(crate) ptr: u64,
+}
+
+/// A slot of the allocation table (indexed by the low bits of an allocation id).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Entry {
+    pub(crate) id: u64,
+    pub(crate) base: u64,
+    pub(crate) len: u64,
+    pub(crate) _pad: u64,
+}
+
+/// What a work-group function reads (and writes when it faults). Field offsets are read by
+/// the code generator through `offset_of!`.
+#[repr(C)]
+pub(crate) struct Ctx {
+    pub(crate) roots: *const Root,
+    pub(crate) table: *const Entry,
+    /// `32 - log2(slots)`: a slot is `(id * HASH mod 2^32) >> table_shift`.
+    pub(crate) table_shift: u64,
+    pub(crate) lanes: *mut u8,
+    pub(crate) masks: *mut u8,
+    pub(crate) params: *const u64,
+    pub(crate) block_idx: [u32; 3],
+    pub(crate) block_dim: [u32; 3],
+    pub(crate) grid_dim: [u32; 3],
+    pub(crate) threads: u32,
+    pub(crate) fault_thread: [u32; 3],
+    /// 1: a memory access (`fault_ptr`, `fault_size`, `fault_write`: 0 read, 1 write, 2
+    /// atomic); 2: integer division by zero.
+    pub(crate) fault_code: u32,
+    pub(crate) fault_span: u32,
+    pub(crate) fault_write: u32,
+    pub(crate) fault_ptr: u64,
+    pub(crate) fault_size: u64,
+}
+
+/// Everything a native launch needs.
+pub(crate) struct NativeLaunch<'a> {
+    pub(crate) kernel: &'a NativeKernel,
+    pub(crate) kernel_name: &'a str,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) regions: &'a [(u32, Region<'a>)],
+    pub(crate) params: Vec<u64>,
+    pub(crate) dynamic_shared: usize,
+    pub(crate) workers: usize,
+}
+
+/// One worker's storage: shared memory, lane arrays, masks and its allocation table.
+struct Worker {
+    _shared: Vec<Box<[AtomicU64]>>,
+    _dynamic: Box<[AtomicU64]>,
+    lanes: Vec<u64>,
+    masks: Vec<u8>,
+    table: Vec<Entry>,
+    table_shift: u64,
+    roots: Vec<Root>,
+    /// (id, base, len) of everything this worker's blocks can reach.
+    reachable: Vec<(u32, u64, u64)>,
+}
+
+fn region_base(r: &Region<'_>) -> u64 {
+    r.words.as_ptr() as u64
+}
+
+/// Multiplier of the table's Fibonacci hash of allocation ids.
+pub(crate) const HASH: u64 = 0x9E37_79B1;
+
+/// The table slot of `id` with a table of 2^`bits` slots (what the compiled code computes).
+fn slot_of(id: u32, bits: u32) -> u64 {
+    ((id as u64).wrapping_mul(HASH) & 0xffff_ffff) >> (32 - bits)
+}
+
+/// A table size (its log2, its slots) at which the ids land in distinct slots.
+fn table_for(reachable: &[(u32, u64, u64)]) -> Option<(Vec<Entry>, u64)> {
+    let mut bits = (reachable.len() * 2)
+        .next_power_of_two()
+        .max(8)
+        .trailing_zeros();
+    while bits <= 16 {
+        let size = 1usize << bits;
+        let mut table = vec![
+            Entry {
+                id: u64::MAX,
+                base: 0,
+                len: 0,
+                _pad: 0,
+            };
+            size
+        ];
+        let mut ok = true;
+        for &(id, base, len) in reachable {
+            let slot = &mut table[slot_of(id, bits) as usize];
+            if slot.id != u64::MAX && slot.id != id as u64 {
+                ok = false;
+                break;
+            }
+            *slot = Entry {
+                id: id as u64,
+                base,
+                len,
+                _pad: 0,
+            };
+        }
+        if ok {
+            return Some((table, 32 - bits as u64));
+        }
+        bits += 1;
+    }
+    None
+}
+
+fn new_worker(launch: &NativeLaunch<'_>, threads: usize) -> Result<Worker, String> {
+    let k = launch.kernel;
+    let shared: Vec<Box<[AtomicU64]>> = k.shared.iter().map(|(_, s)| zeroed_words(*s)).collect();
+    let dynamic = zeroed_words(launch.dynamic_shared);
+    let mut reachable: Vec<(u32, u64, u64)> = launch
+        .regions
+        .iter()
+        .map(|(id, r)| (*id, region_base(r), r.len as u64))
+        .collect();
+    for ((slot, size), words) in k.shared.iter().zip(&shared) {
+        reachable.push((
+            STATIC_SHARED_BASE + slot,
+            words.as_ptr() as u64,
+            *size as u64,
+        ));
+    }
+    reachable.push((
+        DYNAMIC_SHARED_ID,
+        dynamic.as_ptr() as u64,
+        launch.dynamic_shared as u64,
+    ));
+    let (table, table_shift) =
+        table_for(&reachable).ok_or("the launch's allocation ids collide in every table size")?;
+    let find = |ptr: u64| {
+        let id = pointer_id(ptr);
+        reachable
+            .iter()
+            .find(|(i, _, _)| *i == id)
+            .map(|&(_, base, len)| (base, len))
+    };
+    let roots = k
+        .roots
+        .iter()
+        .map(|src| {
+            let ptr = match *src {
+                RootSource::Param(leaf) => launch.params.get(leaf as usize).copied().unwrap_or(0),
+                RootSource::Shared(slot) => encode(STATIC_SHARED_BASE + slot, 0),
+                RootSource::Dynamic => encode(DYNAMIC_SHARED_ID, 0),
+                RootSource::Global(id) => encode(id, 0),
+            };
+            let (base, len) = find(ptr).unwrap_or((0, 0));
+            Root {
+                base,
+                len,
+                off: signed_offset(ptr),
+                ptr,
+            }
+        })
+        .collect();
+    Ok(Worker {
+        _shared: shared,
+        _dynamic: dynamic,
+        lanes: vec![0; k.lane_slots as usize * threads],
+        masks: vec![0; (k.mask_slots as usize * threads).max(1)],
+        table,
+        table_shift,
+        roots,
+        reachable,
+    })
+}
+
+/// The interpreter's message for an access of `size` bytes through `ptr`.
+fn access_message(reachable: &[(u32, u64, u64)], ptr: u64, size: u64, mode: u32) -> String {
+    let id = pointer_id(ptr);
+    let what = match mode {
+        0 => "read",
+        1 => "write",
+        _ => "atomic",
+    };
+    match reachable.iter().find(|(i, _, _)| *i == id) {
+        Some(&(_, _, len)) => {
+            let offset = ptr & OFFSET_MASK;
+            let e = if offset.checked_add(size).is_none_or(|end| end > len) {
+                AccessError::OutOfBounds {
+                    offset,
+                    size: size as usize,
+                    len: len as usize,
+                }
+            } else {
+                AccessError::Misaligned {
+                    offset,
+                    size: size as usize,
+                }
+            };
+            e.describe(what)
+        }
+        None if id == OVERFLOWED_ID => "out-of-bounds access: pointer arithmetic moved the pointer more than 2^39 bytes from its allocation's start".into(),
+        None if id == 0 => format!("access through a null pointer (offset {})", ptr & OFFSET_MASK),
+        None => "access through a pointer to memory that is not an argument of this launch".into(),
+    }
+}
+
+/// Runs a whole launch of a compiled kernel.
+pub(crate) fn run(launch: &NativeLaunch<'_>) -> Result<(), Error> {
+    let [bx, by, bz] = launch.block;
+    let threads = (bx * by * bz) as usize;
+    let [gx, gy, gz] = launch.grid;
+    let blocks = gx as usize * gy as usize * gz as usize;
+    let entry: extern "C" fn(*mut Ctx) -> u32 =
+        // SAFETY: the code generator made `entry` a function of exactly this signature.
+        unsafe { std::mem::transmute(launch.kernel.entry) };
+    crate::exec::parallel_blocks(
+        blocks,
+        launch.workers,
+        launch.kernel_name,
+        || new_worker(launch, threads),
+        |worker: &mut Result<Worker, String>, b| {
+            let w = worker.as_mut().map_err(|m| Error::Launch {
+                kernel: launch.kernel_name.to_string(),
+                message: m.clone(),
+            })?;
+            let block_idx = [
+                (b % gx as usize) as u32,
+                (b / gx as usize % gy as usize) as u32,
+                (b / (gx as usize * gy as usize)) as u32,
+            ];
+            // Mask 0 is "this thread has not returned".
+            if launch.kernel.mask_slots > 0 {
+                w.masks[..threads].fill(1);
+            }
+            let mut ctx = Ctx {
+                roots: w.roots.as_ptr(),
+                table: w.table.as_ptr(),
+                table_shift: w.table_shift,
+                lanes: w.lanes.as_mut_ptr().cast(),
+                masks: w.masks.as_mut_ptr(),
+                params: launch.params.as_ptr(),
+                block_idx,
+                block_dim: launch.block,
+                grid_dim: launch.grid,
+                threads: threads as u32,
+                fault_thread: [0; 3],
+                fault_code: 0,
+                fault_span: 0,
+                fault_write: 0,
+                fault_ptr: 0,
+                fault_size: 0,
+            };
+            if entry(&mut ctx) == 0 {
+                return Ok(());
+            }
+            let message = match ctx.fault_code {
+                2 => "integer division by zero".to_string(),
+                _ => access_message(&w.reachable, ctx.fault_ptr, ctx.fault_size, ctx.fault_write),
+            };
+            Err(Error::Fault {
+                kernel: launch.kernel_name.to_string(),
+                block: block_idx,
+                thread: ctx.fault_thread,
+                span: launch
+                    .kernel
+                    .spans
+                    .get(ctx.fault_span as usize)
+                    .cloned()
+                    .unwrap_or_else(chorus_lang::Span::generated),
+                message,
+            })
+        },
+    )
+}
+
+// ---- helpers the compiled code calls (rare or intricate operations, with the interpreter's
+// own functions, so both paths give the same bits)
+
+/// The interpreter's pointer for a root access that failed its check: each index scaled with
+/// saturation and added with `offset_pointer`, as `PtrIndex` does.
+pub(crate) extern "C" fn nf_root_fault(
+    ctx: *mut Ctx,
+    root: u64,
+    i0: i64,
+    s0: i64,
+    i1: i64,
+    s1: i64,
+    i2: i64,
+    s2: i64,
+) {
+    // SAFETY: the compiled code passes the context it was called with, and a root index
+    // below the kernel's root count.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: as above.
+    let mut p = unsafe { (*ctx.roots.add(root as usize)).ptr };
+    for (i, s) in [(i0, s0), (i1, s1), (i2, s2)] {
+        if s != 0 {
+            p = offset_pointer(p, scaled_index(i, s));
+        }
+    }
+    ctx.fault_ptr = p;
+}
+
+/// `ptr + index * stride` bytes, as the interpreter's `PtrIndex`.
+pub(crate) extern "C" fn nf_ptr_index(ptr: u64, index: i64, stride: i64) -> u64 {
+    offset_pointer(ptr, scaled_index(index, stride))
+}
+
+/// The math functions, by position in [`MATH`].
+pub(crate) const MATH: [MathFn; 33] = [
+    MathFn::Exp,
+    MathFn::Exp2,
+    MathFn::Expm1,
+    MathFn::Log,
+    MathFn::Log2,
+    MathFn::Log10,
+    MathFn::Log1p,
+    MathFn::Sin,
+    MathFn::Cos,
+    MathFn::Tan,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Atan,
+    MathFn::Atan2,
+    MathFn::Sinh,
+    MathFn::Cosh,
+    MathFn::Tanh,
+    MathFn::Sqrt,
+    MathFn::Rsqrt,
+    MathFn::Cbrt,
+    MathFn::Pow,
+    MathFn::Hypot,
+    MathFn::Floor,
+    MathFn::Ceil,
+    MathFn::Round,
+    MathFn::Trunc,
+    MathFn::Erf,
+    MathFn::Erfc,
+    MathFn::FastExp,
+    MathFn::FastSin,
+    MathFn::FastCos,
+    MathFn::FastLog,
+    MathFn::FastLog2,
+];
+
+/// Leaf kinds by code (what the compiled code passes).
+pub(crate) const KINDS: [crate::value::Kind; 16] = {
+    use crate::value::Kind::*;
+    [
+        Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, Fp8, Fp4, F32, F64, Ptr,
+    ]
+};
+
+/// The code of a kind in [`KINDS`].
+pub(crate) fn kind_code(k: crate::value::Kind) -> u64 {
+    KINDS.iter().position(|x| *x == k).unwrap_or(0) as u64
+}
+
+fn kind_of(code: u64) -> crate::value::Kind {
+    KINDS[(code as usize).min(KINDS.len() - 1)]
+}
+
+pub(crate) extern "C" fn nf_math1(f: u64, kind: u64, x: u64) -> u64 {
+    crate::scalar::math1(MATH[(f as usize).min(MATH.len() - 1)], kind_of(kind), x)
+}
+
+pub(crate) extern "C" fn nf_math2(f: u64, kind: u64, a: u64, b: u64) -> u64 {
+    crate::scalar::math2(MATH[(f as usize).min(MATH.len() - 1)], kind_of(kind), a, b)
+}
+
+pub(crate) extern "C" fn nf_fma(kind: u64, a: u64, b: u64, c: u64) -> u64 {
+    crate::scalar::fma(kind_of(kind), a, b, c)
+}
+
+pub(crate) extern "C" fn nf_convert(from: u64, to: u64, bits: u64) -> u64 {
+    crate::value::convert(kind_of(from), kind_of(to), bits)
+}
+
+/// Floating `Rem`, `FloorMod`, `Min`, `Max` (op 0..4) as the interpreter computes them.
+pub(crate) extern "C" fn nf_float_binary(op: u64, kind: u64, a: u64, b: u64) -> u64 {
+    use crate::bytecode::BinOp;
+    let op = [BinOp::Rem, BinOp::FloorMod, BinOp::Min, BinOp::Max][(op as usize).min(3)];
+    if kind_of(kind) == crate::value::Kind::F64 {
+        crate::scalar::float_binary(op, f64::from_bits(a), f64::from_bits(b), f64::to_bits)
+    } else {
+        let f = |v: u64| f32::from_bits(v as u32) as f64;
+        crate::scalar::float_binary(op, f(a), f(b), |r| (r as f32).to_bits() as u64)
+    }
+}
+
+/// The unary operations the compiled code calls out for, by code.
+pub(crate) const UNARY: [crate::bytecode::UnOp; 6] = {
+    use crate::bytecode::UnOp::*;
+    [Saturate, DoubleToIntRn, Neg, Abs, Recip, Not]
+};
+
+/// A unary operation of [`crate::scalar::unary`] by code in [`UNARY`].
+pub(crate) extern "C" fn nf_unary(op: u64, kind: u64, x: u64) -> u64 {
+    crate::scalar::unary(UNARY[(op as usize).min(UNARY.len() - 1)], kind_of(kind), x)
+}
+
+/// The binary operations of the narrow float types, by code.
+pub(crate) const NARROW_BINARY: [crate::bytecode::BinOp; 14] = {
+    use crate::bytecode::BinOp::*;
+    [
+        Add, Sub, Mul, Div, Rem, FloorMod, Min, Max, Eq, Ne, Lt, Gt, Le, Ge,
+    ]
+};
+
+/// A binary operation on `half`, `bfloat16`, `fp8` or `fp4` as the interpreter computes it:
+/// exact in `f32`, then one rounding (comparisons give 0 or 1).
+pub(crate) extern "C" fn nf_narrow_binary(op: u64, kind: u64, a: u64, b: u64) -> u64 {
+    use crate::bytecode::BinOp;
+    use crate::value::{from_f32, to_f32};
+    let op = NARROW_BINARY[(op as usize).min(NARROW_BINARY.len() - 1)];
+    let k = kind_of(kind);
+    let (a, b) = (to_f32(k, a), to_f32(k, b));
+    match op {
+        BinOp::Add => from_f32(k, a + b),
+        BinOp::Sub => from_f32(k, a - b),
+        BinOp::Mul => from_f32(k, a * b),
+        BinOp::Div => from_f32(k, a / b),
+        _ => crate::scalar::float_binary(op, a as f64, b as f64, |r| from_f32(k, r as f32)),
+    }
+}
+
+/// The atomic operations, by code.
+pub(crate) const ATOMICS: [AtomicOp; 11] = [
+    AtomicOp::Add,
+    AtomicOp::Sub,
+    AtomicOp::Exch,
+    AtomicOp::Min,
+    AtomicOp::Max,
+    AtomicOp::Inc,
+    AtomicOp::Dec,
+    AtomicOp::Cas,
+    AtomicOp::And,
+    AtomicOp::Or,
+    AtomicOp::Xor,
+];
+
+/// An atomic on the 4 or 8 bytes at host address `addr` (checked by the compiled code: in
+/// bounds of an allocation and aligned), with the interpreter's semantics; returns the old
+/// value in canonical form.
+pub(crate) extern "C" fn nf_atomic(op: u64, kind: u64, addr: u64, a: u64, b: u64) -> u64 {
+    let op = ATOMICS[(op as usize).min(ATOMICS.len() - 1)];
+    let k = kind_of(kind);
+    let old = if k.size() == 4 {
+        // SAFETY: `addr` is 4-aligned and inside an allocation of atomic words that outlives
+        // the launch (the compiled code checked it).
+        let cell = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
+        crate::atomic::atomic32(cell, op, k, a as u32, b as u32) as u64
+    } else {
+        // SAFETY: as above, 8-aligned.
+        let cell = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+        crate::atomic::atomic64(cell, op, k, a, b)
+    };
+    crate::value::from_raw(k, old)
+}

@@ -1,0 +1,674 @@
+//! NPP on the GPU, each operation against a CPU reference in f64 (skipped without a GPU; a
+//! failure under `CHORUS_REQUIRE_GPU=1`). Tolerances, per operation (8-bit levels unless said):
+//!
+//! - arithmetic and logical: exact (`u8` `Sfs`: `saturate(round(v · 2^-s))` with ties to even;
+//!   `f32` add/sub/mul exact, div within 1 ulp); histogram: exact;
+//! - colour conversions: ±1 (NPP's f32 formulas against f64, rounding at .5 either way);
+//!   NV12 → RGB: ±2 against BT.601 limited range with each 2 × 2 block sharing its chroma;
+//! - box filter: ±1 (NPP's rounding of the mean); Gaussian: ±1 (NPP's fixed-point weights);
+//! - resize, nearest: every output is one of the source pixels of its footprint; linear and cubic
+//!   on a smooth image: ±2 against the f64 pixel-centre bilinear and Catmull-Rom resamplers.
+//!
+//! Each test prints the largest difference it saw (the measured rounding).
+
+#![cfg(feature = "npp")]
+
+mod common;
+
+use chorus_cuda_libs::npp::{self, GaussMask, ImageOp, Interpolation, LogicalOp, Npp};
+use chorus_cuda_libs::{Error, Image, ImageShape, ImageView, ImageViewMut};
+use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, MemoryBlock, Stream};
+use common::{Lcg, on_gpu};
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn random_u8(seed: u64, n: usize) -> Vec<u8> {
+    let mut rng = Lcg::new(seed);
+    (0..n).map(|_| ((rng.next() + 1.0) * 128.0) as u8).collect()
+}
+
+/// A smooth RGB image (slow sine waves) of `w × h`.
+fn smooth_rgb(w: usize, h: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        for x in 0..w {
+            let (fx, fy) = (x as f64 / w as f64, y as f64 / h as f64);
+            v.push((127.5 + 100.0 * (3.0 * fx + 1.0 * fy).sin()) as u8);
+            v.push((127.5 + 100.0 * (2.0 * fy - 1.5 * fx).cos()) as u8);
+            v.push((60.0 + 150.0 * fx * fy) as u8);
+        }
+    }
+    v
+}
+
+fn max_diff(got: &[u8], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    got.iter().zip(want).fold(0.0f64, |m, (&g, &w)| {
+        m.max((g as f64 - w.round().clamp(0.0, 255.0)).abs())
+    })
+}
+
+fn sat(v: f64) -> f64 {
+    v.clamp(0.0, 255.0)
+}
+
+#[test]
+fn npp_is_available_or_not_found_cleanly() {
+    let available = npp::is_available();
+    for lib in npp::LIBRARIES {
+        match lib.ensure() {
+            Ok(()) => assert!(lib.is_available()),
+            Err(Error::LibraryNotFound { library, searched }) => {
+                assert!(!available);
+                assert_eq!(library, lib.display_name);
+                assert!(!searched.is_empty());
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    if available {
+        // Loading the tables needs no GPU.
+        let (major, minor, build) = npp::version().expect("NPP's version");
+        eprintln!("NPP {major}.{minor}.{build} loaded");
+        assert!(major >= 11);
+    } else {
+        let stream = Stream::null();
+        match Npp::new(&stream) {
+            Err(Error::LibraryNotFound { library, .. }) => assert!(library.starts_with("NPP")),
+            other => panic!("NPP absent but Npp::new gave {other:?}"),
+        }
+        assert!(matches!(npp::version(), Err(Error::LibraryNotFound { .. })));
+    }
+}
+
+#[test]
+fn stream_context_comes_from_the_device() {
+    on_gpu("stream_context_comes_from_the_device", |_ctx| {
+        let stream = Stream::new()?;
+        let npp = Npp::new(&stream)?;
+        let c = npp.stream_context();
+        assert_eq!(c.hStream as usize, stream.raw() as usize);
+        assert!(c.nMultiProcessorCount > 0 && c.nMaxThreadsPerBlock >= 256);
+        assert!(c.nCudaDevAttrComputeCapabilityMajor >= 5);
+        let (major, minor, build) = npp::version()?;
+        eprintln!(
+            "NPP {major}.{minor}.{build}; {} SMs, cc {}.{}",
+            c.nMultiProcessorCount,
+            c.nCudaDevAttrComputeCapabilityMajor,
+            c.nCudaDevAttrComputeCapabilityMinor
+        );
+        assert!(major >= 11);
+        Ok(())
+    });
+}
+
+#[test]
+fn arithmetic_u8_saturates_and_rounds_ties_to_even() {
+    on_gpu("arithmetic_u8", |_ctx| -> R {
+        let (w, h, c) = (37, 19, 3);
+        let n = w * h * c;
+        let (a, b) = (random_u8(1, n), random_u8(2, n));
+        let stream = Stream::new()?;
+        let npp = Npp::new(&stream)?;
+        let (ia, ib) = (
+            Image::from_host(w, h, c, &a)?,
+            Image::from_host(w, h, c, &b)?,
+        );
+        let mut out = Image::<u8>::new(w, h, c)?;
+        let even = |v: f64| {
+            let r = v.round();
+            if (v - v.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+                r - v.signum()
+            } else {
+                r
+            }
+        };
+        for (op, scale) in [
+            (ImageOp::Add, 0),
+            (ImageOp::Add, 1),
+            (ImageOp::Sub, 0),
+            (ImageOp::Mul, 0),
+            (ImageOp::Mul, 8),
+            (ImageOp::AbsDiff, 0),
+        ] {
+            npp.arith(op, ia.view(), ib.view(), out.view_mut(), scale)?;
+            let got = out.download()?;
+            let mut mismatches = 0;
+            for i in 0..n {
+                let (x, y) = (a[i] as f64, b[i] as f64);
+                let v = match op {
+                    ImageOp::Add => x + y,
+                    ImageOp::Sub => x - y,
+                    ImageOp::Mul => x * y,
+                    ImageOp::AbsDiff => (x - y).abs(),
+                    ImageOp::Div => unreachable!(),
+                };
+                let want = sat(even(v / f64::from(1u32 << scale)));
+                if got[i] as f64 != want {
+                    if mismatches < 5 {
+                        eprintln!("{op:?} >> {scale}: {x} op {y} = {} (want {want})", got[i]);
+                    }
+                    mismatches += 1;
+                }
+            }
+            assert_eq!(
+                mismatches, 0,
+                "{op:?} scale {scale}: {mismatches} of {n} differ"
+            );
+        }
+        // The f32-only and u8-only operations say so.
+        let e = npp.arith(ImageOp::Div, ia.view(), ib.view(), out.view_mut(), 0);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        // Shapes must agree.
+        let small = Image::<u8>::new(w - 1, h, c)?;
+        let e = npp.arith(ImageOp::Add, ia.view(), small.view(), out.view_mut(), 0);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn arithmetic_f32_matches_the_host() {
+    on_gpu("arithmetic_f32", |_ctx| -> R {
+        let (w, h) = (50, 30);
+        let mut rng = Lcg::new(3);
+        let a: Vec<f32> = (0..w * h).map(|_| rng.next() as f32 * 10.0).collect();
+        let b: Vec<f32> = (0..w * h)
+            .map(|_| 0.5 + (rng.next() as f32 + 1.0) * 4.0)
+            .collect();
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let (ia, ib) = (
+            Image::from_host(w, h, 1, &a)?,
+            Image::from_host(w, h, 1, &b)?,
+        );
+        let mut out = Image::<f32>::new(w, h, 1)?;
+        for op in [ImageOp::Add, ImageOp::Sub, ImageOp::Mul, ImageOp::Div] {
+            npp.arith(op, ia.view(), ib.view(), out.view_mut(), 0)?;
+            let got = out.download()?;
+            let worst = (0..w * h).fold(0.0f32, |m, i| {
+                let want = match op {
+                    ImageOp::Add => a[i] + b[i],
+                    ImageOp::Sub => a[i] - b[i],
+                    ImageOp::Mul => a[i] * b[i],
+                    ImageOp::Div => a[i] / b[i],
+                    ImageOp::AbsDiff => unreachable!(),
+                };
+                m.max((got[i] - want).abs() / want.abs().max(f32::MIN_POSITIVE))
+            });
+            eprintln!("f32 {op:?}: largest relative difference {worst:e}");
+            let tolerance = if op == ImageOp::Div {
+                2.0 * f32::EPSILON
+            } else {
+                0.0
+            };
+            assert!(worst <= tolerance, "{op:?}: {worst:e}");
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn logical_operations_are_exact() {
+    on_gpu("logical", |_ctx| -> R {
+        let (w, h, c) = (41, 13, 1);
+        let n = w * h * c;
+        let (a, b) = (random_u8(4, n), random_u8(5, n));
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let (ia, ib) = (
+            Image::from_host(w, h, c, &a)?,
+            Image::from_host(w, h, c, &b)?,
+        );
+        let mut out = Image::<u8>::new(w, h, c)?;
+        for op in [LogicalOp::And, LogicalOp::Or, LogicalOp::Xor] {
+            npp.logical(op, ia.view(), ib.view(), out.view_mut())?;
+            let want: Vec<u8> = (0..n)
+                .map(|i| match op {
+                    LogicalOp::And => a[i] & b[i],
+                    LogicalOp::Or => a[i] | b[i],
+                    LogicalOp::Xor => a[i] ^ b[i],
+                })
+                .collect();
+            assert_eq!(out.download()?, want, "{op:?}");
+        }
+        npp.not(ia.view(), out.view_mut())?;
+        assert_eq!(out.download()?, a.iter().map(|x| !x).collect::<Vec<_>>());
+        Ok(())
+    });
+}
+
+#[test]
+fn colour_conversions_follow_npps_formulas() {
+    on_gpu("colour", |_ctx| -> R {
+        let (w, h) = (37, 23);
+        let rgb = random_u8(6, w * h * 3);
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let src = Image::from_host(w, h, 3, &rgb)?;
+        let mut yuv = Image::<u8>::new(w, h, 3)?;
+        npp.rgb_to_yuv(src.view(), yuv.view_mut())?;
+        let got_yuv = yuv.download()?;
+        let mut want = Vec::new();
+        for p in rgb.chunks_exact(3) {
+            let (r, g, b) = (p[0] as f64, p[1] as f64, p[2] as f64);
+            let y = 0.299 * r + 0.587 * g + 0.114 * b;
+            want.extend([y, 0.492 * (b - y) + 128.0, sat(0.877 * (r - y) + 128.0)]);
+        }
+        let d = max_diff(&got_yuv, &want);
+        eprintln!("RGB → YUV: largest difference {d}");
+        assert!(d <= 1.0);
+
+        let mut back = Image::<u8>::new(w, h, 3)?;
+        npp.yuv_to_rgb(yuv.view(), back.view_mut())?;
+        let got = back.download()?;
+        let mut want = Vec::new();
+        for p in got_yuv.chunks_exact(3) {
+            let (y, u, v) = (p[0] as f64, p[1] as f64 - 128.0, p[2] as f64 - 128.0);
+            want.extend([
+                sat(y + 1.140 * v),
+                sat(y - 0.394 * u - 0.581 * v),
+                sat(y + 2.032 * u),
+            ]);
+        }
+        let d = max_diff(&got, &want);
+        eprintln!("YUV → RGB: largest difference {d}");
+        assert!(d <= 1.0);
+
+        let mut gray = Image::<u8>::new(w, h, 1)?;
+        npp.rgb_to_gray(src.view(), gray.view_mut())?;
+        let want: Vec<f64> = rgb
+            .chunks_exact(3)
+            .map(|p| 0.299 * p[0] as f64 + 0.587 * p[1] as f64 + 0.114 * p[2] as f64)
+            .collect();
+        let d = max_diff(&gray.download()?, &want);
+        eprintln!("RGB → grey: largest difference {d}");
+        assert!(d <= 1.0);
+        // Channels are checked.
+        let e = npp.rgb_to_gray(gray.view(), yuv.view_mut());
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn nv12_to_rgb_is_bt601() {
+    on_gpu("nv12", |_ctx| -> R {
+        let (w, h) = (34, 20);
+        let luma = random_u8(7, w * h);
+        let chroma = random_u8(8, w * h / 2); // (w/2 · h/2) pairs of U, V
+        // One pitched block: h rows of Y, then h/2 rows of interleaved UV, one pitch.
+        let mut planes = luma.clone();
+        planes.extend_from_slice(&chroma);
+        let nv12 = Image::from_host(w, h * 3 / 2, 1, &planes)?;
+        let pitch = nv12.pitch();
+        let whole = nv12.block().as_device_slice()?;
+        let y = ImageView::new(
+            whole.slice(0..pitch * h)?,
+            ImageShape {
+                width: w,
+                height: h,
+                channels: 1,
+                pitch,
+            },
+        )?;
+        let uv = ImageView::new(
+            whole.slice(pitch * h..whole.len())?,
+            ImageShape {
+                width: w / 2,
+                height: h / 2,
+                channels: 2,
+                pitch,
+            },
+        )?;
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let mut rgb = Image::<u8>::new(w, h, 3)?;
+        npp.nv12_to_rgb(y, uv, rgb.view_mut())?;
+        let got = rgb.download()?;
+        let (mut limited, mut full) = (Vec::new(), Vec::new());
+        for row in 0..h {
+            for col in 0..w {
+                let yy = luma[row * w + col] as f64;
+                let k = (row / 2) * w + (col / 2) * 2;
+                let (u, v) = (chroma[k] as f64 - 128.0, chroma[k + 1] as f64 - 128.0);
+                let l = 1.164 * (yy - 16.0);
+                limited.extend([
+                    sat(l + 1.596 * v),
+                    sat(l - 0.813 * v - 0.391 * u),
+                    sat(l + 2.018 * u),
+                ]);
+                full.extend([
+                    sat(yy + 1.402 * v),
+                    sat(yy - 0.714 * v - 0.344 * u),
+                    sat(yy + 1.772 * u),
+                ]);
+            }
+        }
+        let (dl, df) = (max_diff(&got, &limited), max_diff(&got, &full));
+        eprintln!("NV12 → RGB: largest difference {dl} (BT.601 limited range), {df} (full range)");
+        assert!(
+            dl <= 2.0,
+            "{dl} against limited range ({df} against full range)"
+        );
+        Ok(())
+    });
+}
+
+/// The f64 mean of each `mw × mh` window (anchor at the centre), borders replicated.
+fn box_ref(img: &[f64], w: usize, h: usize, c: usize, mw: usize, mh: usize) -> Vec<f64> {
+    let mut out = vec![0.0; img.len()];
+    let at = |x: isize, y: isize, k: usize| {
+        let (x, y) = (
+            x.clamp(0, w as isize - 1) as usize,
+            y.clamp(0, h as isize - 1) as usize,
+        );
+        img[(y * w + x) * c + k]
+    };
+    for y in 0..h {
+        for x in 0..w {
+            for k in 0..c {
+                let mut s = 0.0;
+                for j in 0..mh {
+                    for i in 0..mw {
+                        s += at(
+                            x as isize + i as isize - (mw / 2) as isize,
+                            y as isize + j as isize - (mh / 2) as isize,
+                            k,
+                        );
+                    }
+                }
+                out[(y * w + x) * c + k] = s / (mw * mh) as f64;
+            }
+        }
+    }
+    out
+}
+
+/// Separable Gaussian of `n` taps with NPP's σ, borders replicated, in f64.
+fn gauss_ref(img: &[f64], w: usize, h: usize, c: usize, n: usize) -> Vec<f64> {
+    let sigma = 0.4 + (n / 2) as f64 * 0.6;
+    let r = (n / 2) as isize;
+    let mut k: Vec<f64> = (-r..=r)
+        .map(|i| (-(i * i) as f64 / (2.0 * sigma * sigma)).exp())
+        .collect();
+    let sum: f64 = k.iter().sum();
+    k.iter_mut().for_each(|v| *v /= sum);
+    let pass = |src: &[f64], dx: isize, dy: isize| {
+        let mut out = vec![0.0; src.len()];
+        for y in 0..h as isize {
+            for x in 0..w as isize {
+                for ch in 0..c {
+                    let mut s = 0.0;
+                    for (t, &kv) in k.iter().enumerate() {
+                        let o = t as isize - r;
+                        let xx = (x + o * dx).clamp(0, w as isize - 1) as usize;
+                        let yy = (y + o * dy).clamp(0, h as isize - 1) as usize;
+                        s += kv * src[(yy * w + xx) * c + ch];
+                    }
+                    out[(y as usize * w + x as usize) * c + ch] = s;
+                }
+            }
+        }
+        out
+    };
+    pass(&pass(img, 1, 0), 0, 1)
+}
+
+#[test]
+fn box_and_gaussian_filters_match_the_host() {
+    on_gpu("filters", |_ctx| -> R {
+        let (w, h) = (45, 31);
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        for c in [1, 3] {
+            let px = random_u8(9 + c as u64, w * h * c);
+            let f: Vec<f64> = px.iter().map(|&v| v as f64).collect();
+            let src = Image::from_host(w, h, c, &px)?;
+            let mut dst = Image::<u8>::new(w, h, c)?;
+            for (mw, mh) in [(3, 3), (5, 3), (7, 7)] {
+                npp.box_filter(src.view(), dst.view_mut(), mw, mh)?;
+                let d = max_diff(&dst.download()?, &box_ref(&f, w, h, c, mw, mh));
+                eprintln!("box {mw}×{mh}, {c} channels: largest difference {d}");
+                assert!(d <= 1.0, "box {mw}×{mh} c{c}: {d}");
+            }
+            for mask in [GaussMask::Size3, GaussMask::Size5, GaussMask::Size7] {
+                npp.gaussian(src.view(), dst.view_mut(), mask)?;
+                let d = max_diff(&dst.download()?, &gauss_ref(&f, w, h, c, mask.size()));
+                eprintln!(
+                    "Gauss {}, {c} channels: largest difference {d}",
+                    mask.size()
+                );
+                assert!(d <= 1.0, "gauss {mask:?} c{c}: {d}");
+            }
+        }
+        // f32, one channel.
+        let mut rng = Lcg::new(12);
+        let v: Vec<f32> = (0..w * h).map(|_| rng.next() as f32).collect();
+        let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        let src = Image::from_host(w, h, 1, &v)?;
+        let mut dst = Image::<f32>::new(w, h, 1)?;
+        npp.box_filter(src.view(), dst.view_mut(), 5, 5)?;
+        let want = box_ref(&f, w, h, 1, 5, 5);
+        let d = dst
+            .download()?
+            .iter()
+            .zip(&want)
+            .fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs()));
+        eprintln!("box 5×5 f32: largest difference {d:e}");
+        assert!(d <= 1e-5);
+        npp.gaussian(src.view(), dst.view_mut(), GaussMask::Size5)?;
+        let want = gauss_ref(&f, w, h, 1, 5);
+        let d = dst
+            .download()?
+            .iter()
+            .zip(&want)
+            .fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs()));
+        eprintln!("Gauss 5 f32: largest difference {d:e}");
+        assert!(d <= 1e-3);
+        // A mask larger than the image is refused before NPP.
+        let e = npp.box_filter(src.view(), dst.view_mut(), w + 1, 3);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        Ok(())
+    });
+}
+
+/// Bilinear (or Catmull-Rom when `cubic`) resampling with pixel centres aligned, in f64.
+fn resample_ref(
+    img: &[u8],
+    sw: usize,
+    sh: usize,
+    c: usize,
+    dw: usize,
+    dh: usize,
+    cubic: bool,
+) -> Vec<f64> {
+    let at = |x: isize, y: isize, k: usize| {
+        let (x, y) = (
+            x.clamp(0, sw as isize - 1) as usize,
+            y.clamp(0, sh as isize - 1) as usize,
+        );
+        img[(y * sw + x) * c + k] as f64
+    };
+    let weights = |t: f64| -> [f64; 4] {
+        if cubic {
+            let a = -0.5;
+            let k = |x: f64| {
+                let x = x.abs();
+                if x < 1.0 {
+                    (a + 2.0) * x * x * x - (a + 3.0) * x * x + 1.0
+                } else if x < 2.0 {
+                    a * x * x * x - 5.0 * a * x * x + 8.0 * a * x - 4.0 * a
+                } else {
+                    0.0
+                }
+            };
+            [k(1.0 + t), k(t), k(1.0 - t), k(2.0 - t)]
+        } else {
+            [0.0, 1.0 - t, t, 0.0]
+        }
+    };
+    let mut out = Vec::with_capacity(dw * dh * c);
+    for y in 0..dh {
+        let fy = (y as f64 + 0.5) * sh as f64 / dh as f64 - 0.5;
+        let (y0, ty) = (fy.floor() as isize, fy - fy.floor());
+        for x in 0..dw {
+            let fx = (x as f64 + 0.5) * sw as f64 / dw as f64 - 0.5;
+            let (x0, tx) = (fx.floor() as isize, fx - fx.floor());
+            let (wx, wy) = (weights(tx), weights(ty));
+            for k in 0..c {
+                let mut s = 0.0;
+                for (j, wyj) in wy.iter().enumerate() {
+                    for (i, wxi) in wx.iter().enumerate() {
+                        s += wyj * wxi * at(x0 + i as isize - 1, y0 + j as isize - 1, k);
+                    }
+                }
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn resize_nearest_linear_and_cubic() {
+    on_gpu("resize", |_ctx| -> R {
+        let stream = Stream::new()?;
+        let npp = Npp::new(&stream)?;
+        let (sw, sh) = (64, 48);
+        // Nearest on noise: each output is a source pixel of its footprint.
+        let noise = random_u8(13, sw * sh);
+        let src = Image::from_host(sw, sh, 1, &noise)?;
+        for (dw, dh) in [(32, 24), (100, 75), (61, 50)] {
+            let mut dst = Image::<u8>::new(dw, dh, 1)?;
+            npp.resize(src.view(), dst.view_mut(), Interpolation::Nearest)?;
+            let got = dst.download()?;
+            let (sx, sy) = (sw as f64 / dw as f64, sh as f64 / dh as f64);
+            let mut centre_hits = 0;
+            for y in 0..dh {
+                for x in 0..dw {
+                    let v = got[y * dw + x];
+                    let xs = ((x as f64 * sx).floor() as usize).saturating_sub(1)
+                        ..=(((x + 1) as f64 * sx).ceil() as usize).min(sw - 1);
+                    let ys = ((y as f64 * sy).floor() as usize).saturating_sub(1)
+                        ..=(((y + 1) as f64 * sy).ceil() as usize).min(sh - 1);
+                    let found = ys
+                        .clone()
+                        .any(|yy| xs.clone().any(|xx| noise[yy * sw + xx] == v));
+                    assert!(
+                        found,
+                        "{dw}×{dh}: output ({x}, {y}) = {v} is no source pixel near it"
+                    );
+                    let cx = (((x as f64 + 0.5) * sx) as usize).min(sw - 1);
+                    let cy = (((y as f64 + 0.5) * sy) as usize).min(sh - 1);
+                    centre_hits += usize::from(noise[cy * sw + cx] == v);
+                }
+            }
+            eprintln!(
+                "nearest {sw}×{sh} → {dw}×{dh}: {:.1}% are the pixel under the output's centre",
+                100.0 * centre_hits as f64 / (dw * dh) as f64
+            );
+        }
+        // Linear and cubic on a smooth RGB image, up and down.
+        let smooth = smooth_rgb(sw, sh);
+        let src = Image::from_host(sw, sh, 3, &smooth)?;
+        for (dw, dh) in [(100, 75), (40, 30)] {
+            for (interp, cubic) in [(Interpolation::Linear, false), (Interpolation::Cubic, true)] {
+                let mut dst = Image::<u8>::new(dw, dh, 3)?;
+                npp.resize(src.view(), dst.view_mut(), interp)?;
+                let got = dst.download()?;
+                let want = resample_ref(&smooth, sw, sh, 3, dw, dh, cubic);
+                let d = max_diff(&got, &want);
+                eprintln!("{interp:?} {sw}×{sh} → {dw}×{dh}: largest difference {d}");
+                assert!(d <= 2.0, "{interp:?} to {dw}×{dh}: {d}");
+            }
+        }
+        // f32, one channel, linear.
+        let f: Vec<f32> = smooth
+            .iter()
+            .step_by(3)
+            .map(|&v| v as f32 / 255.0)
+            .collect();
+        let srcf = Image::from_host(sw, sh, 1, &f)?;
+        let mut dstf = Image::<f32>::new(90, 70, 1)?;
+        npp.resize(srcf.view(), dstf.view_mut(), Interpolation::Linear)?;
+        let u: Vec<u8> = smooth.iter().step_by(3).copied().collect();
+        let want = resample_ref(&u, sw, sh, 1, 90, 70, false);
+        let d = dstf
+            .download()?
+            .iter()
+            .zip(&want)
+            .fold(0.0f64, |m, (&g, &w)| m.max((g as f64 * 255.0 - w).abs()));
+        eprintln!("Linear f32: largest difference {d:e} (in levels of 255)");
+        assert!(d <= 0.5);
+        // Channels must agree.
+        let mut gray = Image::<u8>::new(10, 10, 1)?;
+        let e = npp.resize(src.view(), gray.view_mut(), Interpolation::Linear);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn histogram_even_counts_exactly() {
+    on_gpu("histogram", |_ctx| -> R {
+        let (w, h) = (123, 77);
+        let px = random_u8(14, w * h);
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let src = Image::from_host(w, h, 1, &px)?;
+        for (bins, lower, upper) in [(16usize, 0i32, 256i32), (8, 64, 192), (256, 0, 256)] {
+            let got = npp.histogram_even_host(src.view(), bins, lower, upper)?;
+            let step = (upper - lower) / bins as i32;
+            let mut want = vec![0i32; bins];
+            for &v in &px {
+                let v = v as i32;
+                if (lower..upper).contains(&v) {
+                    want[((v - lower) / step) as usize] += 1;
+                }
+            }
+            assert_eq!(got, want, "{bins} bins over [{lower}, {upper})");
+        }
+        // Into a device block, and the argument checks.
+        let mut hist = MemoryBlock::<i32>::alloc(4)?;
+        npp.histogram_even(src.view(), &mut hist, 0, 256)?;
+        hist.sync(chorus_driver::Direction::DeviceToHost)?;
+        assert_eq!(hist.as_slice().iter().sum::<i32>(), (w * h) as i32);
+        let e = npp.histogram_even(src.view(), &mut hist, 10, 10);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn views_over_memory_blocks_are_checked() {
+    on_gpu("views", |_ctx| -> R {
+        let mut block = MemoryBlock::<u8>::alloc(100)?;
+        let shape = ImageShape {
+            width: 10,
+            height: 10,
+            channels: 1,
+            pitch: 10,
+        };
+        assert!(ImageViewMut::new(block.as_device_slice_mut()?, shape).is_ok());
+        let tall = ImageShape {
+            height: 11,
+            ..shape
+        };
+        let e = ImageViewMut::new(block.as_device_slice_mut()?, tall);
+        assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+        // An NPP call on a user's block with its own pitch.
+        let ones = MemoryBlock::from_slice(&[1u8; 100])?;
+        let mut ones = ones;
+        ones.sync(chorus_driver::Direction::HostToDevice)?;
+        let stream = Stream::null();
+        let npp = Npp::new(&stream)?;
+        let view = ImageView::new(ones.as_device_slice()?, shape)?;
+        let out = ImageViewMut::new(block.as_device_slice_mut()?, shape)?;
+        npp.arith(ImageOp::Add, view, view, out, 0)?;
+        chorus_driver::synchronize_context()?;
+        block.sync(chorus_driver::Direction::DeviceToHost)?;
+        assert!(block.as_slice().iter().all(|&v| v == 2));
+        Ok(())
+    });
+}
