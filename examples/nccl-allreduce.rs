@@ -163,9 +163,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
             );
         }
     }
-    for r in ranks {
-        r.comm.finalize()?;
-    }
+    nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())?;
     if lead {
         println!(
             "{}",

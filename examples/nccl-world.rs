@@ -82,10 +82,7 @@ pub fn wait_all(ranks: &[Rank]) -> chorus_cuda_libs::Result<()> {
     Ok(())
 }
 
-/// Finalizes every rank's communicator (the clean end, on every rank).
+/// Finalizes every rank's communicator, together (the clean end, on every rank).
 pub fn finalize(ranks: Vec<Rank>) -> chorus_cuda_libs::Result<()> {
-    for r in ranks {
-        r.comm.finalize()?;
-    }
-    Ok(())
+    nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())
 }

@@ -509,7 +509,8 @@ impl Comm {
 
     /// Finishes its work with the peers and destroys it (`ncclCommFinalize`, then
     /// `ncclCommDestroy`): the clean end of a communicator, on every rank. A non-blocking one
-    /// waits up to its timeout, and is aborted on an error or past it.
+    /// waits up to its timeout, and is aborted on an error or past it. A thread that drives
+    /// several communicators ends them together with [`finalize_all`].
     pub fn finalize(self) -> Result<()> {
         let api = self.live("finalize")?;
         let _restore = self.enter()?;
@@ -1073,6 +1074,45 @@ impl Drop for Comm {
             }
         }
     }
+}
+
+/// Finalizes and destroys `comms`, the communicators this thread drives (`ncclCommFinalize`
+/// of all of them in one group, so that the ranks of one process finish together, then
+/// `ncclCommDestroy`): the clean end. Non-blocking ones wait up to their timeout, and are
+/// aborted on an error or past it; the first error is returned.
+pub fn finalize_all(comms: Vec<Comm>) -> Result<()> {
+    let api = sys::api()?;
+    let live: Vec<&Comm> = comms.iter().filter(|c| c.aborted.get().is_none()).collect();
+    let Some(first) = live.first() else {
+        return Ok(());
+    };
+    let _restore = first.enter()?;
+    // SAFETY: no arguments; paired with the `ncclGroupEnd` below.
+    let start = unsafe { (api.group_start)() };
+    api.check("ncclGroupStart", start, std::ptr::null_mut())?;
+    let mut first_error = None;
+    for comm in &live {
+        // SAFETY: a live handle; destroyed when `comms` drops.
+        let code = unsafe { (api.comm_finalize)(comm.raw) };
+        if code != sys::SUCCESS && code != sys::IN_PROGRESS && first_error.is_none() {
+            first_error = Some(api.status_error("ncclCommFinalize", code, comm.raw));
+        }
+    }
+    // SAFETY: ends the group started above.
+    let end = unsafe { (api.group_end)() };
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    if end != sys::IN_PROGRESS {
+        api.check("ncclGroupEnd", end, std::ptr::null_mut())?;
+    }
+    let mut result = Ok(());
+    for comm in live.iter().filter(|c| !c.blocking) {
+        if let Err(e) = comm.settle(api, "ncclCommFinalize") {
+            result = result.and(Err(e));
+        }
+    }
+    result
 }
 
 /// `ncclCommGetAsyncError`'s state of `comm`.

@@ -193,6 +193,12 @@ pub enum LaunchError {
         /// How many ranks were still running and were killed.
         stopped: usize,
     },
+    /// The launcher was interrupted (SIGINT or SIGTERM); the ranks were stopped.
+    #[error("interrupted: {stopped} rank(s) were stopped")]
+    Interrupted {
+        /// How many ranks were still running and were stopped.
+        stopped: usize,
+    },
     /// Waiting for a rank failed, or the id folder could not be made.
     #[error("{what}: {source}")]
     Io {
@@ -208,7 +214,10 @@ pub enum LaunchError {
 /// Each rank gets [`RankEnv`]'s variables, with rank r on device `r % devices`. Their output
 /// goes to this process's, each line prefixed with `[rank r]`. When every rank exits with
 /// success, so does [`Launcher::run`]; when one fails (an exit status other than 0, or a
-/// signal), the others are killed and the error names the rank.
+/// signal), the others are stopped and the error names the rank. Each rank runs in a process
+/// group of its own, so that stopping it stops what it started; while [`Launcher::run`] runs,
+/// SIGINT and SIGTERM to this process stop every rank and end it with
+/// [`LaunchError::Interrupted`] (the handlers before are restored after).
 #[derive(Clone, Debug)]
 pub struct Launcher {
     ranks: usize,
@@ -270,6 +279,7 @@ impl Launcher {
         }
         let folder = IdFolder::new()?;
         let id_file = folder.0.join("nccl-id");
+        let _interrupts = interrupt::Catch::install();
         let mut children: Vec<Option<Child>> = Vec::new();
         let mut printers = Vec::new();
         for rank in 0..self.ranks {
@@ -332,6 +342,10 @@ impl Launcher {
 /// Waits for every child; on the first failure kills the rest.
 fn watch(children: &mut [Option<Child>]) -> std::result::Result<(), LaunchError> {
     loop {
+        if interrupt::requested() {
+            let stopped = stop_all(children);
+            return Err(LaunchError::Interrupted { stopped });
+        }
         let mut running = 0;
         for rank in 0..children.len() {
             let Some(child) = children[rank].as_mut() else {
@@ -440,6 +454,73 @@ fn prefix_lines(
     })
 }
 
+/// SIGINT and SIGTERM, caught while launchers run: the ranks have process groups of their own,
+/// so a terminal's Ctrl-C reaches only the launcher, which must stop them.
+mod interrupt {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+    /// True once SIGINT or SIGTERM arrived while a launcher ran.
+    pub(super) fn requested() -> bool {
+        REQUESTED.load(Ordering::SeqCst)
+    }
+
+    /// The handlers before the first of the launchers running now, and how many run.
+    #[cfg(unix)]
+    static INSTALLED: Mutex<(usize, [libc::sighandler_t; 2])> = Mutex::new((0, [0; 2]));
+
+    #[cfg(unix)]
+    extern "C" fn on_signal(_: libc::c_int) {
+        // Only an atomic store: what a signal handler may do.
+        REQUESTED.store(true, Ordering::SeqCst);
+    }
+
+    /// Catches the signals while it lives.
+    pub(super) struct Catch;
+
+    impl Catch {
+        pub(super) fn install() -> Catch {
+            #[cfg(unix)]
+            {
+                let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+                if installed.0 == 0 {
+                    REQUESTED.store(false, Ordering::SeqCst);
+                    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                    // SAFETY: the handler only stores to an atomic; the previous handlers are
+                    // kept and put back by the last `Catch` to drop.
+                    installed.1 = unsafe {
+                        [
+                            libc::signal(libc::SIGINT, handler),
+                            libc::signal(libc::SIGTERM, handler),
+                        ]
+                    };
+                }
+                installed.0 += 1;
+            }
+            Catch
+        }
+    }
+
+    impl Drop for Catch {
+        fn drop(&mut self) {
+            #[cfg(unix)]
+            {
+                let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+                installed.0 -= 1;
+                if installed.0 == 0 {
+                    // SAFETY: restores the handlers saved at the first install.
+                    unsafe {
+                        libc::signal(libc::SIGINT, installed.1[0]);
+                        libc::signal(libc::SIGTERM, installed.1[1]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A fresh temporary folder for the id file, removed when dropped.
 struct IdFolder(PathBuf);
 
@@ -546,8 +627,43 @@ mod tests {
         Launcher::new(3, 3, "sh", ["-c", script])
     }
 
+    /// The launcher tests one at a time: the interrupt test signals this whole process.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_interrupted_launcher_stops_its_ranks() {
+        let _serial = serial();
+        let folder = IdFolder::new().unwrap();
+        let started = folder.0.join("started");
+        let script = format!("touch {}; sleep 60", started.display());
+        let launcher = Launcher::new(2, 2, "sh", ["-c", script.as_str()]);
+        let run = std::thread::spawn(move || launcher.run());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !started.exists() {
+            assert!(Instant::now() < deadline, "the ranks did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let start = Instant::now();
+        // SAFETY: signals this process; the running launcher's handler catches it.
+        unsafe { libc::raise(libc::SIGTERM) };
+        let error = run.join().unwrap().unwrap_err();
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the ranks were not stopped"
+        );
+        assert!(
+            matches!(error, LaunchError::Interrupted { stopped: 2 }),
+            "{error}"
+        );
+    }
+
     #[test]
     fn every_rank_sees_its_environment() {
+        let _serial = serial();
         let folder = IdFolder::new().unwrap();
         let out = folder.0.join("seen");
         let script = format!(
@@ -567,6 +683,7 @@ mod tests {
 
     #[test]
     fn a_rank_that_fails_is_named_and_the_others_stopped() {
+        let _serial = serial();
         let start = Instant::now();
         let error = sh("if [ $CHORUS_RANK = 1 ]; then exit 7; fi; sleep 60")
             .run()
@@ -591,6 +708,7 @@ mod tests {
 
     #[test]
     fn more_ranks_than_gpus_need_sharing_and_then_get_host_ids() {
+        let _serial = serial();
         let refused = Launcher::new(2, 1, "true", [""; 0]).run().unwrap_err();
         assert!(refused.to_string().contains("--share-gpus"), "{refused}");
         let folder = IdFolder::new().unwrap();
@@ -611,6 +729,7 @@ mod tests {
 
     #[test]
     fn a_program_that_does_not_exist_is_a_spawn_error() {
+        let _serial = serial();
         let error = Launcher::new(1, 1, "/nonexistent/chorus-rank", [""; 0])
             .run()
             .unwrap_err();

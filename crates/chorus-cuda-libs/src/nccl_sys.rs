@@ -279,6 +279,7 @@ pub(crate) fn status_name(code: c_int) -> String {
         5 => "ncclInvalidUsage".into(),
         6 => "ncclRemoteError".into(),
         7 => "ncclInProgress".into(),
+        8 => "ncclTimeout".into(),
         other => format!("ncclResult {other}"),
     }
 }
@@ -339,6 +340,7 @@ mod tests {
     fn status_names_and_versions_read_as_nccl_writes_them() {
         assert_eq!(status_name(4), "ncclInvalidArgument");
         assert_eq!(status_name(IN_PROGRESS), "ncclInProgress");
+        assert_eq!(status_name(8), "ncclTimeout");
         assert_eq!(status_name(42), "ncclResult 42");
         assert_eq!(version_text(22805), "2.28.5");
         assert_eq!(version_text(22900), "2.29.0");

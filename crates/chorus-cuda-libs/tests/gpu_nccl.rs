@@ -337,6 +337,8 @@ fn memory_and_streams_of_another_context_are_refused() {
         );
         drop((foreign, foreign_stream));
         drop(other);
+        // Device 0's primary context current again, for the drops that follow.
+        Context::primary(0)?;
         Ok(())
     })
 }
@@ -366,6 +368,9 @@ fn a_non_blocking_rank_of_one_works_and_finalizes() {
         comm.wait(&stream)?;
         assert_eq!(download(&mut back, &stream), x);
         comm.finalize()?;
+        // And a thread's communicators end together.
+        nccl::finalize_all(Comm::init_all(&[0])?)?;
+        nccl::finalize_all(Vec::new())?;
         Ok(())
     })
 }
@@ -452,6 +457,13 @@ fn launched_rank() {
     // Non-blocking, with the timeout of `CHORUS_NCCL_TIMEOUT`.
     let config = Config::default();
     let _primary = Context::primary(env.device).expect("primary context");
+    if mode == "expect-refusal" {
+        // Two ranks on one GPU of one host, without host ids of their own.
+        let e = Comm::from_env(&config).expect_err("NCCL let two ranks share one GPU");
+        println!("rank {} refused: {e}", env.rank);
+        assert!(e.is_status("ncclInvalidUsage"), "{e}");
+        return;
+    }
     let comm = Comm::from_env(&config).expect("join");
     let (rank, size) = (comm.rank(), comm.size());
     assert_eq!((rank, size), (env.rank, env.world_size));
@@ -501,7 +513,7 @@ fn launch_this_binary(ranks: usize, devices: usize, mode: &str) -> Launcher {
     Launcher::new(ranks, devices, exe, CHILD_ARGS)
         .share_devices(ranks > devices)
         .env("CHORUS_NCCL_TEST_CHILD", mode)
-        .env("CHORUS_NCCL_TIMEOUT", "60")
+        .env("CHORUS_NCCL_TIMEOUT", "15")
 }
 
 #[test]
@@ -537,35 +549,48 @@ fn a_rank_that_dies_is_named_by_the_launcher() {
     })
 }
 
+/// Starts ranks 0 and 1 of a world of two on GPU 0 by hand (rank 0 must outlive rank 1, which
+/// the launcher would stop), with `host_ids` or without, and returns their exit statuses.
+fn two_by_hand(
+    mode: &str,
+    host_ids: bool,
+    timeout: &str,
+) -> std::io::Result<[std::process::ExitStatus; 2]> {
+    let folder = std::env::temp_dir().join(format!("chorus-nccl-{mode}-{}", std::process::id()));
+    std::fs::create_dir_all(&folder)?;
+    let id_file = folder.join("id");
+    let exe = std::env::current_exe()?;
+    let mut ranks = (0..2)
+        .map(|rank| {
+            let mut command = std::process::Command::new(&exe);
+            command
+                .args(CHILD_ARGS)
+                .env("CHORUS_NCCL_TEST_CHILD", mode)
+                .env("CHORUS_NCCL_TIMEOUT", timeout)
+                .env("CHORUS_RANK", rank.to_string())
+                .env("CHORUS_WORLD_SIZE", "2")
+                .env("CHORUS_DEVICE", "0")
+                .env("CHORUS_NCCL_ID_FILE", &id_file)
+                .env("NCCL_SOCKET_IFNAME", "lo")
+                .env("NCCL_NVLS_ENABLE", "0");
+            if host_ids {
+                command.env("NCCL_HOSTID", format!("chorus-{mode}-{rank}"));
+            }
+            command.spawn()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let second = ranks[1].wait()?;
+    let first = ranks[0].wait()?;
+    let _ = std::fs::remove_dir_all(&folder);
+    Ok([first, second])
+}
+
 #[test]
 fn a_dead_peer_is_an_error_not_a_hang() {
     on_gpu("a_dead_peer_is_an_error_not_a_hang", || {
-        // Two ranks on one GPU (a host id each), started by hand so that rank 0 outlives
-        // rank 1, which exits right after joining: rank 0's all-reduce must fail, not hang.
-        let folder = std::env::temp_dir().join(format!("chorus-nccl-dead-{}", std::process::id()));
-        std::fs::create_dir_all(&folder)?;
-        let id_file = folder.join("id");
-        let exe = std::env::current_exe()?;
+        // Rank 1 exits right after joining: rank 0's all-reduce must fail, not hang.
         let start = Instant::now();
-        let mut ranks = (0..2)
-            .map(|rank| {
-                std::process::Command::new(&exe)
-                    .args(CHILD_ARGS)
-                    .env("CHORUS_NCCL_TEST_CHILD", "die-after-join")
-                    .env("CHORUS_NCCL_TIMEOUT", "20")
-                    .env("CHORUS_RANK", rank.to_string())
-                    .env("CHORUS_WORLD_SIZE", "2")
-                    .env("CHORUS_DEVICE", "0")
-                    .env("CHORUS_NCCL_ID_FILE", &id_file)
-                    .env("NCCL_HOSTID", format!("chorus-dead-{rank}"))
-                    .env("NCCL_SOCKET_IFNAME", "lo")
-                    .env("NCCL_NVLS_ENABLE", "0")
-                    .spawn()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let status1 = ranks[1].wait()?;
-        let status0 = ranks[0].wait()?;
-        let _ = std::fs::remove_dir_all(&folder);
+        let [status0, status1] = two_by_hand("die-after-join", true, "8")?;
         eprintln!(
             "rank 1: {status1}, rank 0: {status0}, after {:?}",
             start.elapsed()
@@ -577,4 +602,19 @@ fn a_dead_peer_is_an_error_not_a_hang() {
         );
         Ok(())
     })
+}
+
+#[test]
+fn two_processes_on_one_gpu_without_host_ids_are_refused() {
+    on_gpu(
+        "two_processes_on_one_gpu_without_host_ids_are_refused",
+        || {
+            let [status0, status1] = two_by_hand("expect-refusal", false, "10")?;
+            assert!(
+                status0.success() && status1.success(),
+                "NCCL did not refuse both ranks: {status0}, {status1}"
+            );
+            Ok(())
+        },
+    )
 }
