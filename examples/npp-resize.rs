@@ -57,6 +57,7 @@ fn write_png(
 
 /// Bilinear resampling with pixel centres aligned (the f64 reference of NPP's linear resize),
 /// at one output pixel.
+#[allow(clippy::too_many_arguments)] // an image, two sizes and a sample position
 fn bilinear(
     img: &[u8],
     sw: usize,
