@@ -16,11 +16,12 @@
 
 use ash::vk;
 use chorus_driver::{
-    DeviceMemory, Error, ExternalSemaphore, PinnedMemory, Result, SemaphoreFdKind, Stream,
-    ensure_driver, sys, with_cuda,
+    DeviceMemory, ExternalSemaphore, PinnedMemory, Result, SemaphoreFdKind, Stream, ensure_driver,
+    sys, with_cuda,
 };
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
 fn env_is_one(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v.trim() == "1")
@@ -287,10 +288,11 @@ fn vulkan_or_skip(test: &str) -> Option<Vulkan> {
 
 const BYTES: usize = 1 << 20;
 
-/// `BYTES` bytes at `ptr` read on a stream of their own that does not wait for other streams
-/// (a blocking copy would wait for a stream held by a semaphore), into pinned memory (a copy
-/// to pageable memory may be staged through the driver's own buffers).
-fn read_apart(ptr: sys::CUdeviceptr) -> Result<Vec<u8>> {
+/// Copies `BYTES` bytes at `ptr` into `host` on a stream of their own that does not wait for
+/// other streams (a blocking copy would wait for the stream a semaphore holds), polling for at
+/// most `DEADLINE`. `host` is pinned and allocated before any stream is held: allocating or
+/// freeing pinned memory may synchronise the device, which would wait forever for a held stream.
+fn read_apart(ptr: sys::CUdeviceptr, host: &PinnedMemory) -> Result<Vec<u8>> {
     let mut stream = std::ptr::null_mut();
     // SAFETY: the driver is loaded (a context is current); one out-parameter.
     chorus_driver::check("cuStreamCreate", unsafe {
@@ -299,21 +301,57 @@ fn read_apart(ptr: sys::CUdeviceptr) -> Result<Vec<u8>> {
             sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
         )
     })?;
-    let host = PinnedMemory::alloc(BYTES)?;
-    // SAFETY: `ptr` holds BYTES bytes of the current context; `host` has room for them; the
-    // stream is synchronised before `host` is read and destroyed once.
-    let copied = unsafe {
-        chorus_driver::check(
-            "cuMemcpyDtoHAsync_v2",
-            sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), ptr, BYTES, stream),
-        )
-        .and_then(|()| {
-            chorus_driver::check("cuStreamSynchronize", sys::cuStreamSynchronize(stream))
-        })
-    };
-    // SAFETY: created above.
+    // SAFETY: `ptr` holds BYTES bytes of the current context; `host` has room for them and
+    // outlives the copy (it is waited for below, or the process aborts).
+    let copied = chorus_driver::check("cuMemcpyDtoHAsync_v2", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), ptr, BYTES, stream)
+    })
+    .and_then(|()| {
+        let start = Instant::now();
+        loop {
+            // SAFETY: a live stream of this context.
+            match unsafe { sys::cuStreamQuery(stream) } {
+                sys::CUresult::CUDA_SUCCESS => return Ok(()),
+                sys::CUresult::CUDA_ERROR_NOT_READY if start.elapsed() < DEADLINE => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                sys::CUresult::CUDA_ERROR_NOT_READY => {
+                    panic!("a copy on its own stream did not end within {DEADLINE:?}")
+                }
+                other => return chorus_driver::check("cuStreamQuery", other),
+            }
+        }
+    });
+    // SAFETY: created above; its work is done.
     unsafe { sys::cuStreamDestroy_v2(stream) };
     copied.map(|()| host.as_slice()[..BYTES].to_vec())
+}
+
+/// Waits for `stream` for at most `DEADLINE`, polling (a panic past it, never a hang).
+fn finish(stream: &Stream) -> Result<()> {
+    let start = Instant::now();
+    while !stream.is_idle()? {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the stream did not finish within {DEADLINE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// How long any one wait of the test may take.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long the whole test may take before the watchdog aborts it.
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// The step the test is at, for the watchdog's message.
+static STEP: Mutex<&str> = Mutex::new("starting");
+
+fn step(now: &'static str) {
+    *STEP.lock().unwrap_or_else(PoisonError::into_inner) = now;
+    eprintln!("step: {now}");
 }
 
 /// Queues a memset of `BYTES` bytes at `ptr` to `byte` on `stream`.
@@ -335,82 +373,111 @@ fn vulkan_semaphores_order_cuda_work_both_ways() {
     if !gpu_or_skip(TEST) {
         return;
     }
-    with_cuda(0, |_ctx| -> Result<()> {
-        let Some(vulkan) = vulkan_or_skip(TEST) else {
-            return Ok(());
-        };
-        eprintln!("Vulkan device {} matches CUDA device 0", vulkan.name);
-        let memory = DeviceMemory::alloc(BYTES)?;
-        let ptr = memory.ptr();
-        let stream = Stream::new()?;
-        memset_on(ptr, 0, &stream)?;
-        stream.synchronize()?;
-
-        // A timeline semaphore: CUDA waits for Vulkan's 1, sets the memory, signals 2.
-        let timeline = vulkan.semaphore(true);
-        let imported =
-            ExternalSemaphore::import_fd(vulkan.export(timeline), SemaphoreFdKind::Timeline)?;
-        imported.wait(1, &stream)?;
-        memset_on(ptr, 0xab, &stream)?;
-        imported.signal(2, &stream)?;
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(!stream.is_idle()?, "the stream waits for Vulkan's signal");
-        assert!(
-            all(&read_apart(ptr)?, 0),
-            "the memset waits for Vulkan's signal"
-        );
-        assert_eq!(vulkan.counter(timeline), 0);
-        assert!(
-            !vulkan.wait(timeline, 2, Duration::ZERO),
-            "CUDA has not signalled yet"
-        );
-        let signal = vk::SemaphoreSignalInfo::default()
-            .semaphore(timeline)
-            .value(1);
-        // SAFETY: a timeline semaphore of this device, signalled to a higher value.
-        unsafe { vulkan.device.signal_semaphore(&signal) }.expect("vkSignalSemaphore");
-        // Vulkan sees CUDA's signal, which comes after the memset in stream order: the memory
-        // is set by then, read without synchronising the stream.
-        assert!(
-            vulkan.wait(timeline, 2, Duration::from_secs(20)),
-            "CUDA's signal of 2 reaches Vulkan"
-        );
-        assert!(vulkan.counter(timeline) >= 2);
-        assert!(all(&read_apart(ptr)?, 0xab), "set before CUDA's signal");
-        stream.synchronize()?;
-
-        // Binary semaphores: Vulkan's queue signals `to_cuda`, CUDA waits for it, sets the
-        // memory and signals `to_vulkan`, which a Vulkan submission waits for.
-        let to_cuda = vulkan.semaphore(false);
-        let to_vulkan = vulkan.semaphore(false);
-        let cuda_waits =
-            ExternalSemaphore::import_fd(vulkan.export(to_cuda), SemaphoreFdKind::Opaque)?;
-        let cuda_signals =
-            ExternalSemaphore::import_fd(vulkan.export(to_vulkan), SemaphoreFdKind::Opaque)?;
-        let signalled = vulkan.fence();
-        let waited = vulkan.fence();
-        vulkan.submit(&[], &[to_cuda], signalled);
-        cuda_waits.wait(0, &stream)?;
-        memset_on(ptr, 0x5a, &stream)?;
-        cuda_signals.signal(0, &stream)?;
-        vulkan.submit(&[to_vulkan], &[], waited);
-        // SAFETY: fences of this device, submitted above.
-        unsafe {
-            vulkan
-                .device
-                .wait_for_fences(&[signalled, waited], true, 20_000_000_000)
+    // A semaphore that is never signalled holds its stream for ever, and every later driver
+    // call that synchronises (a free, the context's destruction at a panic) with it: the test
+    // runs on a thread of its own, and a watchdog aborts the process past its deadline, naming
+    // the step, instead of hanging.
+    let (done, outcome) = mpsc::channel();
+    std::thread::spawn(move || {
+        let result = std::panic::catch_unwind(|| with_cuda(0, |_| semaphores_both_ways(TEST)));
+        let _ = done.send(result);
+    });
+    match outcome.recv_timeout(WATCHDOG) {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => panic!("{TEST}: {e}"),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => {
+            eprintln!(
+                "{TEST}: no end after {WATCHDOG:?}, at step `{}`; aborting instead of hanging",
+                STEP.lock().unwrap_or_else(PoisonError::into_inner)
+            );
+            std::process::abort();
         }
-        .expect("the Vulkan submission waiting for CUDA's signal completes");
-        assert!(
-            all(&read_apart(ptr)?, 0x5a),
-            "set before CUDA's binary signal"
-        );
-        stream.synchronize()?;
+    }
+}
 
-        drop((imported, cuda_waits, cuda_signals));
-        vulkan.destroy(&[timeline, to_cuda, to_vulkan], &[signalled, waited]);
-        eprintln!("timeline and binary semaphores ordered CUDA memsets both ways");
-        Ok(())
-    })
-    .unwrap_or_else(|e: Error| panic!("{TEST}: {e}"));
+fn semaphores_both_ways(test: &str) -> Result<()> {
+    step("Vulkan device");
+    let Some(vulkan) = vulkan_or_skip(test) else {
+        return Ok(());
+    };
+    eprintln!("Vulkan device {} matches CUDA device 0", vulkan.name);
+    let memory = DeviceMemory::alloc(BYTES)?;
+    let host = PinnedMemory::alloc(BYTES)?;
+    let ptr = memory.ptr();
+    let stream = Stream::new()?;
+    memset_on(ptr, 0, &stream)?;
+    finish(&stream)?;
+
+    // A timeline semaphore: CUDA waits for Vulkan's 1, sets the memory, signals 2.
+    step("timeline: import");
+    let timeline = vulkan.semaphore(true);
+    let imported =
+        ExternalSemaphore::import_fd(vulkan.export(timeline), SemaphoreFdKind::Timeline)?;
+    step("timeline: CUDA waits for 1, sets, signals 2");
+    imported.wait(1, &stream)?;
+    memset_on(ptr, 0xab, &stream)?;
+    imported.signal(2, &stream)?;
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!stream.is_idle()?, "the stream waits for Vulkan's signal");
+    step("timeline: the memory before Vulkan's signal");
+    let before = read_apart(ptr, &host)?;
+    assert_eq!(vulkan.counter(timeline), 0);
+    assert!(
+        !vulkan.wait(timeline, 2, Duration::ZERO),
+        "CUDA has not signalled yet"
+    );
+    step("timeline: Vulkan signals 1");
+    let signal = vk::SemaphoreSignalInfo::default()
+        .semaphore(timeline)
+        .value(1);
+    // SAFETY: a timeline semaphore of this device, signalled to a higher value.
+    unsafe { vulkan.device.signal_semaphore(&signal) }.expect("vkSignalSemaphore");
+    // Vulkan sees CUDA's signal, which comes after the memset in stream order: the memory is
+    // set by then, read without synchronising the stream.
+    step("timeline: Vulkan waits for CUDA's 2");
+    let reached = vulkan.wait(timeline, 2, DEADLINE);
+    finish(&stream)?;
+    assert!(all(&before, 0), "the memset waited for Vulkan's signal");
+    assert!(reached, "CUDA's signal of 2 reaches Vulkan");
+    assert!(vulkan.counter(timeline) >= 2);
+    assert!(
+        all(&read_apart(ptr, &host)?, 0xab),
+        "set before CUDA's signal"
+    );
+
+    // Binary semaphores: Vulkan's queue signals `to_cuda`, CUDA waits for it, sets the memory
+    // and signals `to_vulkan`, which a Vulkan submission waits for.
+    step("binary: import");
+    let to_cuda = vulkan.semaphore(false);
+    let to_vulkan = vulkan.semaphore(false);
+    let cuda_waits = ExternalSemaphore::import_fd(vulkan.export(to_cuda), SemaphoreFdKind::Opaque)?;
+    let cuda_signals =
+        ExternalSemaphore::import_fd(vulkan.export(to_vulkan), SemaphoreFdKind::Opaque)?;
+    let signalled = vulkan.fence();
+    let waited = vulkan.fence();
+    step("binary: Vulkan signals, CUDA waits, sets, signals, Vulkan waits");
+    vulkan.submit(&[], &[to_cuda], signalled);
+    cuda_waits.wait(0, &stream)?;
+    memset_on(ptr, 0x5a, &stream)?;
+    cuda_signals.signal(0, &stream)?;
+    vulkan.submit(&[to_vulkan], &[], waited);
+    // SAFETY: fences of this device, submitted above.
+    unsafe {
+        vulkan
+            .device
+            .wait_for_fences(&[signalled, waited], true, DEADLINE.as_nanos() as u64)
+    }
+    .expect("the Vulkan submission waiting for CUDA's signal completes");
+    assert!(
+        all(&read_apart(ptr, &host)?, 0x5a),
+        "set before CUDA's binary signal"
+    );
+    finish(&stream)?;
+
+    step("cleanup");
+    drop((imported, cuda_waits, cuda_signals));
+    vulkan.destroy(&[timeline, to_cuda, to_vulkan], &[signalled, waited]);
+    eprintln!("timeline and binary semaphores ordered CUDA memsets both ways");
+    Ok(())
 }
