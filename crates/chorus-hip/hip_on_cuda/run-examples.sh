@@ -9,7 +9,7 @@
 #
 # BIN_DIR holds the example binaries (target/release/examples). Needs cc and CUDA's headers
 # ($CUDA_PATH/include, else /usr/local/cuda/include). Prints one PASS/FAIL line per example and
-# exits 1 when any failed.
+# exits 1 when any failed. Each example gets $CHORUS_EXAMPLE_TIMEOUT seconds (default 60).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bins=$1; shift
@@ -19,13 +19,14 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/lib" "$work/include"
 cc -shared -fPIC -O2 -Wall -Werror -I"$cuda/include" "$here/runtime/hip_on_cuda_runtime.c" \
   -o "$work/lib/libamdhip64.so" -ldl || { echo "FAIL: building the HIP-on-CUDA runtime"; exit 1; }
+ln -s libamdhip64.so "$work/lib/libhiprtc.so"  # hipRTC is the same library, found first
 cp -r "$here/hip" "$work/include/"
 export ROCM_PATH=$work CHORUS_BACKEND=hip CHORUS_CACHE_DIR=$work/cache
 export CHORUS_HIP_ON_CUDA_INCLUDE=$work/include:$cuda/include
 failed=()
 for example in "$@"; do
   echo "=== $example (CHORUS_BACKEND=hip, HIP on CUDA)"
-  out=$("$bins/$example" 2>&1); rc=$?
+  out=$(timeout "${CHORUS_EXAMPLE_TIMEOUT:-60}" "$bins/$example" 2>&1); rc=$?
   echo "$out" | tail -n 25
   if [ $rc -eq 0 ]; then echo "PASS: $example"; else echo "FAIL: $example (exit $rc)"; failed+=("$example"); fi
 done

@@ -1,8 +1,8 @@
 //! Finding and loading the HIP runtime (`libamdhip64`) and hipRTC (`libhiprtc`) at run time.
 //!
-//! Candidates, in order: the system loader's search (`LD_LIBRARY_PATH`, the cache) for the
-//! unversioned and versioned names (7, 6, 5), then `$ROCM_PATH/lib`, `/opt/rocm/lib` and every
-//! `/opt/rocm-*/lib` (newest name first). hipRTC is looked for the same way and, failing that,
+//! Candidates, in order: `$ROCM_PATH/lib` when set, the system loader's search
+//! (`LD_LIBRARY_PATH`, the cache) for the unversioned and versioned names (7, 6, 5), then
+//! `/opt/rocm/lib` and every `/opt/rocm-*/lib` (newest name first). hipRTC is looked for the same way and, failing that,
 //! in `libamdhip64` itself (ROCm 5.2 and older export hipRTC from it). Every symbol is resolved
 //! when the library loads, so an old or partial ROCm is [`Error::HipNotFound`] at the first
 //! call, never a crash later; the result is kept for the process.
@@ -81,13 +81,17 @@ pub fn hip_library() -> Result<&'static str> {
     loaded().map(|l| l.hip_path.as_str())
 }
 
-/// The candidate paths for `names`: bare names for the system loader, then ROCm's folders.
+/// The candidate paths for `names`: `$ROCM_PATH/lib` when it is set (an explicit choice wins
+/// over whatever runtime the system loader would find), bare names for the system loader, then
+/// `/opt/rocm/lib` and `/opt/rocm-*/lib`.
 pub fn candidates(names: &[&str]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut out: Vec<PathBuf> = Vec::new();
     if let Some(root) = std::env::var_os("ROCM_PATH").filter(|r| !r.is_empty()) {
-        dirs.push(PathBuf::from(root).join("lib"));
+        let lib = PathBuf::from(root).join("lib");
+        out.extend(names.iter().map(|n| lib.join(n)));
     }
-    dirs.push(PathBuf::from("/opt/rocm/lib"));
+    out.extend(names.iter().map(PathBuf::from));
+    let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/opt/rocm/lib")];
     let mut versioned: Vec<PathBuf> = std::fs::read_dir("/opt")
         .into_iter()
         .flatten()
@@ -103,7 +107,6 @@ pub fn candidates(names: &[&str]) -> Vec<PathBuf> {
     versioned.sort();
     versioned.reverse();
     dirs.extend(versioned);
-    let mut out: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
     for dir in dirs {
         out.extend(names.iter().map(|n| dir.join(n)));
     }
@@ -193,7 +196,13 @@ mod tests {
     #[test]
     fn candidates_start_with_the_system_loader_and_include_opt_rocm() {
         let c = candidates(HIP_NAMES);
-        assert_eq!(c[0], PathBuf::from("libamdhip64.so"));
+        let first_bare = c.iter().position(|p| p == &PathBuf::from("libamdhip64.so"));
+        assert!(first_bare.is_some(), "{c:?}");
+        // Before the bare names: only `$ROCM_PATH/lib`'s, when it is set.
+        match std::env::var_os("ROCM_PATH").filter(|r| !r.is_empty()) {
+            Some(root) => assert_eq!(c[0], PathBuf::from(root).join("lib/libamdhip64.so")),
+            None => assert_eq!(first_bare, Some(0)),
+        }
         assert!(c.contains(&PathBuf::from("/opt/rocm/lib/libamdhip64.so.6")));
     }
 }

@@ -19,7 +19,7 @@ pub fn cuda_include() -> Option<PathBuf> {
         .find(|d| d.join("cuda.h").is_file() && d.join("nvrtc.h").is_file())
 }
 
-/// Builds the runtime as `root/lib/libamdhip64.so` and writes the HIP-on-CUDA headers under
+/// Builds the runtime as `root/lib/libamdhip64.so` (and `libhiprtc.so`, a link to it) and writes the HIP-on-CUDA headers under
 /// `root/include`; returns the include folders hipRTC needs (the headers' and CUDA's).
 pub fn build(root: &Path) -> Result<String, String> {
     let cuda = cuda_include().ok_or("no CUDA include folder with cuda.h and nvrtc.h")?;
@@ -43,6 +43,9 @@ pub fn build(root: &Path) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
+    // hipRTC is the same library (found first on ROCM_PATH, before any other ROCm's).
+    std::os::unix::fs::symlink("libamdhip64.so", lib.join("libhiprtc.so"))
+        .map_err(|e| e.to_string())?;
     let include = root.join("include");
     chorus_hip::write_hip_on_cuda_headers(&include).map_err(|e| e.to_string())?;
     Ok(format!("{}:{}", include.display(), cuda.display()))

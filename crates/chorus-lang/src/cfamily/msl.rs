@@ -843,6 +843,9 @@ fn call(intrinsic: &str, args: &[&str]) -> Option<String> {
             "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)".into()
         }
         "__syncwarp" => "simdgroup_barrier(mem_flags::mem_threadgroup)".into(),
+        // The scoped fence (flags, order, scope) is MSL 3.2's, the language version this
+        // dialect asks for ([`LANGUAGE_VERSION`]); older versions have only barriers. Not yet
+        // compiled by Apple's compiler (no Mac here): the shim defines the same signature.
         "__threadfence" => {
             "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)"
                 .into()
