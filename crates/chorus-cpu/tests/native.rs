@@ -260,3 +260,35 @@ fn out_of_bounds_atomics_fault_as_on_the_interpreter() {
     );
     assert!(message.contains("thread (14, 0, 0)"), "{message}");
 }
+
+#[test]
+fn out_of_bounds_components_fault_at_their_own_offset() {
+    // p holds 2 float4 (32 bytes); thread 1 reads the y component of p[2], at byte 36.
+    let text = "(defkernel ys (void ((p float4*) (out float*) (n int)))
+                  (set (aref out thread-idx-x) (float4-y (aref p (+ thread-idx-x n)))))";
+    let errors = [true, false].map(|interpret| {
+        let mut m = module(text);
+        m.set_interpreted(interpret);
+        if !interpret && cfg!(feature = "native") {
+            assert_eq!(m.kernel_path("ys").unwrap(), KernelPath::Native);
+        }
+        let p = DeviceBuffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).unwrap();
+        let out = DeviceBuffer::alloc(16).unwrap();
+        let args = |n: i32| {
+            [
+                KernelArg::Buffer(&p),
+                KernelArg::Buffer(&out),
+                KernelArg::value(n),
+            ]
+        };
+        m.launch("ys", &LaunchConfig::linear(1, 2), &args(0))
+            .unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 6.0, 0.0, 0.0]);
+        m.launch("ys", &LaunchConfig::linear(1, 2), &args(1))
+            .unwrap_err()
+            .to_string()
+    });
+    assert_eq!(errors[0], errors[1]);
+    assert!(errors[1].contains("thread (1, 0, 0)"), "{}", errors[1]);
+    assert!(errors[1].contains("byte offset 36"), "{}", errors[1]);
+}
