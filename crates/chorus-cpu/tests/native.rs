@@ -292,3 +292,19 @@ fn out_of_bounds_components_fault_at_their_own_offset() {
     assert!(errors[1].contains("thread (1, 0, 0)"), "{}", errors[1]);
     assert!(errors[1].contains("byte offset 36"), "{}", errors[1]);
 }
+
+#[test]
+fn device_functions_return_vectors() {
+    // float4 results (more leaves than return registers) and float4 parameters.
+    let text = "(defkernel (twice :device) (float4 ((v float4)))
+                  (return (* v 2.0)))
+                (defkernel scale (void ((a float*) (n int)))
+                  (let* ((i thread-idx-x)
+                         (v (twice (float4 (aref a i) 1.0 (float n) -1.0))))
+                    (set (aref a i) (+ (float4-x v) (float4-y v) (float4-z v) (float4-w v)))))";
+    let input: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let [interp, native] = both(text, "scale", LaunchConfig::linear(1, 8), &[input], 3);
+    let native = native.unwrap();
+    assert_eq!(interp.unwrap(), native);
+    assert_eq!(native[0][5], 2.0 * (5.0 + 1.0 + 3.0 - 1.0));
+}

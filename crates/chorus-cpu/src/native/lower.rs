@@ -102,6 +102,14 @@ pub(super) fn compile_kernel(
         sig.params.push(AbiParam::new(types::I64));
         sig.params.extend([types::I32; 3].map(AbiParam::new));
         sig.params.push(AbiParam::new(types::I64));
+        let ret_leaves = match &callee.ret {
+            Type::Void => 0,
+            t => type_leaves(module, t).map_or(0, |l| l.len()),
+        };
+        if ret_leaves > 1 {
+            // Results of several leaves go through memory the caller passes.
+            sig.params.push(AbiParam::new(types::I64));
+        }
         for p in &callee.params {
             let leaves = type_leaves(module, &callee[p.local].ty)
                 .ok_or_else(|| format!("calling `{}` (its parameters)", callee.name))?;
@@ -118,8 +126,8 @@ pub(super) fn compile_kernel(
                 .map(|(k, _)| cty(k).expect("checked"))
                 .collect(),
         };
-        for t in &ret {
-            sig.returns.push(AbiParam::new(*t));
+        if ret.len() == 1 {
+            sig.returns.push(AbiParam::new(ret[0]));
         }
         let name = format!("f{f}_{}", jit.declarations().get_functions().count());
         let id = jit
@@ -163,6 +171,7 @@ pub(super) fn compile_kernel(
                 jit,
                 funcs: &funcs,
                 device,
+                sret: None,
                 module,
                 func,
                 warp_width,
@@ -343,6 +352,8 @@ struct Lower<'a, 'f, 'j> {
     funcs: &'a [(usize, FuncId)],
     /// Compiling a device function (returning these leaves), not a kernel.
     device: Option<Vec<cir::Type>>,
+    /// Where a device function with several result leaves stores them.
+    sret: Option<Value>,
     module: &'a ir::Module,
     func: &'a ir::Function,
     warp_width: u32,
@@ -809,6 +820,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
         self.b.def_var(self.t, params[4]);
         let mut at = 5;
+        if self.device.as_ref().is_some_and(|r| r.len() > 1) {
+            self.sret = Some(params[5]);
+            at = 6;
+        }
         for p in &func.params {
             let leaves = self.leaves_of(&func[p.local].ty, &func.span)?;
             let mut vars = Vec::new();
@@ -836,6 +851,16 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         let zero = self.b.ins().iconst(types::I32, 0);
         let mut vals = vec![zero];
         let tys = self.device.clone().unwrap_or_default();
+        if let Some(p) = self.sret {
+            if let Some(v) = value.filter(|v| v.len() == tys.len()) {
+                for (i, x) in v.iter().enumerate() {
+                    self.b.ins().store(TRUSTED, *x, p, (8 * i) as i32);
+                }
+            }
+            self.b.ins().return_(&vals);
+            self.dead_block();
+            return Ok(());
+        }
         match value {
             Some(v) if v.len() == tys.len() => vals.extend(v),
             _ => {
@@ -863,8 +888,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     fn fault_return(&mut self) {
         let one = self.b.ins().iconst(types::I32, 1);
         let mut vals = vec![one];
-        for t in self.device.clone().unwrap_or_default() {
-            vals.push(self.zero_of(t));
+        if self.sret.is_none() {
+            for t in self.device.clone().unwrap_or_default() {
+                vals.push(self.zero_of(t));
+            }
         }
         self.b.ins().return_(&vals);
     }
@@ -2370,6 +2397,26 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             vals.push(self.b.use_var(v));
         }
         vals.push(self.b.use_var(self.t));
+        let ret: Vec<Kind> = match &self.module.functions[function].ret {
+            Type::Void => Vec::new(),
+            t => self
+                .leaves_of(t, &e.span)?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect(),
+        };
+        let sret = if ret.len() > 1 {
+            let slot = self.b.create_sized_stack_slot(cir::StackSlotData::new(
+                cir::StackSlotKind::ExplicitSlot,
+                8 * ret.len() as u32,
+                3,
+            ));
+            let p = self.b.ins().stack_addr(types::I64, slot, 0);
+            vals.push(p);
+            Some(p)
+        } else {
+            None
+        };
         for a in args {
             vals.extend(self.vals(a)?);
         }
@@ -2382,6 +2429,14 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         self.b.switch_to_block(fail);
         self.fault_return();
         self.b.switch_to_block(ok);
+        if let Some(p) = sret {
+            let mut out = Vec::new();
+            for (i, k) in ret.iter().enumerate() {
+                let ty = cty(*k).expect("checked");
+                out.push(self.b.ins().load(ty, TRUSTED, p, (8 * i) as i32));
+            }
+            return Ok(out);
+        }
         Ok(results[1..].to_vec())
     }
 
