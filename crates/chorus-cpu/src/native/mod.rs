@@ -18,13 +18,15 @@
 //! message from it (kernel, block, thread, source position, offset). Integer division by zero
 //! faults; `INT_MIN / -1` wraps as in the interpreter.
 //!
-//! Device functions are Cranelift functions of their own (a fault propagates as a status);
-//! atomics check their address in code and run the interpreter's host atomics; `half`,
-//! `bfloat16`, `fp8` and `fp4` values are their raw bits, every operation on them a call of the
-//! interpreter's own function. What is not compiled yet (warp collectives, `printf`, textures
-//! and surfaces, cuRAND, vectors and structures, 16-bit atomics, the address of a local,
-//! recursion, barriers inside a `switch` or a device function) makes the kernel run on the
-//! interpreter; [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+//! Device functions are Cranelift functions of their own (a fault propagates as a status;
+//! results of several leaves go through memory the caller passes); vectors and structures are
+//! one variable (or lane slot) per leaf, a field of a value in memory read alone; atomics check
+//! their address in code and run the interpreter's host atomics; `half`, `bfloat16`, `fp8` and
+//! `fp4` values are their raw bits, every operation on them a call of the interpreter's own
+//! function. What is not compiled yet (warp collectives, `printf`, textures and surfaces,
+//! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
+//! device function) makes the kernel run on the interpreter;
+//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
 
 mod lower;
 mod runtime;
