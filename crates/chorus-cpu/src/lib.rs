@@ -532,6 +532,7 @@ impl CpuModule {
                 params: params.iter().map(|p| p.1).collect(),
                 dynamic_shared: config.shared_mem,
                 workers: self.workers,
+                module: &self.native,
             };
             let _in_order = LAUNCHES.lock().unwrap_or_else(|p| p.into_inner());
             return native::run(&launch);

@@ -308,3 +308,28 @@ fn device_functions_return_vectors() {
     assert_eq!(interp.unwrap(), native);
     assert_eq!(native[0][5], 2.0 * (5.0 + 1.0 + 3.0 - 1.0));
 }
+
+#[test]
+fn faults_inside_shared_device_functions_name_their_position() {
+    // Two kernels share `get`, compiled once for the module; its fault names its own line.
+    let text = "(defkernel (get :device) (float ((a float*) (i int)))
+                  (return (aref a i)))
+                (defkernel first (void ((a float*) (n int)))
+                  (set (aref a thread-idx-x) (+ 1.0 (get a (+ thread-idx-x n)))))
+                (defkernel second (void ((a float*) (n int)))
+                  (set (aref a thread-idx-x) (get a (- thread-idx-x n))))";
+    for kernel in ["first", "second"] {
+        let [interp, native] = both(text, kernel, LaunchConfig::linear(1, 8), &[vec![0.0; 8]], 0);
+        assert_eq!(interp.unwrap(), native.unwrap());
+        let [interp, native] = both(text, kernel, LaunchConfig::linear(1, 8), &[vec![0.0; 8]], 1);
+        let message = fault_of(&native);
+        assert_eq!(fault_of(&interp), message);
+        assert!(message.starts_with("test.lisp:2:"), "{message}");
+    }
+    let mut m = module(text);
+    m.set_interpreted(false);
+    if cfg!(feature = "native") {
+        assert_eq!(m.kernel_path("first").unwrap(), KernelPath::Native);
+        assert_eq!(m.kernel_path("second").unwrap(), KernelPath::Native);
+    }
+}

@@ -47,8 +47,22 @@ pub(super) fn new_jit() -> R<JITModule> {
 }
 
 /// Compiles kernel `index` of `module` into `jit`.
+/// Marks a fault position recorded by a device function: an index into
+/// [`DeviceCache::spans`] rather than the kernel's own.
+pub(crate) const DEVICE_SPAN: u32 = 1 << 31;
+
+/// Device functions compiled once per module and shared by its kernels (their roots are the
+/// module's, registered first by every function, so their indices agree).
+#[derive(Default)]
+pub(crate) struct DeviceCache {
+    funcs: Vec<(usize, FuncId, Option<Vec<cir::Type>>)>,
+    /// Fault positions of device functions (indices carry [`DEVICE_SPAN`]).
+    pub(crate) spans: Vec<Span>,
+}
+
 pub(super) fn compile_kernel(
     jit: &mut JITModule,
+    cache: &mut DeviceCache,
     module: &ir::Module,
     index: usize,
     warp_width: u32,
@@ -97,6 +111,10 @@ pub(super) fn compile_kernel(
     let mut funcs = Vec::new();
     let mut sigs = Vec::new();
     for &f in &reached {
+        if let Some((_, id, _)) = cache.funcs.iter().find(|(g, _, _)| *g == f) {
+            funcs.push((f, *id));
+            continue;
+        }
         let callee = &module.functions[f];
         let mut sig = Signature::new(call_conv);
         sig.params.push(AbiParam::new(types::I64));
@@ -134,7 +152,7 @@ pub(super) fn compile_kernel(
             .declare_function(&name, Linkage::Local, &sig)
             .map_err(|e| e.to_string())?;
         funcs.push((f, id));
-        sigs.push((sig, ret));
+        sigs.push((f, id, sig, ret));
     }
     let mut kernel_sig = Signature::new(call_conv);
     kernel_sig.params.push(AbiParam::new(types::I64));
@@ -152,10 +170,9 @@ pub(super) fn compile_kernel(
         mask_slots: 0,
     };
     let mut fctx = FunctionBuilderContext::new();
-    let mut jobs: Vec<(usize, FuncId, Signature, Option<Vec<cir::Type>>)> = funcs
-        .iter()
-        .zip(sigs)
-        .map(|(&(f, id), (sig, ret))| (f, id, sig, Some(ret)))
+    let mut jobs: Vec<(usize, FuncId, Signature, Option<Vec<cir::Type>>)> = sigs
+        .into_iter()
+        .map(|(f, id, sig, ret)| (f, id, sig, Some(ret)))
         .collect();
     jobs.push((index, kernel_id, kernel_sig, None));
     for (f, id, sig, device) in jobs {
@@ -164,12 +181,21 @@ pub(super) fn compile_kernel(
         let mut ctx = jit.make_context();
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let ret = device.clone();
         {
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            // A device function starts from the module's roots alone and records its fault
+            // positions in the module's table; the kernel keeps its own.
+            let (roots, spans, span_flag) = if is_device {
+                (Vec::new(), std::mem::take(&mut cache.spans), DEVICE_SPAN)
+            } else {
+                (Vec::new(), std::mem::take(&mut carry.spans), 0)
+            };
             let mut l = Lower {
                 b,
                 jit,
                 funcs: &funcs,
+                span_flag,
                 device,
                 sret: None,
                 module,
@@ -180,11 +206,11 @@ pub(super) fn compile_kernel(
                 shared_globals: shared_globals.clone(),
                 next_slot: carry.next_slot,
                 shared: std::mem::take(&mut carry.shared),
-                roots: std::mem::take(&mut carry.roots),
+                roots,
                 root_vals: Vec::new(),
                 root_limits: Vec::new(),
                 homes: vec![Home::Unset; func.locals.len()],
-                spans: std::mem::take(&mut carry.spans),
+                spans,
                 ctx: None,
                 entry: None,
                 t: Variable::from_u32(0),
@@ -196,25 +222,39 @@ pub(super) fn compile_kernel(
                 mask_slots: 0,
                 refresh: Vec::new(),
             };
-            if is_device {
-                l.device_function()?;
+            let lowered = if is_device {
+                l.device_function()
             } else {
-                l.kernel()?;
+                l.kernel()
+            };
+            if let Err(e) = lowered {
+                if is_device {
+                    cache.spans = l.spans;
+                }
+                return Err(e);
             }
             l.b.seal_all_blocks();
-            carry = Carry {
-                roots: l.roots,
-                spans: l.spans,
-                shared: l.shared,
-                next_slot: l.next_slot,
-                lane_slots: l.lane_slots,
-                mask_slots: l.mask_slots,
-            };
+            if is_device {
+                cache.spans = l.spans;
+                carry.shared = l.shared;
+            } else {
+                carry = Carry {
+                    roots: l.roots,
+                    spans: l.spans,
+                    shared: l.shared,
+                    next_slot: l.next_slot,
+                    lane_slots: l.lane_slots,
+                    mask_slots: l.mask_slots,
+                };
+            }
             l.b.finalize();
         }
         jit.define_function(id, &mut ctx)
             .map_err(|e| format!("Cranelift: {e:?}"))?;
         jit.clear_context(&mut ctx);
+        if is_device {
+            cache.funcs.push((f, id, ret));
+        }
     }
     jit.finalize_definitions().map_err(|e| e.to_string())?;
     let entry = jit.get_finalized_function(kernel_id);
@@ -354,6 +394,8 @@ struct Lower<'a, 'f, 'j> {
     device: Option<Vec<cir::Type>>,
     /// Where a device function with several result leaves stores them.
     sret: Option<Value>,
+    /// Or-ed into fault position indices ([`DEVICE_SPAN`] in device functions).
+    span_flag: u32,
     module: &'a ir::Module,
     func: &'a ir::Function,
     warp_width: u32,
@@ -761,7 +803,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
 
     fn span_index(&mut self, span: &Span) -> u32 {
         self.spans.push(span.clone());
-        (self.spans.len() - 1) as u32
+        (self.spans.len() - 1) as u32 | self.span_flag
     }
 
     fn iconst(&mut self, ty: cir::Type, v: i64) -> Value {
@@ -957,6 +999,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             self.mask_slots = 1;
             self.chain.push(0);
         }
+        // The module's roots first, at the indices device functions use too.
+        self.module_roots()?;
         // Parameters: each a scalar or pointer leaf of the parameter block.
         let params = ld(&mut self.b, types::I64, offset_of!(Ctx, params));
         let mut lane_params = Vec::new();
@@ -1017,7 +1061,6 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
         // Shared memory declared anywhere in the kernel, and globals, resolved up front.
         self.declare_shared(&func.body)?;
-        self.module_roots()?;
         self.load_roots();
         if barriers {
             if !lane_params.is_empty() {

@@ -80,6 +80,8 @@ pub(crate) struct NativeLaunch<'a> {
     pub(crate) params: Vec<u64>,
     pub(crate) dynamic_shared: usize,
     pub(crate) workers: usize,
+    /// The module whose code runs (for the positions of device functions' faults).
+    pub(crate) module: &'a super::NativeModule,
 }
 
 /// One worker's storage: shared memory, lane arrays, masks and its allocation table.
@@ -309,10 +311,8 @@ pub(crate) fn run(launch: &NativeLaunch<'_>) -> Result<(), Error> {
                 block: block_idx,
                 thread: ctx.fault_thread,
                 span: launch
-                    .kernel
-                    .spans
-                    .get(ctx.fault_span as usize)
-                    .cloned()
+                    .module
+                    .span(launch.kernel, ctx.fault_span)
                     .unwrap_or_else(chorus_lang::Span::generated),
                 message,
             })
