@@ -46,6 +46,10 @@ fn compare(what: &str, text: &str, kernel: &str, launch: impl Fn(&CpuModule), ru
     let mut interp = prepare(text);
     interp.set_interpreted(true);
     let interpreted = median(|| launch(&interp));
+    // The interpreter on one worker: its scaling, measured alongside, tells machine load
+    // from the native code's own.
+    interp.set_workers(1);
+    let interpreted_one = median(|| launch(&interp));
     let mut native = prepare(text);
     let started = Instant::now();
     let path = native.kernel_path(kernel).unwrap();
@@ -57,7 +61,7 @@ fn compare(what: &str, text: &str, kernel: &str, launch: impl Fn(&CpuModule), ru
     let two = median(|| launch(&native));
     let r = |d: Duration| d.as_secs_f64() / rust.as_secs_f64();
     println!(
-        "{what:<24} rust {:>7.3} ms | native 1 core {:>7.3} ms ({:>4.2}x) 2 cores {:>7.3} ms ({:>4.2}x), scaling {:>4.2}x | interpreter {:>8.3} ms ({:>5.1}x, {:>5.1}x native-2) | compile {:>5.2} ms",
+        "{what:<24} rust {:>7.3} ms | native 1 core {:>7.3} ms ({:>4.2}x) 2 cores {:>7.3} ms ({:>4.2}x), scaling {:>4.2}x | interpreter {:>8.3} ms ({:>5.1}x, {:>5.1}x native-2, scaling {:>4.2}x) | compile {:>5.2} ms",
         ms(rust),
         ms(one),
         r(one),
@@ -67,6 +71,7 @@ fn compare(what: &str, text: &str, kernel: &str, launch: impl Fn(&CpuModule), ru
         ms(interpreted),
         r(interpreted),
         interpreted.as_secs_f64() / two.as_secs_f64(),
+        interpreted_one.as_secs_f64() / interpreted.as_secs_f64(),
         ms(compile),
     );
 }

@@ -20,8 +20,7 @@
 //! a block, as loops over the threads between barriers (PoCL's region method), with the same
 //! pointers, bounds checks, faults and scalar semantics as the interpreter, which stays the
 //! reference. A kernel using what the compiler lacks (warp collectives, `printf`, textures,
-//! cuRAND, vectors and structures, 16-bit atomics, the address of a local, recursion) runs on
-//! the interpreter; [`CpuModule::kernel_path`] says which path a kernel takes and why, and
+//! cuRAND, 16-bit atomics, the address of a local, recursion) runs on the interpreter; [`CpuModule::kernel_path`] says which path a kernel takes and why, and
 //! `CHORUS_CPU=interpret` (read when a module is prepared) or [`CpuModule::set_interpreted`]
 //! runs everything interpreted. On the compiled path threads of a warp run one after the other
 //! between barriers (`syncwarp` is a barrier there), so code that relies on lockstep lanes
@@ -533,6 +532,7 @@ impl CpuModule {
                 params: params.iter().map(|p| p.1).collect(),
                 dynamic_shared: config.shared_mem,
                 workers: self.workers,
+                module: &self.native,
             };
             let _in_order = LAUNCHES.lock().unwrap_or_else(|p| p.into_inner());
             return native::run(&launch);

@@ -260,3 +260,76 @@ fn out_of_bounds_atomics_fault_as_on_the_interpreter() {
     );
     assert!(message.contains("thread (14, 0, 0)"), "{message}");
 }
+
+#[test]
+fn out_of_bounds_components_fault_at_their_own_offset() {
+    // p holds 2 float4 (32 bytes); thread 1 reads the y component of p[2], at byte 36.
+    let text = "(defkernel ys (void ((p float4*) (out float*) (n int)))
+                  (set (aref out thread-idx-x) (float4-y (aref p (+ thread-idx-x n)))))";
+    let errors = [true, false].map(|interpret| {
+        let mut m = module(text);
+        m.set_interpreted(interpret);
+        if !interpret && cfg!(feature = "native") {
+            assert_eq!(m.kernel_path("ys").unwrap(), KernelPath::Native);
+        }
+        let p = DeviceBuffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).unwrap();
+        let out = DeviceBuffer::alloc(16).unwrap();
+        let args = |n: i32| {
+            [
+                KernelArg::Buffer(&p),
+                KernelArg::Buffer(&out),
+                KernelArg::value(n),
+            ]
+        };
+        m.launch("ys", &LaunchConfig::linear(1, 2), &args(0))
+            .unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![2.0, 6.0, 0.0, 0.0]);
+        m.launch("ys", &LaunchConfig::linear(1, 2), &args(1))
+            .unwrap_err()
+            .to_string()
+    });
+    assert_eq!(errors[0], errors[1]);
+    assert!(errors[1].contains("thread (1, 0, 0)"), "{}", errors[1]);
+    assert!(errors[1].contains("byte offset 36"), "{}", errors[1]);
+}
+
+#[test]
+fn device_functions_return_vectors() {
+    // float4 results (more leaves than return registers) and float4 parameters.
+    let text = "(defkernel (twice :device) (float4 ((v float4)))
+                  (return (* v 2.0)))
+                (defkernel scale (void ((a float*) (n int)))
+                  (let* ((i thread-idx-x)
+                         (v (twice (float4 (aref a i) 1.0 (float n) -1.0))))
+                    (set (aref a i) (+ (float4-x v) (float4-y v) (float4-z v) (float4-w v)))))";
+    let input: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let [interp, native] = both(text, "scale", LaunchConfig::linear(1, 8), &[input], 3);
+    let native = native.unwrap();
+    assert_eq!(interp.unwrap(), native);
+    assert_eq!(native[0][5], 2.0 * (5.0 + 1.0 + 3.0 - 1.0));
+}
+
+#[test]
+fn faults_inside_shared_device_functions_name_their_position() {
+    // Two kernels share `get`, compiled once for the module; its fault names its own line.
+    let text = "(defkernel (get :device) (float ((a float*) (i int)))
+                  (return (aref a i)))
+                (defkernel first (void ((a float*) (n int)))
+                  (set (aref a thread-idx-x) (+ 1.0 (get a (+ thread-idx-x n)))))
+                (defkernel second (void ((a float*) (n int)))
+                  (set (aref a thread-idx-x) (get a (- thread-idx-x n))))";
+    for kernel in ["first", "second"] {
+        let [interp, native] = both(text, kernel, LaunchConfig::linear(1, 8), &[vec![0.0; 8]], 0);
+        assert_eq!(interp.unwrap(), native.unwrap());
+        let [interp, native] = both(text, kernel, LaunchConfig::linear(1, 8), &[vec![0.0; 8]], 1);
+        let message = fault_of(&native);
+        assert_eq!(fault_of(&interp), message);
+        assert!(message.starts_with("test.lisp:2:"), "{message}");
+    }
+    let mut m = module(text);
+    m.set_interpreted(false);
+    if cfg!(feature = "native") {
+        assert_eq!(m.kernel_path("first").unwrap(), KernelPath::Native);
+        assert_eq!(m.kernel_path("second").unwrap(), KernelPath::Native);
+    }
+}

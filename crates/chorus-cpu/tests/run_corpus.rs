@@ -111,6 +111,11 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
             "shared_scalar",
             "half_bf16",
             "fp8_fp4",
+            "structs",
+            "vectors",
+            "doubles",
+            "globals",
+            "half2",
         ] {
             assert!(
                 native.contains(&name),

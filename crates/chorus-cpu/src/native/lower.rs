@@ -47,8 +47,22 @@ pub(super) fn new_jit() -> R<JITModule> {
 }
 
 /// Compiles kernel `index` of `module` into `jit`.
+/// Marks a fault position recorded by a device function: an index into
+/// [`DeviceCache::spans`] rather than the kernel's own.
+pub(crate) const DEVICE_SPAN: u32 = 1 << 31;
+
+/// Device functions compiled once per module and shared by its kernels (their roots are the
+/// module's, registered first by every function, so their indices agree).
+#[derive(Default)]
+pub(crate) struct DeviceCache {
+    funcs: Vec<(usize, FuncId, Option<Vec<cir::Type>>)>,
+    /// Fault positions of device functions (indices carry [`DEVICE_SPAN`]).
+    pub(crate) spans: Vec<Span>,
+}
+
 pub(super) fn compile_kernel(
     jit: &mut JITModule,
+    cache: &mut DeviceCache,
     module: &ir::Module,
     index: usize,
     warp_width: u32,
@@ -97,35 +111,48 @@ pub(super) fn compile_kernel(
     let mut funcs = Vec::new();
     let mut sigs = Vec::new();
     for &f in &reached {
+        if let Some((_, id, _)) = cache.funcs.iter().find(|(g, _, _)| *g == f) {
+            funcs.push((f, *id));
+            continue;
+        }
         let callee = &module.functions[f];
         let mut sig = Signature::new(call_conv);
         sig.params.push(AbiParam::new(types::I64));
         sig.params.extend([types::I32; 3].map(AbiParam::new));
         sig.params.push(AbiParam::new(types::I64));
+        let ret_leaves = match &callee.ret {
+            Type::Void => 0,
+            t => type_leaves(module, t).map_or(0, |l| l.len()),
+        };
+        if ret_leaves > 1 {
+            // Results of several leaves go through memory the caller passes.
+            sig.params.push(AbiParam::new(types::I64));
+        }
         for p in &callee.params {
-            let ty = Kind::of(&callee[p.local].ty)
-                .and_then(cty)
+            let leaves = type_leaves(module, &callee[p.local].ty)
                 .ok_or_else(|| format!("calling `{}` (its parameters)", callee.name))?;
-            sig.params.push(AbiParam::new(ty));
+            for (k, _) in leaves {
+                sig.params.push(AbiParam::new(cty(k).expect("checked")));
+            }
         }
         sig.returns.push(AbiParam::new(types::I32));
         let ret = match &callee.ret {
-            Type::Void => None,
-            t => Some(
-                Kind::of(t)
-                    .and_then(cty)
-                    .ok_or_else(|| format!("calling `{}` (its result)", callee.name))?,
-            ),
+            Type::Void => Vec::new(),
+            t => type_leaves(module, t)
+                .ok_or_else(|| format!("calling `{}` (its result)", callee.name))?
+                .into_iter()
+                .map(|(k, _)| cty(k).expect("checked"))
+                .collect(),
         };
-        if let Some(t) = ret {
-            sig.returns.push(AbiParam::new(t));
+        if ret.len() == 1 {
+            sig.returns.push(AbiParam::new(ret[0]));
         }
         let name = format!("f{f}_{}", jit.declarations().get_functions().count());
         let id = jit
             .declare_function(&name, Linkage::Local, &sig)
             .map_err(|e| e.to_string())?;
         funcs.push((f, id));
-        sigs.push((sig, ret));
+        sigs.push((f, id, sig, ret));
     }
     let mut kernel_sig = Signature::new(call_conv);
     kernel_sig.params.push(AbiParam::new(types::I64));
@@ -143,24 +170,34 @@ pub(super) fn compile_kernel(
         mask_slots: 0,
     };
     let mut fctx = FunctionBuilderContext::new();
-    let mut jobs: Vec<(usize, FuncId, Signature, Option<Option<cir::Type>>)> = funcs
-        .iter()
-        .zip(sigs)
-        .map(|(&(f, id), (sig, ret))| (f, id, sig, Some(ret)))
+    let mut jobs: Vec<(usize, FuncId, Signature, Option<Vec<cir::Type>>)> = sigs
+        .into_iter()
+        .map(|(f, id, sig, ret)| (f, id, sig, Some(ret)))
         .collect();
     jobs.push((index, kernel_id, kernel_sig, None));
     for (f, id, sig, device) in jobs {
+        let is_device = device.is_some();
         let func = &module.functions[f];
         let mut ctx = jit.make_context();
         ctx.func.signature = sig;
         ctx.func.name = UserFuncName::user(0, id.as_u32());
+        let ret = device.clone();
         {
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            // A device function starts from the module's roots alone and records its fault
+            // positions in the module's table; the kernel keeps its own.
+            let (roots, spans, span_flag) = if is_device {
+                (Vec::new(), std::mem::take(&mut cache.spans), DEVICE_SPAN)
+            } else {
+                (Vec::new(), std::mem::take(&mut carry.spans), 0)
+            };
             let mut l = Lower {
                 b,
                 jit,
                 funcs: &funcs,
+                span_flag,
                 device,
+                sret: None,
                 module,
                 func,
                 warp_width,
@@ -169,11 +206,11 @@ pub(super) fn compile_kernel(
                 shared_globals: shared_globals.clone(),
                 next_slot: carry.next_slot,
                 shared: std::mem::take(&mut carry.shared),
-                roots: std::mem::take(&mut carry.roots),
+                roots,
                 root_vals: Vec::new(),
                 root_limits: Vec::new(),
                 homes: vec![Home::Unset; func.locals.len()],
-                spans: std::mem::take(&mut carry.spans),
+                spans,
                 ctx: None,
                 entry: None,
                 t: Variable::from_u32(0),
@@ -185,25 +222,39 @@ pub(super) fn compile_kernel(
                 mask_slots: 0,
                 refresh: Vec::new(),
             };
-            if device.is_some() {
-                l.device_function()?;
+            let lowered = if is_device {
+                l.device_function()
             } else {
-                l.kernel()?;
+                l.kernel()
+            };
+            if let Err(e) = lowered {
+                if is_device {
+                    cache.spans = l.spans;
+                }
+                return Err(e);
             }
             l.b.seal_all_blocks();
-            carry = Carry {
-                roots: l.roots,
-                spans: l.spans,
-                shared: l.shared,
-                next_slot: l.next_slot,
-                lane_slots: l.lane_slots,
-                mask_slots: l.mask_slots,
-            };
+            if is_device {
+                cache.spans = l.spans;
+                carry.shared = l.shared;
+            } else {
+                carry = Carry {
+                    roots: l.roots,
+                    spans: l.spans,
+                    shared: l.shared,
+                    next_slot: l.next_slot,
+                    lane_slots: l.lane_slots,
+                    mask_slots: l.mask_slots,
+                };
+            }
             l.b.finalize();
         }
         jit.define_function(id, &mut ctx)
             .map_err(|e| format!("Cranelift: {e:?}"))?;
         jit.clear_context(&mut ctx);
+        if is_device {
+            cache.funcs.push((f, id, ret));
+        }
     }
     jit.finalize_definitions().map_err(|e| e.to_string())?;
     let entry = jit.get_finalized_function(kernel_id);
@@ -298,6 +349,10 @@ enum Home {
     Var(Variable),
     /// A lane array slot (lives across barriers).
     Lane(u32),
+    /// A vector or structure in registers, one variable per leaf.
+    Vars(Vec<Variable>),
+    /// A vector or structure in lane arrays, one slot per leaf.
+    Lanes(Vec<u32>),
     /// A pointer parameter never assigned: its variable and its root.
     PtrParam(Variable, u32),
     /// A static shared array: root, dimensions, element size.
@@ -324,6 +379,7 @@ enum Target {
 }
 
 /// An address to check: through a root, with (index, stride, is 64-bit) terms, or a pointer.
+#[derive(Clone)]
 enum Addr {
     Root(u32, Vec<(Value, i64, bool)>),
     Ptr(Value),
@@ -334,8 +390,12 @@ struct Lower<'a, 'f, 'j> {
     jit: &'j mut JITModule,
     /// The device functions the kernel reaches: (function index, declared id).
     funcs: &'a [(usize, FuncId)],
-    /// Compiling a device function (returning `ret`), not a kernel.
-    device: Option<Option<cir::Type>>,
+    /// Compiling a device function (returning these leaves), not a kernel.
+    device: Option<Vec<cir::Type>>,
+    /// Where a device function with several result leaves stores them.
+    sret: Option<Value>,
+    /// Or-ed into fault position indices ([`DEVICE_SPAN`] in device functions).
+    span_flag: u32,
     module: &'a ir::Module,
     func: &'a ir::Function,
     warp_width: u32,
@@ -397,6 +457,42 @@ fn cty(kind: Kind) -> Option<cir::Type> {
     })
 }
 
+/// The leaves of `ty` (kind, byte offset), flattened as the interpreter flattens them; `None`
+/// for what the native code does not hold (cuRAND states, texture handles, void).
+fn type_leaves(module: &ir::Module, ty: &Type) -> Option<Vec<(Kind, i64)>> {
+    match ty {
+        Type::Vector(v) => {
+            let k = Kind::of_scalar(v.element());
+            cty(k)?;
+            Some(
+                (0..v.len())
+                    .map(|i| (k, (i * v.element().size()) as i64))
+                    .collect(),
+            )
+        }
+        Type::Struct(name) => {
+            let def = module.struct_def(name)?;
+            let mut out = Vec::new();
+            for f in &def.fields {
+                for (k, o) in type_leaves(module, &f.ty)? {
+                    out.push((k, o + f.offset as i64));
+                }
+            }
+            Some(out)
+        }
+        Type::TextureObject | Type::SurfaceObject => None,
+        t => {
+            let k = Kind::of(t)?;
+            cty(k)?;
+            Some(vec![(k, 0)])
+        }
+    }
+}
+
+fn is_composite(ty: &Type) -> bool {
+    matches!(ty, Type::Vector(_) | Type::Struct(_))
+}
+
 fn is_sync(e: &Expr) -> bool {
     matches!(
         e.kind,
@@ -430,6 +526,9 @@ const TRUSTED: MemFlags = MemFlags::trusted();
 fn access_span(place: &Expr) -> &Span {
     match &place.kind {
         ExprKind::Aref { indices, .. } => indices.last().map_or(&place.span, |i| &i.span),
+        ExprKind::Field { base, .. } if matches!(base.kind, ExprKind::Aref { .. }) => {
+            access_span(base)
+        }
         _ => &place.span,
     }
 }
@@ -453,9 +552,258 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
     }
 
+    fn leaves_of(&self, ty: &Type, span: &Span) -> R<Vec<(Kind, i64)>> {
+        type_leaves(self.module, ty).ok_or_else(|| format!("values of type `{ty}` at {span}"))
+    }
+
+    /// Component or field `index` of `ty`: (first leaf, number of leaves, byte offset).
+    fn field_pos(&self, ty: &Type, index: usize, span: &Span) -> R<(usize, usize, i64)> {
+        match ty {
+            Type::Vector(v) if index < v.len() => {
+                Ok((index, 1, (index * v.element().size()) as i64))
+            }
+            Type::Struct(name) => {
+                let def = self
+                    .module
+                    .struct_def(name)
+                    .ok_or_else(|| format!("an unknown structure at {span}"))?;
+                let field = def
+                    .fields
+                    .get(index)
+                    .ok_or_else(|| format!("an unknown field at {span}"))?;
+                let mut first = 0;
+                for f in &def.fields[..index] {
+                    first += self.leaves_of(&f.ty, span)?.len();
+                }
+                let n = self.leaves_of(&field.ty, span)?.len();
+                Ok((first, n, field.offset as i64))
+            }
+            _ => unsupported(span, "this component access"),
+        }
+    }
+
+    /// A chain of fields over a memory place (`aref`, global): its address and byte offset.
+    fn memory_field(&mut self, e: &Expr) -> R<Option<(Addr, i64)>> {
+        match &e.kind {
+            ExprKind::Aref { .. } | ExprKind::Global(_) => Ok(Some((self.place_addr(e)?, 0))),
+            ExprKind::Field { base, index } => {
+                let (_, _, off) = self.field_pos(&base.ty, *index, &e.span)?;
+                Ok(self.memory_field(base)?.map(|(a, o)| (a, o + off)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A chain of fields over a register local: the local and its first leaf.
+    fn local_field(&self, e: &Expr) -> R<Option<(ir::LocalId, usize)>> {
+        match &e.kind {
+            ExprKind::Local(id) => Ok(Some((*id, 0))),
+            ExprKind::Field { base, index } => {
+                let (first, _, _) = self.field_pos(&base.ty, *index, &e.span)?;
+                Ok(self.local_field(base)?.map(|(l, f)| (l, f + first)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Every leaf of `e`'s value (one for a scalar).
+    fn vals(&mut self, e: &Expr) -> R<Vec<Value>> {
+        if !is_composite(&e.ty) {
+            return Ok(vec![self.expr(e)?]);
+        }
+        let leaves = self.leaves_of(&e.ty, &e.span)?;
+        match &e.kind {
+            ExprKind::Local(id) => match self.homes[id.index()].clone() {
+                Home::Vars(vars) => Ok(vars.iter().map(|v| self.b.use_var(*v)).collect()),
+                Home::Lanes(slots) => {
+                    let mut out = Vec::new();
+                    for (slot, (k, _)) in slots.iter().zip(&leaves) {
+                        let a = self.lane_addr(*slot);
+                        out.push(self.b.ins().load(cty(*k).expect("checked"), TRUSTED, a, 0));
+                    }
+                    Ok(out)
+                }
+                _ => unsupported(&e.span, "this variable"),
+            },
+            ExprKind::Aref { .. } | ExprKind::Global(_) | ExprKind::Field { .. } => {
+                if let Some((addr, off)) = self.memory_field(e)? {
+                    let span = access_span(e).clone();
+                    let mut out = Vec::new();
+                    for (k, o) in &leaves {
+                        out.push(self.access_at(addr.clone(), off + o, *k, None, &span)?);
+                    }
+                    return Ok(out);
+                }
+                let ExprKind::Field { base, index } = &e.kind else {
+                    return unsupported(&e.span, "this value");
+                };
+                let all = self.vals(base)?;
+                let (first, n, _) = self.field_pos(&base.ty, *index, &e.span)?;
+                Ok(all[first..first + n].to_vec())
+            }
+            ExprKind::Construct(parts) => {
+                let mut out = Vec::new();
+                for p in parts {
+                    out.extend(self.vals(p)?);
+                }
+                if out.len() != leaves.len() {
+                    return unsupported(&e.span, "a constructor of this shape");
+                }
+                Ok(out)
+            }
+            ExprKind::Cast { value, .. } => {
+                let from = self.leaves_of(&value.ty, &value.span)?;
+                if from.len() != leaves.len() || !is_composite(&value.ty) {
+                    return unsupported(&e.span, "this conversion");
+                }
+                let v = self.vals(value)?;
+                Ok(v.iter()
+                    .zip(from.iter().zip(&leaves))
+                    .map(|(x, ((fk, _), (tk, _)))| self.convert(*x, *fk, *tk))
+                    .collect())
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond)?;
+                let vars: Vec<Variable> = leaves
+                    .iter()
+                    .map(|(k, _)| self.b.declare_var(cty(*k).expect("checked")))
+                    .collect();
+                let (tb, eb, end) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(c, tb, &[], eb, &[]);
+                for (blk, branch) in [(tb, then), (eb, otherwise)] {
+                    self.b.switch_to_block(blk);
+                    let v = self.vals(branch)?;
+                    for (var, x) in vars.iter().zip(v) {
+                        self.b.def_var(*var, x);
+                    }
+                    self.b.ins().jump(end, &[]);
+                }
+                self.b.switch_to_block(end);
+                Ok(vars.iter().map(|v| self.b.use_var(*v)).collect())
+            }
+            ExprKind::Call { function, args } => {
+                let r = self.call_device_vals(e, function.index(), args)?;
+                if r.len() != leaves.len() {
+                    return unsupported(&e.span, "this call");
+                }
+                Ok(r)
+            }
+            ExprKind::Builtin { op, args } => self.vector_builtin(e, *op, args, &leaves),
+            _ => unsupported(&e.span, format!("a `{}` value here", e.ty)),
+        }
+    }
+
+    /// A scalar field or component: read from memory alone when its base is there.
+    fn vals_of_field(&mut self, e: &Expr) -> R<Vec<Value>> {
+        let kind = self.kind(&e.ty, &e.span)?;
+        if let Some((addr, off)) = self.memory_field(e)? {
+            let span = access_span(e).clone();
+            return Ok(vec![self.access_at(addr, off, kind, None, &span)?]);
+        }
+        let ExprKind::Field { base, index } = &e.kind else {
+            return unsupported(&e.span, "this field");
+        };
+        let all = self.vals(base)?;
+        let (first, _, _) = self.field_pos(&base.ty, *index, &e.span)?;
+        Ok(vec![all[first]])
+    }
+
+    /// Component-wise arithmetic on vectors (a scalar operand is used for every component).
+    fn vector_builtin(
+        &mut self,
+        e: &Expr,
+        op: Builtin,
+        args: &[Expr],
+        leaves: &[(Kind, i64)],
+    ) -> R<Vec<Value>> {
+        use crate::bytecode::BinOp as B;
+        let Type::Vector(_) = e.ty else {
+            return unsupported(&e.span, "this operation on a structure");
+        };
+        let bin = match op {
+            Builtin::Add => B::Add,
+            Builtin::Sub => B::Sub,
+            Builtin::Mul => B::Mul,
+            Builtin::Div | Builtin::FastDivide => B::Div,
+            Builtin::Min => B::Min,
+            Builtin::Max => B::Max,
+            Builtin::Neg => {
+                let [x] = args else {
+                    return unsupported(&e.span, "this arity");
+                };
+                let v = self.vals(x)?;
+                let mut out = Vec::new();
+                for (x, (k, _)) in v.iter().zip(leaves) {
+                    out.push(self.unary(op, *k, *x, &e.span)?.0);
+                }
+                return Ok(out);
+            }
+            _ => return unsupported(&e.span, format!("`{op:?}` on vectors")),
+        };
+        let [x, y] = args else {
+            return unsupported(&e.span, "this arity");
+        };
+        let (xs, ys) = (self.vals(x)?, self.vals(y)?);
+        let mut out = Vec::new();
+        for (i, (k, _)) in leaves.iter().enumerate() {
+            let a = if is_composite(&x.ty) { xs[i] } else { xs[0] };
+            let b = if is_composite(&y.ty) { ys[i] } else { ys[0] };
+            out.push(self.binary(bin, *k, a, b, *k, &e.span)?);
+        }
+        Ok(out)
+    }
+
+    /// Stores `vals` (the leaves of `place`'s type) into `place`: a local, a field of one, or
+    /// memory.
+    fn assign_vals(&mut self, place: &Expr, vals: &[Value], span: &Span) -> R<()> {
+        if let Some((addr, off)) = self.memory_field(place)? {
+            let leaves = self.leaves_of(&place.ty, span)?;
+            let span = if matches!(place.kind, ExprKind::Global(_)) {
+                span.clone()
+            } else {
+                access_span(place).clone()
+            };
+            for ((k, o), v) in leaves.iter().zip(vals) {
+                self.access_at(addr.clone(), off + o, *k, Some(*v), &span)?;
+            }
+            return Ok(());
+        }
+        match self.local_field(place)? {
+            Some((l, first)) if matches!(place.kind, ExprKind::Local(_)) => {
+                let _ = first;
+                self.set_local_vals(l, vals, span)
+            }
+            Some((l, first)) => match self.homes[l.index()].clone() {
+                Home::Vars(vars) if first + vals.len() <= vars.len() => {
+                    for (var, v) in vars[first..].iter().zip(vals) {
+                        self.b.def_var(*var, *v);
+                    }
+                    Ok(())
+                }
+                Home::Lanes(slots) if first + vals.len() <= slots.len() => {
+                    for (slot, v) in slots[first..].iter().zip(vals) {
+                        let a = self.lane_addr(*slot);
+                        self.b.ins().store(TRUSTED, *v, a, 0);
+                    }
+                    Ok(())
+                }
+                _ => unsupported(span, "assigning this field"),
+            },
+            None => unsupported(span, "assigning this place"),
+        }
+    }
+
     fn span_index(&mut self, span: &Span) -> u32 {
         self.spans.push(span.clone());
-        (self.spans.len() - 1) as u32
+        (self.spans.len() - 1) as u32 | self.span_flag
     }
 
     fn iconst(&mut self, ty: cir::Type, v: i64) -> Value {
@@ -513,11 +861,25 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             self.b.def_var(self.tid[k], params[1 + k]);
         }
         self.b.def_var(self.t, params[4]);
-        for (p, v) in func.params.iter().zip(&params[5..]) {
-            let kind = self.kind(&func[p.local].ty, &func.span)?;
-            let var = self.b.declare_var(cty(kind).expect("checked"));
-            self.b.def_var(var, *v);
-            self.homes[p.local.index()] = Home::Var(var);
+        let mut at = 5;
+        if self.device.as_ref().is_some_and(|r| r.len() > 1) {
+            self.sret = Some(params[5]);
+            at = 6;
+        }
+        for p in &func.params {
+            let leaves = self.leaves_of(&func[p.local].ty, &func.span)?;
+            let mut vars = Vec::new();
+            for (k, _) in &leaves {
+                let var = self.b.declare_var(cty(*k).expect("checked"));
+                self.b.def_var(var, params[at]);
+                at += 1;
+                vars.push(var);
+            }
+            self.homes[p.local.index()] = if is_composite(&func[p.local].ty) {
+                Home::Vars(vars)
+            } else {
+                Home::Var(vars[0])
+            };
         }
         self.module_roots()?;
         self.load_roots();
@@ -526,15 +888,28 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         Ok(())
     }
 
-    /// Returns from a device function with status 0 and `value` (zero when none is given).
-    fn device_return(&mut self, value: Option<Value>) -> R<()> {
+    /// Returns from a device function with status 0 and `value` (zeros when none is given).
+    fn device_return(&mut self, value: Option<Vec<Value>>) -> R<()> {
         let zero = self.b.ins().iconst(types::I32, 0);
         let mut vals = vec![zero];
-        if let Some(Some(ty)) = self.device {
-            vals.push(match value {
-                Some(v) => v,
-                None => self.zero_of(ty),
-            });
+        let tys = self.device.clone().unwrap_or_default();
+        if let Some(p) = self.sret {
+            if let Some(v) = value.filter(|v| v.len() == tys.len()) {
+                for (i, x) in v.iter().enumerate() {
+                    self.b.ins().store(TRUSTED, *x, p, (8 * i) as i32);
+                }
+            }
+            self.b.ins().return_(&vals);
+            self.dead_block();
+            return Ok(());
+        }
+        match value {
+            Some(v) if v.len() == tys.len() => vals.extend(v),
+            _ => {
+                for t in tys {
+                    vals.push(self.zero_of(t));
+                }
+            }
         }
         self.b.ins().return_(&vals);
         self.dead_block();
@@ -555,8 +930,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     fn fault_return(&mut self) {
         let one = self.b.ins().iconst(types::I32, 1);
         let mut vals = vec![one];
-        if let Some(Some(ty)) = self.device {
-            vals.push(self.zero_of(ty));
+        if self.sret.is_none() {
+            for t in self.device.clone().unwrap_or_default() {
+                vals.push(self.zero_of(t));
+            }
         }
         self.b.ins().return_(&vals);
     }
@@ -622,16 +999,43 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             self.mask_slots = 1;
             self.chain.push(0);
         }
+        // The module's roots first, at the indices device functions use too.
+        self.module_roots()?;
         // Parameters: each a scalar or pointer leaf of the parameter block.
         let params = ld(&mut self.b, types::I64, offset_of!(Ctx, params));
         let mut lane_params = Vec::new();
-        for (leaf, p) in func.params.iter().enumerate() {
+        let mut leaf = 0usize;
+        for p in &func.params {
             let local = &func[p.local];
+            if is_composite(&local.ty) {
+                if assigned[p.local.index()] && barriers {
+                    return unsupported(&func.span, "assigning a vector or structure parameter");
+                }
+                let mut vars = Vec::new();
+                for (k, _) in self.leaves_of(&local.ty, &func.span)? {
+                    let bits = self
+                        .b
+                        .ins()
+                        .load(types::I64, TRUSTED, params, (leaf * 8) as i32);
+                    leaf += 1;
+                    let v = self.of_bits(bits, k);
+                    let var = self.b.declare_var(cty(k).expect("checked"));
+                    self.b.def_var(var, v);
+                    if assigned[p.local.index()] {
+                        self.refresh.push((var, v));
+                    }
+                    vars.push(var);
+                }
+                self.homes[p.local.index()] = Home::Vars(vars);
+                continue;
+            }
             let kind = self.kind(&local.ty, &func.span)?;
             let bits = self
                 .b
                 .ins()
                 .load(types::I64, TRUSTED, params, (leaf * 8) as i32);
+            let this_leaf = leaf;
+            leaf += 1;
             let v = self.of_bits(bits, kind);
             if assigned[p.local.index()] {
                 if barriers {
@@ -649,7 +1053,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let var = self.b.declare_var(cty(kind).expect("checked"));
                 self.b.def_var(var, v);
                 self.homes[p.local.index()] = if kind == Kind::Ptr {
-                    Home::PtrParam(var, self.root(RootSource::Param(leaf as u32)))
+                    Home::PtrParam(var, self.root(RootSource::Param(this_leaf as u32)))
                 } else {
                     Home::Var(var)
                 };
@@ -657,7 +1061,6 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
         // Shared memory declared anywhere in the kernel, and globals, resolved up front.
         self.declare_shared(&func.body)?;
-        self.module_roots()?;
         self.load_roots();
         if barriers {
             if !lane_params.is_empty() {
@@ -830,8 +1233,15 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn lane(&mut self, l: ir::LocalId) {
-        self.homes[l.index()] = Home::Lane(self.lane_slots);
-        self.lane_slots += 1;
+        let ty = &self.func[l].ty;
+        if is_composite(ty) {
+            let n = type_leaves(self.module, ty).map_or(0, |v| v.len()) as u32;
+            self.homes[l.index()] = Home::Lanes((self.lane_slots..self.lane_slots + n).collect());
+            self.lane_slots += n;
+        } else {
+            self.homes[l.index()] = Home::Lane(self.lane_slots);
+            self.lane_slots += 1;
+        }
     }
 
     fn lane_addr(&mut self, slot: u32) -> Value {
@@ -1128,6 +1538,14 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn declare(&mut self, l: ir::LocalId, ty: &Type, span: &Span) -> R<()> {
+        if matches!(self.homes[l.index()], Home::Unset) && is_composite(ty) {
+            let leaves = self.leaves_of(ty, span)?;
+            let vars = leaves
+                .iter()
+                .map(|(k, _)| self.b.declare_var(cty(*k).expect("checked")))
+                .collect();
+            self.homes[l.index()] = Home::Vars(vars);
+        }
         if matches!(self.homes[l.index()], Home::Unset) {
             let k = self.kind(ty, span)?;
             let var = self.b.declare_var(cty(k).expect("checked"));
@@ -1153,15 +1571,43 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         Ok(())
     }
 
+    /// Sets all leaves of local `l` (a vector or structure, or a scalar: one leaf).
+    fn set_local_vals(&mut self, l: ir::LocalId, vals: &[Value], span: &Span) -> R<()> {
+        let ty = self.func[l].ty.clone();
+        if !is_composite(&ty) {
+            return self.set_local(l, vals[0], span);
+        }
+        self.declare(l, &ty, span)?;
+        match self.homes[l.index()].clone() {
+            Home::Vars(vars) if vars.len() == vals.len() => {
+                for (var, v) in vars.iter().zip(vals) {
+                    self.b.def_var(*var, *v);
+                }
+            }
+            Home::Lanes(slots) if slots.len() == vals.len() => {
+                for (slot, v) in slots.iter().zip(vals) {
+                    let a = self.lane_addr(*slot);
+                    self.b.ins().store(TRUSTED, *v, a, 0);
+                }
+            }
+            _ => return unsupported(span, "assigning this variable"),
+        }
+        Ok(())
+    }
+
     fn stmt(&mut self, s: &Stmt) -> R<()> {
         match &s.kind {
             StmtKind::Block(b) => self.block(b),
             StmtKind::Declare { local, init } => {
-                let v = self.expr(init)?;
-                self.set_local(*local, v, &s.span)
+                let v = self.vals(init)?;
+                self.set_local_vals(*local, &v, &s.span)
             }
             StmtKind::SharedArray { .. } | StmtKind::DynamicShared { .. } => Ok(()),
             StmtKind::Assign { place, value } => {
+                if is_composite(&place.ty) || matches!(place.kind, ExprKind::Field { .. }) {
+                    let v = self.vals(value)?;
+                    return self.assign_vals(place, &v, &s.span);
+                }
                 let v = self.expr(value)?;
                 self.assign(place, v, &s.span)
             }
@@ -1266,7 +1712,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             }
             StmtKind::Return(value) if self.device.is_some() => {
                 let v = match value {
-                    Some(e) => Some(self.expr(e)?),
+                    Some(e) => Some(self.vals(e)?),
                     None => None,
                 };
                 self.device_return(v)
@@ -1496,7 +1942,25 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
 
     /// A checked read (`value` None) or write of one leaf; returns what was read.
     fn access(&mut self, addr: Addr, kind: Kind, value: Option<Value>, span: &Span) -> R<Value> {
-        let address = self.checked(addr, kind.size() as i64, value.is_some() as i64, span);
+        self.access_at(addr, 0, kind, value, span)
+    }
+
+    /// [`Self::access`] of the leaf `extra` bytes past `addr` (a field or component).
+    fn access_at(
+        &mut self,
+        addr: Addr,
+        extra: i64,
+        kind: Kind,
+        value: Option<Value>,
+        span: &Span,
+    ) -> R<Value> {
+        let address = self.checked_at(
+            addr,
+            extra,
+            kind.size() as i64,
+            value.is_some() as i64,
+            span,
+        );
         let ty = cty(kind).expect("checked");
         match value {
             Some(v) => {
@@ -1517,7 +1981,20 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     /// The host address of `size` bytes at `addr`, checked (bounds, alignment, allocation);
     /// a failed check leaves the function with the fault. `mode`: 0 read, 1 write, 2 atomic.
     fn checked(&mut self, addr: Addr, size: i64, mode: i64, span: &Span) -> Value {
+        self.checked_at(addr, 0, size, mode, span)
+    }
+
+    /// [`Self::checked`] of the bytes `extra` past `addr` (`extra` a multiple of `size`, as
+    /// C layouts place fields).
+    fn checked_at(&mut self, addr: Addr, extra: i64, size: i64, mode: i64, span: &Span) -> Value {
         let span_i = self.span_index(span);
+        if extra != 0 {
+            let ctx = self.ctx();
+            let x = self.b.ins().iconst(types::I64, extra);
+            self.b
+                .ins()
+                .store(TRUSTED, x, ctx, offset_of!(Ctx, fault_extra) as i32);
+        }
         let (ok, fail) = (self.b.create_block(), self.b.create_block());
         self.b.set_cold_block(fail);
         match addr {
@@ -1548,6 +2025,9 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                         self.b.ins().imul_imm(i, s)
                     };
                     o = self.b.ins().iadd(o, d);
+                }
+                if extra != 0 {
+                    o = self.b.ins().iadd_imm(o, extra);
                 }
                 // Negative offsets are huge unsigned: one compare covers both ends.
                 let mut wrong = self.b.ins().icmp(IntCC::UnsignedGreaterThan, o, lim);
@@ -1594,6 +2074,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let len = self.b.ins().load(types::I64, TRUSTED, e, 16);
                 let miss = self.b.ins().icmp(IntCC::NotEqual, eid, id);
                 let o = self.b.ins().band_imm(p, OFFSET_MASK as i64);
+                let o = if extra != 0 {
+                    self.b.ins().iadd_imm(o, extra)
+                } else {
+                    o
+                };
                 let end = self.b.ins().iadd_imm(o, size);
                 let past = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, len);
                 let mut wrong = self.b.ins().bor(miss, past);
@@ -1870,6 +2355,9 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     .ins()
                     .iconst(types::I64, encode(DYNAMIC_SHARED_ID, 0) as i64)),
                 Home::Unset => unsupported(&e.span, "a variable used before its declaration"),
+                Home::Vars(_) | Home::Lanes(_) => {
+                    unsupported(&e.span, "a vector or structure as a scalar")
+                }
             },
             ExprKind::Global(_) | ExprKind::Aref { .. } => {
                 let kind = self.kind(&e.ty, &e.span)?;
@@ -1924,13 +2412,26 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             }
             ExprKind::Builtin { op, args } => self.builtin(e, *op, args),
             ExprKind::Call { function, args } => self.call_device(e, function.index(), args),
-            ExprKind::Field { .. } => unsupported(&e.span, "a field or component access"),
+            ExprKind::Field { .. } => {
+                let mut v = self.vals_of_field(e)?;
+                Ok(v.swap_remove(0))
+            }
             ExprKind::AddressOf(_) => unsupported(&e.span, "taking an address"),
-            ExprKind::Construct(_) => unsupported(&e.span, "a vector or structure constructor"),
+            ExprKind::Construct(_) => unsupported(&e.span, "a constructor of a scalar"),
         }
     }
 
     fn call_device(&mut self, e: &Expr, function: usize, args: &[Expr]) -> R<Value> {
+        let mut r = self.call_device_vals(e, function, args)?;
+        Ok(if r.is_empty() {
+            self.b.ins().iconst(types::I8, 0)
+        } else {
+            r.swap_remove(0)
+        })
+    }
+
+    /// A call's result leaves (none for `void`).
+    fn call_device_vals(&mut self, e: &Expr, function: usize, args: &[Expr]) -> R<Vec<Value>> {
         let Some(&(_, id)) = self.funcs.iter().find(|(f, _)| *f == function) else {
             return unsupported(&e.span, "this call");
         };
@@ -1939,9 +2440,28 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             vals.push(self.b.use_var(v));
         }
         vals.push(self.b.use_var(self.t));
+        let ret: Vec<Kind> = match &self.module.functions[function].ret {
+            Type::Void => Vec::new(),
+            t => self
+                .leaves_of(t, &e.span)?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect(),
+        };
+        let sret = if ret.len() > 1 {
+            let slot = self.b.create_sized_stack_slot(cir::StackSlotData::new(
+                cir::StackSlotKind::ExplicitSlot,
+                8 * ret.len() as u32,
+                3,
+            ));
+            let p = self.b.ins().stack_addr(types::I64, slot, 0);
+            vals.push(p);
+            Some(p)
+        } else {
+            None
+        };
         for a in args {
-            self.kind(&a.ty, &a.span)?;
-            vals.push(self.expr(a)?);
+            vals.extend(self.vals(a)?);
         }
         let fref = self.jit.declare_func_in_func(id, self.b.func);
         let call = self.b.ins().call(fref, &vals);
@@ -1952,10 +2472,15 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         self.b.switch_to_block(fail);
         self.fault_return();
         self.b.switch_to_block(ok);
-        Ok(match results.get(1) {
-            Some(v) => *v,
-            None => self.b.ins().iconst(types::I8, 0),
-        })
+        if let Some(p) = sret {
+            let mut out = Vec::new();
+            for (i, k) in ret.iter().enumerate() {
+                let ty = cty(*k).expect("checked");
+                out.push(self.b.ins().load(ty, TRUSTED, p, (8 * i) as i32));
+            }
+            return Ok(out);
+        }
+        Ok(results[1..].to_vec())
     }
 
     fn index(&mut self, var: IndexVar, e: &Expr) -> R<Value> {
@@ -2098,6 +2623,20 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 }
             }
             Builtin::Atomic(aop) => self.atomic(e, aop, args),
+            Builtin::Dot => {
+                use crate::bytecode::BinOp as B;
+                let [x, y] = args else {
+                    return unsupported(&e.span, "this arity");
+                };
+                let kind = self.kind(&e.ty, &e.span)?;
+                let (xs, ys) = (self.vals(x)?, self.vals(y)?);
+                let mut acc = self.binary(B::Mul, kind, xs[0], ys[0], kind, &e.span)?;
+                for i in 1..xs.len().min(ys.len()) {
+                    let t = self.binary(B::Mul, kind, xs[i], ys[i], kind, &e.span)?;
+                    acc = self.binary(B::Add, kind, acc, t, kind, &e.span)?;
+                }
+                Ok(acc)
+            }
             _ => unsupported(&e.span, format!("`{op:?}`")),
         }
     }

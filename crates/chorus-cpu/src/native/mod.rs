@@ -18,13 +18,15 @@
 //! message from it (kernel, block, thread, source position, offset). Integer division by zero
 //! faults; `INT_MIN / -1` wraps as in the interpreter.
 //!
-//! Device functions are Cranelift functions of their own (a fault propagates as a status);
-//! atomics check their address in code and run the interpreter's host atomics; `half`,
-//! `bfloat16`, `fp8` and `fp4` values are their raw bits, every operation on them a call of the
-//! interpreter's own function. What is not compiled yet (warp collectives, `printf`, textures
-//! and surfaces, cuRAND, vectors and structures, 16-bit atomics, the address of a local,
-//! recursion, barriers inside a `switch` or a device function) makes the kernel run on the
-//! interpreter; [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+//! Device functions are Cranelift functions of their own (a fault propagates as a status;
+//! results of several leaves go through memory the caller passes); vectors and structures are
+//! one variable (or lane slot) per leaf, a field of a value in memory read alone; atomics check
+//! their address in code and run the interpreter's host atomics; `half`, `bfloat16`, `fp8` and
+//! `fp4` values are their raw bits, every operation on them a call of the interpreter's own
+//! function. What is not compiled yet (warp collectives, `printf`, textures and surfaces,
+//! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
+//! device function) makes the kernel run on the interpreter;
+//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
 
 mod lower;
 mod runtime;
@@ -60,7 +62,7 @@ unsafe impl Sync for NativeKernel {}
 /// The compiled code of one module: each kernel compiled on its first launch (or
 /// [`crate::CpuModule::kernel_path`]) and kept in memory with the module.
 pub(crate) struct NativeModule {
-    jit: Mutex<Option<cranelift_jit::JITModule>>,
+    jit: Mutex<Option<(cranelift_jit::JITModule, lower::DeviceCache)>>,
     global_ids: Vec<u32>,
     kernels: Vec<OnceLock<Result<NativeKernel, String>>>,
 }
@@ -93,11 +95,12 @@ impl NativeModule {
         cell.get_or_init(|| {
             let mut jit = self.jit.lock().unwrap_or_else(|p| p.into_inner());
             if jit.is_none() {
-                *jit = Some(lower::new_jit()?);
+                *jit = Some((lower::new_jit()?, lower::DeviceCache::default()));
             }
-            let jit = jit.as_mut().expect("created above");
+            let (jit, cache) = jit.as_mut().expect("created above");
             let started = std::time::Instant::now();
-            let result = lower::compile_kernel(jit, module, index, warp_width, &self.global_ids);
+            let result =
+                lower::compile_kernel(jit, cache, module, index, warp_width, &self.global_ids);
             match &result {
                 Ok(_) => tracing::debug!(
                     kernel = &*module.functions[index].name,
@@ -117,9 +120,25 @@ impl NativeModule {
     }
 }
 
+impl NativeModule {
+    /// The source position of fault position `index` (a kernel's own, or a device
+    /// function's, marked with `lower::DEVICE_SPAN`).
+    pub(crate) fn span(&self, kernel: &NativeKernel, index: u32) -> Option<chorus_lang::Span> {
+        if index & lower::DEVICE_SPAN == 0 {
+            return kernel.spans.get(index as usize).cloned();
+        }
+        let jit = self.jit.lock().unwrap_or_else(|p| p.into_inner());
+        let (_, cache) = jit.as_ref()?;
+        cache
+            .spans
+            .get((index & !lower::DEVICE_SPAN) as usize)
+            .cloned()
+    }
+}
+
 impl Drop for NativeModule {
     fn drop(&mut self) {
-        if let Some(jit) = self.jit.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some((jit, _)) = self.jit.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
             // SAFETY: the kernels' entry points die with `self.kernels` (dropped with `self`);
             // no launch is running, since launches borrow the module that owns `self`.
             unsafe { jit.free_memory() };

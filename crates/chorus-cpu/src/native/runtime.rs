@@ -66,6 +66,8 @@ pub(crate) struct Ctx {
     pub(crate) fault_write: u32,
     pub(crate) fault_ptr: u64,
     pub(crate) fault_size: u64,
+    /// Bytes past `fault_ptr` of the faulting leaf (a field or component), set before the check.
+    pub(crate) fault_extra: u64,
 }
 
 /// Everything a native launch needs.
@@ -78,6 +80,8 @@ pub(crate) struct NativeLaunch<'a> {
     pub(crate) params: Vec<u64>,
     pub(crate) dynamic_shared: usize,
     pub(crate) workers: usize,
+    /// The module whose code runs (for the positions of device functions' faults).
+    pub(crate) module: &'a super::NativeModule,
 }
 
 /// One worker's storage: shared memory, lane arrays, masks and its allocation table.
@@ -206,7 +210,13 @@ fn new_worker(launch: &NativeLaunch<'_>, threads: usize) -> Result<Worker, Strin
 }
 
 /// The interpreter's message for an access of `size` bytes through `ptr`.
-fn access_message(reachable: &[(u32, u64, u64)], ptr: u64, size: u64, mode: u32) -> String {
+fn access_message(
+    reachable: &[(u32, u64, u64)],
+    ptr: u64,
+    extra: u64,
+    size: u64,
+    mode: u32,
+) -> String {
     let id = pointer_id(ptr);
     let what = match mode {
         0 => "read",
@@ -215,7 +225,7 @@ fn access_message(reachable: &[(u32, u64, u64)], ptr: u64, size: u64, mode: u32)
     };
     match reachable.iter().find(|(i, _, _)| *i == id) {
         Some(&(_, _, len)) => {
-            let offset = ptr & OFFSET_MASK;
+            let offset = (ptr & OFFSET_MASK).wrapping_add(extra);
             let e = if offset.checked_add(size).is_none_or(|end| end > len) {
                 AccessError::OutOfBounds {
                     offset,
@@ -281,23 +291,28 @@ pub(crate) fn run(launch: &NativeLaunch<'_>) -> Result<(), Error> {
                 fault_write: 0,
                 fault_ptr: 0,
                 fault_size: 0,
+                fault_extra: 0,
             };
             if entry(&mut ctx) == 0 {
                 return Ok(());
             }
             let message = match ctx.fault_code {
                 2 => "integer division by zero".to_string(),
-                _ => access_message(&w.reachable, ctx.fault_ptr, ctx.fault_size, ctx.fault_write),
+                _ => access_message(
+                    &w.reachable,
+                    ctx.fault_ptr,
+                    ctx.fault_extra,
+                    ctx.fault_size,
+                    ctx.fault_write,
+                ),
             };
             Err(Error::Fault {
                 kernel: launch.kernel_name.to_string(),
                 block: block_idx,
                 thread: ctx.fault_thread,
                 span: launch
-                    .kernel
-                    .spans
-                    .get(ctx.fault_span as usize)
-                    .cloned()
+                    .module
+                    .span(launch.kernel, ctx.fault_span)
                     .unwrap_or_else(chorus_lang::Span::generated),
                 message,
             })
