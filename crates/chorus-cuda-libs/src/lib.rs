@@ -54,10 +54,10 @@ pub mod curand;
 pub mod cusolver;
 #[cfg(feature = "cusparse")]
 pub mod cusparse;
-#[cfg(feature = "nccl")]
-pub mod nccl;
 #[cfg(any(feature = "npp", feature = "nvjpeg"))]
 mod image;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 #[cfg(feature = "npp")]
 pub mod npp;
 #[cfg(feature = "nvjpeg")]
