@@ -76,6 +76,7 @@ mod backends {
     pub(crate) mod cpu_texture;
     pub(crate) mod cuda;
     pub(crate) mod cuda_context;
+    pub(crate) mod cuda_generation;
     pub(crate) mod cuda_texture;
     pub(crate) mod hip;
     #[cfg(target_vendor = "apple")]

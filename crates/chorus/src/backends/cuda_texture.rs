@@ -3,8 +3,8 @@
 //! backend's memory: calls go through its checks (a reset or a poisoned context is an error),
 //! and once a reset retired it the drop forgets the handle instead of destroying it.
 
-use super::cuda::Generation;
 use super::cuda_context::device_error;
+use super::cuda_generation::Generation;
 use crate::TextureDesc;
 use crate::error::{Error, Result};
 use crate::hal::{ArrayImpl, TextureImpl};
