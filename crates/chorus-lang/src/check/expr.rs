@@ -348,7 +348,9 @@ impl FnCx<'_> {
                 );
             }
         }
-        let mut indices = Vec::new();
+        // Exact capacities here and below: a vector grown by pushes keeps room for four, which
+        // for the two operands of most operations would double the IR of a function.
+        let mut indices = Vec::with_capacity(index_forms.len());
         for i in index_forms {
             let e = self.expr(i)?;
             if !e.ty.is_integer() {
@@ -612,7 +614,7 @@ impl FnCx<'_> {
                 ),
             );
         }
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(args.len());
         for (i, (arg, want)) in args.iter().zip(parts).enumerate() {
             let e = self.expr(arg)?;
             let got = e.ty.clone();
@@ -703,7 +705,7 @@ impl FnCx<'_> {
                 ),
             );
         }
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(args.len());
         for (i, arg) in args.iter().enumerate() {
             let e = self.expr(arg)?;
             let want = &self.m.functions[id.0 as usize].params[i].ty;
@@ -737,7 +739,7 @@ impl FnCx<'_> {
 
     /// A call of a table built-in.
     fn builtin(&mut self, head: &str, arg_forms: &[Form], f: &Form) -> Result<Expr> {
-        let mut args = Vec::new();
+        let mut args = Vec::with_capacity(arg_forms.len());
         for arg in arg_forms {
             let e = self.expr(arg)?;
             if e.ty == Type::Void {
@@ -837,7 +839,7 @@ pub(super) fn resolve_among(
         );
     }
     let apply = |sg: &Signature, args: Vec<Expr>| -> Result<Expr> {
-        let mut converted = Vec::new();
+        let mut converted = Vec::with_capacity(args.len());
         for (e, p) in args.into_iter().zip(&sg.params) {
             let (got, arg_span) = (e.ty.clone(), e.span.clone());
             match coerce(e, p) {

@@ -29,16 +29,24 @@ impl FnCx<'_> {
 
     /// A sequence of statements in the current scope.
     fn stmts(&mut self, forms: &[Form]) -> Result<Block> {
-        let mut out = Vec::new();
-        for f in forms {
-            self.stmt(f, &mut out)?;
-        }
+        // One statement per form but for `progn`s: no room for four when there is one.
+        let mut out = Vec::with_capacity(forms.len());
+        self.stmts_into(forms, &mut out)?;
         Ok(Block { stmts: out })
+    }
+
+    /// [`FnCx::stmts`], appending to `out`.
+    fn stmts_into(&mut self, forms: &[Form], out: &mut Vec<Stmt>) -> Result<()> {
+        out.reserve_exact(forms.len());
+        for f in forms {
+            self.stmt(f, out)?;
+        }
+        Ok(())
     }
 
     /// One statement as a block (an `if` branch).
     fn branch(&mut self, form: &Form) -> Result<Block> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(1);
         self.scoped(|cx| cx.stmt(form, &mut out))?;
         Ok(Block { stmts: out })
     }
@@ -186,7 +194,9 @@ impl FnCx<'_> {
             inits.push((name_str, e));
         }
         let block = self.scoped(|cx| {
-            let mut stmts = Vec::new();
+            // The body's statements go straight in after the declarations: a block of its own
+            // appended here would hold them twice for a moment (a huge body: megabytes).
+            let mut stmts = Vec::with_capacity(inits.len() + body.len());
             for (name, init) in inits {
                 let local = cx.declare(name, init.ty.clone(), LocalStorage::Register);
                 let span = init.span.clone();
@@ -195,7 +205,7 @@ impl FnCx<'_> {
                     span,
                 });
             }
-            stmts.append(&mut cx.stmts(body)?.stmts);
+            cx.stmts_into(body, &mut stmts)?;
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))
@@ -557,7 +567,7 @@ impl FnCx<'_> {
                     spec,
                 ));
             }
-            stmts.append(&mut cx.stmts(body)?.stmts);
+            cx.stmts_into(body, &mut stmts)?;
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))
@@ -600,7 +610,7 @@ impl FnCx<'_> {
                 .map(|(n, t)| cx.declare(n, t.pointer_to(), LocalStorage::DynamicShared))
                 .collect();
             let mut stmts = vec![stmt(StmtKind::DynamicShared { locals }, f)];
-            stmts.append(&mut cx.stmts(body)?.stmts);
+            cx.stmts_into(body, &mut stmts)?;
             Ok(Block { stmts })
         })?;
         Ok(stmt(StmtKind::Block(block), f))

@@ -171,9 +171,11 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     let (m, functions) = declare_unit(forms)?;
     let mut out = Vec::with_capacity(functions.len());
     for (id, &i) in functions.iter().enumerate() {
-        // A copy keeps no spare capacity in any of the function's vectors (grown by pushes
-        // while checking): the module then takes memory in proportion to the text.
-        out.push(check_function(&m, FunctionId(id as u32), declared_body(&forms[i]))?.clone());
+        out.push(checked_function(
+            &m,
+            FunctionId(id as u32),
+            declared_body(&forms[i]),
+        )?);
     }
     Ok(ir::Module {
         structs: m.structs,
@@ -187,9 +189,11 @@ fn check_unit_draining(forms: &mut [Form]) -> Result<ir::Module> {
     let (m, functions) = declare_unit(forms)?;
     let mut out = Vec::with_capacity(functions.len());
     for (id, &i) in functions.iter().enumerate() {
-        let function = check_function(&m, FunctionId(id as u32), declared_body(&forms[i]))?;
-        out.push(function.clone());
-        drop(function);
+        out.push(checked_function(
+            &m,
+            FunctionId(id as u32),
+            declared_body(&forms[i]),
+        )?);
         forms[i].kind = FormKind::List(Vec::new());
     }
     Ok(ir::Module {
@@ -552,6 +556,14 @@ fn declare_function<'f>(
         span: form.span.clone(),
     });
     Ok(PendingBody { form, body })
+}
+
+/// [`check_function`] with no spare capacity left in any of the function's vectors (grown by
+/// pushes while checking): the module then takes memory in proportion to the text.
+fn checked_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Result<Function> {
+    let mut function = check_function(m, id, pending)?;
+    function.shrink_to_fit();
+    Ok(function)
 }
 
 fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Result<Function> {

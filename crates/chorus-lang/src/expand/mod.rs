@@ -80,6 +80,7 @@ use crate::form::Form;
 use crate::span::Span;
 use crate::stack;
 use lisp::LispMacro;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
@@ -356,10 +357,11 @@ impl Expander {
         // The other forms in order, as a work list: a top-level macro call is replaced by its
         // expansion, a top-level `progn` by its forms, and a definition a macro produced
         // takes effect from where it appears. Each form carries how many expansions made it.
+        // Borrowed, not copied: a unit's forms, a copy and their expansion would coexist.
         let pending = forms
             .iter()
             .filter(|form| !is_definition(form))
-            .map(|form| (form.clone(), 0))
+            .map(|form| (Cow::Borrowed(form), 0))
             .collect();
         self.expand_pending(pending)
     }
@@ -378,7 +380,7 @@ impl Expander {
             let pending = forms
                 .into_iter()
                 .filter(|form| !is_definition(form))
-                .map(|form| (form, 0))
+                .map(|form| (Cow::Owned(form), 0))
                 .collect();
             self.expand_pending(pending)
         });
@@ -419,7 +421,10 @@ impl Expander {
     }
 
     /// Expands the work list of a unit's top-level forms (see [`Expander::expand_unit_here`]).
-    fn expand_pending(&mut self, mut pending: VecDeque<(Form, usize)>) -> Result<Vec<Form>> {
+    fn expand_pending(
+        &mut self,
+        mut pending: VecDeque<(Cow<'_, Form>, usize)>,
+    ) -> Result<Vec<Form>> {
         let mut out = Vec::new();
         let mut expansions = 0;
         while let Some((form, depth)) = pending.pop_front() {
@@ -428,7 +433,7 @@ impl Expander {
                 Some(("defkernel-symbol-macro", _)) => drop(self.define_symbol_macro(&form)?),
                 Some(("progn", items)) => {
                     for item in items.iter().rev() {
-                        pending.push_front((item.clone(), depth));
+                        pending.push_front((Cow::Owned(item.clone()), depth));
                     }
                 }
                 Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
@@ -448,7 +453,7 @@ impl Expander {
                     };
                     walker.count_expansion(&form, depth)?;
                     expansions = walker.expansions;
-                    pending.push_front((expansion, depth + 1));
+                    pending.push_front((Cow::Owned(expansion), depth + 1));
                 }
             }
         }

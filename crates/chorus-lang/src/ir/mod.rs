@@ -926,3 +926,130 @@ impl Drop for Block {
         }
     }
 }
+
+/// A node still to shrink ([`Function::shrink_to_fit`]).
+enum Shrinking<'a> {
+    Block(&'a mut Block),
+    Expr(&'a mut Expr),
+}
+
+impl Function {
+    /// Gives back the spare capacity of every vector in the function (grown by pushes while it
+    /// was checked), in place and in constant stack space: the IR then takes memory in
+    /// proportion to the text, without the second copy of the function a clone would make.
+    pub fn shrink_to_fit(&mut self) {
+        self.params.shrink_to_fit();
+        self.locals.shrink_to_fit();
+        let mut pending = vec![Shrinking::Block(&mut self.body)];
+        while let Some(node) = pending.pop() {
+            match node {
+                Shrinking::Block(block) => {
+                    let stmts = &mut block.stmts;
+                    stmts.shrink_to_fit();
+                    for stmt in stmts.iter_mut() {
+                        shrink_stmt(&mut stmt.kind, &mut pending);
+                    }
+                }
+                Shrinking::Expr(expr) => shrink_expr(&mut expr.kind, &mut pending),
+            }
+        }
+    }
+}
+
+/// Shrinks the vectors of one statement; queues its blocks and expressions.
+fn shrink_stmt<'a>(kind: &'a mut StmtKind, pending: &mut Vec<Shrinking<'a>>) {
+    let exprs = |list: &'a mut Vec<Expr>, pending: &mut Vec<Shrinking<'a>>| {
+        list.shrink_to_fit();
+        pending.extend(list.iter_mut().map(Shrinking::Expr));
+    };
+    match kind {
+        StmtKind::Block(block) => pending.push(Shrinking::Block(block)),
+        StmtKind::Declare { init, .. } => pending.push(Shrinking::Expr(init)),
+        StmtKind::SharedArray { dims, sizes, .. } => {
+            sizes.shrink_to_fit();
+            exprs(dims, pending);
+        }
+        StmtKind::DynamicShared { locals } => locals.shrink_to_fit(),
+        StmtKind::Assign { place, value } => {
+            pending.push(Shrinking::Expr(place));
+            pending.push(Shrinking::Expr(value));
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            pending.push(Shrinking::Expr(cond));
+            pending.push(Shrinking::Block(then));
+            pending.extend(otherwise.as_mut().map(Shrinking::Block));
+        }
+        StmtKind::While { cond, body } => {
+            pending.push(Shrinking::Expr(cond));
+            pending.push(Shrinking::Block(body));
+        }
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            init.shrink_to_fit();
+            step.shrink_to_fit();
+            let values = init.iter_mut().chain(step.iter_mut()).map(|(_, e)| e);
+            pending.extend(values.chain(cond.as_mut()).map(Shrinking::Expr));
+            pending.push(Shrinking::Block(body));
+        }
+        StmtKind::Switch {
+            scrutinee,
+            cases,
+            default,
+        } => {
+            pending.push(Shrinking::Expr(scrutinee));
+            cases.shrink_to_fit();
+            for case in cases.iter_mut() {
+                case.values.shrink_to_fit();
+                pending.push(Shrinking::Block(&mut case.body));
+            }
+            pending.extend(default.as_mut().map(Shrinking::Block));
+        }
+        StmtKind::Return(value) => pending.extend(value.as_mut().map(Shrinking::Expr)),
+        StmtKind::Expr(expr) => pending.push(Shrinking::Expr(expr)),
+        StmtKind::Printf { format, args } => {
+            format.shrink_to_fit();
+            exprs(args, pending);
+        }
+        StmtKind::Asm(text) => text.shrink_to_fit(),
+        StmtKind::Break | StmtKind::Continue => {}
+    }
+}
+
+/// Shrinks the vectors of one expression; queues its operands.
+fn shrink_expr<'a>(kind: &'a mut ExprKind, pending: &mut Vec<Shrinking<'a>>) {
+    match kind {
+        ExprKind::Literal(_) | ExprKind::Local(_) | ExprKind::Global(_) | ExprKind::Index(_) => {}
+        ExprKind::Aref { base, indices } => {
+            pending.push(Shrinking::Expr(base));
+            indices.shrink_to_fit();
+            pending.extend(indices.iter_mut().map(Shrinking::Expr));
+        }
+        ExprKind::Field { base, .. } => pending.push(Shrinking::Expr(base)),
+        ExprKind::Builtin { args, .. }
+        | ExprKind::Call { args, .. }
+        | ExprKind::Construct(args) => {
+            args.shrink_to_fit();
+            pending.extend(args.iter_mut().map(Shrinking::Expr));
+        }
+        ExprKind::Cast { value, .. } | ExprKind::AddressOf(value) => {
+            pending.push(Shrinking::Expr(value));
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            pending.push(Shrinking::Expr(cond));
+            pending.push(Shrinking::Expr(then));
+            pending.push(Shrinking::Expr(otherwise));
+        }
+    }
+}
