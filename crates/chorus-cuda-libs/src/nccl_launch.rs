@@ -457,6 +457,7 @@ fn prefix_lines(
 /// SIGINT and SIGTERM, caught while launchers run: the ranks have process groups of their own,
 /// so a terminal's Ctrl-C reaches only the launcher, which must stop them.
 mod interrupt {
+    #[cfg(unix)]
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
 
