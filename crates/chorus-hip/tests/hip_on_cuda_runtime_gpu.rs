@@ -157,25 +157,6 @@ fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
             failures.push(format!("{}: {e}", case.name));
         }
     }
-    // The disk cache holds what was compiled: a second program of the first case that ran is a
-    // hit (same code object), and loads again.
-    let first = cases
-        .iter()
-        .find(|c| !REFUSED.iter().any(|(n, _)| *n == c.name))
-        .expect("a case that runs");
-    let module = chorus_lang::compile_str(first.source, "again.lisp").expect("compiles");
-    let entries = std::fs::read_dir(root.path().join("cache"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    Program::from_ir(Arc::new(module), &device).expect("cached program loads");
-    let after = std::fs::read_dir(root.path().join("cache"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    assert_eq!(entries, after, "a cache hit writes nothing");
-    assert!(
-        entries >= ran,
-        "{entries} cache entries for {ran} compiled modules"
-    );
     device.synchronize().expect("synchronize");
     println!(
         "{ran} of {} corpus cases ran through chorus-hip on the HIP-on-CUDA runtime ({} refused), {} failed",
@@ -189,5 +170,27 @@ fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
         "{} cases failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    // The disk cache holds what was compiled: a second program of the first case that ran is a
+    // hit (same code object), and loads again.
+    let first = cases
+        .iter()
+        .find(|c| !REFUSED.iter().any(|(n, _)| *n == c.name))
+        .expect("a case that runs");
+    // The same text under the same name (the name is in the printed `#line` directives, so in
+    // the cache key).
+    let module =
+        chorus_lang::compile_str(first.source, &format!("{}.lisp", first.name)).expect("compiles");
+    let entries = std::fs::read_dir(root.path().join("cache"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    Program::from_ir(Arc::new(module), &device).expect("cached program loads");
+    let after = std::fs::read_dir(root.path().join("cache"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(entries, after, "a cache hit writes nothing");
+    assert!(
+        entries >= ran,
+        "{entries} cache entries for {ran} compiled modules"
     );
 }
