@@ -496,7 +496,7 @@ fn run(options: &Options) -> Result<bool, String> {
     if let Some(last) = compiles.last().filter(|s| s.seconds > 0.0 && s.cycles > 0) {
         println!(
             "compile-and-launch: {:.2} ms per cycle per thread, {:.2} ms of it in the compiler; \
-             100 000 cycles would take {:.0} s on {} threads",
+             100 000 cycles would take {:.0} s on {} threads of this process",
             last.seconds * 1e3 * options.threads as f64 / last.cycles as f64,
             (last.cache.compile_nanos - compiles[0].cache.compile_nanos) as f64
                 / 1e6

@@ -165,6 +165,17 @@ fn next_input(target: Target, rng: &mut Rng, corpus: &[String]) -> (String, bool
     }
 }
 
+/// Takes one input through `target`'s stages and checks the invariants that need no harness
+/// (error spans inside the input, every accepted module prints, the CPU executor prepares or
+/// refuses it; nothing is launched, since a mutated kernel need not terminate): the entry of the
+/// coverage-guided targets in `fuzz/libfuzzer`, where libFuzzer itself catches panics, hangs
+/// and memory. `Err` names the broken invariant.
+pub fn check_input(target: Target, text: &str) -> Result<(), String> {
+    targets::run_one(target, text, false, 0)
+        .map(|_| ())
+        .map_err(|(kind, message)| format!("{kind}: {message}"))
+}
+
 /// Fuzzes `target` within `budget` and reports what it found. Runs of different targets
 /// take turns (see [`ONE_AT_A_TIME`]).
 pub fn run(target: Target, budget: Budget) -> Report {
