@@ -43,9 +43,11 @@ pub fn build(root: &Path) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    // hipRTC is the same library (found first on ROCM_PATH, before any other ROCm's).
-    std::os::unix::fs::symlink("libamdhip64.so", lib.join("libhiprtc.so"))
-        .map_err(|e| e.to_string())?;
+    // hipRTC is the same library (found first on ROCM_PATH, before any other ROCm's); a hard
+    // link, so the loader sees one file (and it builds on every host the workspace checks for).
+    let hiprtc = lib.join("libhiprtc.so");
+    let _ = std::fs::remove_file(&hiprtc);
+    std::fs::hard_link(lib.join("libamdhip64.so"), &hiprtc).map_err(|e| e.to_string())?;
     let include = root.join("include");
     chorus_hip::write_hip_on_cuda_headers(&include).map_err(|e| e.to_string())?;
     Ok(format!("{}:{}", include.display(), cuda.display()))
