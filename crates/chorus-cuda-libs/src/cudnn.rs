@@ -14,8 +14,18 @@
 //! convolution through them is the same library call a C program makes (the benchmark compares
 //! exactly that). The graph API's advantage is fusion (convolution + bias + activation in one
 //! kernel) and operations the legacy API lacks; GELU is one of those: the legacy activation
-//! modes are sigmoid, ReLU, tanh, clipped ReLU, ELU and swish, so **GELU is not offered
-//! here** (it needs the graph API's pointwise `GELU_FWD`, left for a later module).
+//! modes (`cudnnActivationMode_t` in cuDNN 9) are sigmoid, ReLU, tanh, clipped ReLU, ELU,
+//! identity and swish, so **GELU is not offered here**. It exists only as the graph API's
+//! pointwise mode `CUDNN_POINTWISE_GELU_FWD` (and `…_APPROX_TANH_FWD`), which cudarc's
+//! bindings do declare. Reaching it takes a second module: backend tensor descriptors for `x`
+//! and `y` (with unique ids and alignment), a pointwise descriptor, a pointwise operation node,
+//! an operation graph, an engine heuristic query, an execution plan (cached per shape, as the
+//! workspace sizes here are) and a variant pack per call. And a graph of one pointwise node is
+//! not something every cuDNN 9 engine takes: NVIDIA's own frontend reports "no valid engine
+//! configs" for a lone NCHW sigmoid on cuDNN 9.11 (cudnn-frontend issue 171) and XLA forces a
+//! memory-bound fusion engine for such graphs, so whether the H200's cuDNN 9.14 runs it, and for
+//! which layouts, must be measured before it is built. Until then GELU in Chorus is cuBLASLt's
+//! epilogue (`cublaslt::Epilogue::Gelu`, fused into a matmul) or a kernel-language kernel.
 //!
 //! # Tensors and layouts
 //!
@@ -47,6 +57,7 @@ use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceMemory, Stream};
 use cudarc::cudnn::sys::{self, cudnnStatus_t};
 use half::{bf16, f16};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
 use std::marker::PhantomData;
 use std::sync::OnceLock;
@@ -838,8 +849,22 @@ pub enum BwdFilterAlgo {
     FftTiling,
 }
 
-/// An algorithm enum of one of the three convolution directions.
+/// The three passes of a convolution, which share one geometry (input `x`, filter `w`,
+/// output `y`) and differ in what they compute from what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvPass {
+    /// `y = conv(x, w)`.
+    Forward,
+    /// `dx` from `w` and `dy`.
+    BackwardData,
+    /// `dw` from `x` and `dy`.
+    BackwardFilter,
+}
+
+/// An algorithm enum of one of the three convolution passes.
 pub trait ConvAlgo: Copy + std::fmt::Debug + sealed::Sealed {
+    /// The pass whose algorithms these are.
+    const PASS: ConvPass;
     #[doc(hidden)]
     fn from_raw(v: u32) -> Option<Self>;
     #[doc(hidden)]
@@ -847,9 +872,10 @@ pub trait ConvAlgo: Copy + std::fmt::Debug + sealed::Sealed {
 }
 
 macro_rules! conv_algo {
-    ($t:ident, $($v:ident = $n:expr),*) => {
+    ($t:ident, $pass:ident, $($v:ident = $n:expr),*) => {
         impl sealed::Sealed for $t {}
         impl ConvAlgo for $t {
+            const PASS: ConvPass = ConvPass::$pass;
             fn from_raw(v: u32) -> Option<$t> {
                 match v {
                     $($n => Some($t::$v),)*
@@ -867,6 +893,7 @@ macro_rules! conv_algo {
 
 conv_algo!(
     FwdAlgo,
+    Forward,
     ImplicitGemm = 0,
     ImplicitPrecompGemm = 1,
     Gemm = 2,
@@ -878,6 +905,7 @@ conv_algo!(
 );
 conv_algo!(
     BwdDataAlgo,
+    BackwardData,
     Algo0 = 0,
     Algo1 = 1,
     Fft = 2,
@@ -887,6 +915,7 @@ conv_algo!(
 );
 conv_algo!(
     BwdFilterAlgo,
+    BackwardFilter,
     Algo0 = 0,
     Algo1 = 1,
     Fft = 2,
@@ -895,6 +924,84 @@ conv_algo!(
     WinogradNonfused = 5,
     FftTiling = 6
 );
+
+/// The descriptors of one convolution, the same for its three passes: the input `x` (`dx` in
+/// the backward-data pass), the filter `w` (`dw` in the backward-filter pass), the
+/// convolution, and the output `y` (`dy` in the backward passes).
+struct ConvGeometry<'d, T> {
+    x: &'d TensorDesc<T>,
+    w: &'d FilterDesc<T>,
+    conv: &'d ConvDesc<T>,
+    y: &'d TensorDesc<T>,
+}
+
+impl<T: DnnType> ConvGeometry<'_, T> {
+    /// Checks the descriptors against each other: `y` has the output dimensions of `x` and
+    /// `w` under `conv`.
+    fn check(&self, call: &'static str) -> Result<()> {
+        let want = self.conv.params.output_dims(self.x.dims(), self.w.dims())?;
+        if self.y.dims() != want {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "the output is {:?}, the convolution of a {:?} input by a {:?} filter is {want:?}",
+                    self.y.dims(),
+                    self.x.dims(),
+                    self.w.dims()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The device memory of one operand of a convolution: its name for messages, address and
+/// length in elements.
+struct Operand {
+    name: &'static str,
+    ptr: u64,
+    len: usize,
+}
+
+impl Operand {
+    fn new(name: &'static str, ptr: u64, len: usize) -> Operand {
+        Operand { name, ptr, len }
+    }
+}
+
+/// Everything a convolution's workspace size depends on (for a handle, hence a device):
+/// the pass and algorithm, the data type, each descriptor's contents as Chorus set them
+/// (dimensions, strides, filter layout, convolution parameters with the math type). Keyed by
+/// contents, not by descriptor addresses, so that a descriptor dropped and another made at
+/// the same address, or `ConvDesc::set_math`, can never reuse a stale size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct WorkspaceKey {
+    pass: ConvPass,
+    algo: u32,
+    data: u32,
+    x: [[usize; 4]; 2],
+    w: ([usize; 4], Layout),
+    y: [[usize; 4]; 2],
+    conv: Conv2d,
+}
+
+impl WorkspaceKey {
+    fn new<T: DnnType, A: ConvAlgo>(g: &ConvGeometry<'_, T>, algo: A) -> WorkspaceKey {
+        WorkspaceKey {
+            pass: A::PASS,
+            algo: algo.to_raw(),
+            data: T::DATA as u32,
+            x: [g.x.dims, g.x.strides],
+            w: (g.w.dims, g.w.layout),
+            y: [g.y.dims, g.y.strides],
+            conv: g.conv.params,
+        }
+    }
+}
+
+/// How many workspace sizes a handle remembers before it forgets them all (a network has a
+/// few dozen distinct convolutions; this only bounds a program that keeps making new shapes).
+const WORKSPACE_CACHE_LIMIT: usize = 1024;
 
 /// How to choose a convolution algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1206,11 +1313,14 @@ pub type SavedStats<'a, P> = (
 );
 
 /// A cuDNN handle bound to a context and a stream, with a workspace that grows to what the
-/// convolutions ask for; destroyed on drop.
+/// convolutions ask for, and the workspace sizes cuDNN gave (by geometry and algorithm), so a
+/// loop of convolutions makes only the convolution calls; destroyed on drop.
 pub struct Dnn<'s> {
     raw: sys::cudnnHandle_t,
     bound: Bound<'s>,
     workspace: RefCell<Option<DeviceMemory>>,
+    /// The workspace sizes cuDNN has given, by what determines them.
+    workspace_sizes: RefCell<HashMap<WorkspaceKey, usize>>,
 }
 
 impl std::fmt::Debug for Dnn<'_> {
@@ -1245,6 +1355,7 @@ impl<'s> Dnn<'s> {
             raw,
             bound,
             workspace: RefCell::new(None),
+            workspace_sizes: RefCell::new(HashMap::new()),
         };
         dnn!(cudnnSetStream(raw, stream.raw() as sys::cudaStream_t))?;
         Ok(dnn)
@@ -1275,6 +1386,12 @@ impl<'s> Dnn<'s> {
             .map_or(0, DeviceMemory::len)
     }
 
+    /// How many convolution workspace sizes the handle remembers (one per pass, algorithm and
+    /// geometry it has run or been asked about; each is asked of cuDNN once).
+    pub fn cached_workspace_sizes(&self) -> usize {
+        self.workspace_sizes.borrow().len()
+    }
+
     fn enter(&self) -> Result<sys::cudnnHandle_t> {
         self.bound.enter()?;
         Ok(self.raw)
@@ -1299,30 +1416,6 @@ impl<'s> Dnn<'s> {
 
     // ---- convolution ----
 
-    /// Checks a convolution's three descriptors against each other: `y` has the output
-    /// dimensions of `x` and `w` under `conv`.
-    fn check_conv<T: DnnType>(
-        call: &'static str,
-        x: &TensorDesc<T>,
-        w: &FilterDesc<T>,
-        conv: &ConvDesc<T>,
-        y: &TensorDesc<T>,
-    ) -> Result<()> {
-        let want = conv.params.output_dims(x.dims(), w.dims())?;
-        if y.dims() != want {
-            return Err(Error::invalid(
-                call,
-                format!(
-                    "the output is {:?}, the convolution of a {:?} input by a {:?} filter is {want:?}",
-                    y.dims(),
-                    x.dims(),
-                    w.dims()
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     /// The forward algorithms for `y = conv(x, w)`, best first, found by `search`.
     pub fn conv_forward_algos<T: DnnType>(
         &self,
@@ -1332,25 +1425,15 @@ impl<'s> Dnn<'s> {
         y: &TensorDesc<T>,
         search: Search,
     ) -> Result<Vec<AlgoPerf<FwdAlgo>>> {
-        Self::check_conv("conv_forward_algos", x, w, conv, y)?;
-        let h = self.enter()?;
-        let mut raw = [RawPerf::default(); 8];
-        let mut count = 0;
-        let out = raw
-            .as_mut_ptr()
-            .cast::<sys::cudnnConvolutionFwdAlgoPerf_t>();
-        match search {
-            Search::Heuristic => dnn!(cudnnGetConvolutionForwardAlgorithm_v7(
-                h, x.raw, w.raw, conv.raw, y.raw, 8, &mut count, out
-            ))?,
-            Search::Exhaustive => dnn!(cudnnFindConvolutionForwardAlgorithm(
-                h, x.raw, w.raw, conv.raw, y.raw, 8, &mut count, out
-            ))?,
-        }
-        Ok(perfs(&raw[..count.clamp(0, 8) as usize]))
+        self.conv_algos(
+            "conv_forward_algos",
+            &ConvGeometry { x, w, conv, y },
+            search,
+        )
     }
 
-    /// The workspace `algo` needs for this forward convolution, in bytes.
+    /// The workspace `algo` needs for this forward convolution, in bytes (asked of cuDNN once
+    /// per geometry and algorithm, then remembered by the handle).
     pub fn conv_forward_workspace<T: DnnType>(
         &self,
         x: &TensorDesc<T>,
@@ -1359,15 +1442,8 @@ impl<'s> Dnn<'s> {
         y: &TensorDesc<T>,
         algo: FwdAlgo,
     ) -> Result<usize> {
-        Self::check_conv("conv_forward_workspace", x, w, conv, y)?;
-        let h = self.enter()?;
-        let mut bytes = 0;
-        // SAFETY: the value comes from the enum's own discriminants (to_raw), so it is valid.
-        let algo: sys::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo.to_raw()) };
-        dnn!(cudnnGetConvolutionForwardWorkspaceSize(
-            h, x.raw, w.raw, conv.raw, y.raw, algo, &mut bytes
-        ))?;
-        Ok(bytes)
+        let g = ConvGeometry { x, w, conv, y };
+        self.conv_workspace("conv_forward_workspace", &g, algo)
     }
 
     /// `y ← alpha·conv(x, w) + beta·y` with `algo` (from [`Dnn::conv_forward_algos`]), in the
@@ -1385,37 +1461,23 @@ impl<'s> Dnn<'s> {
         y_desc: &TensorDesc<T>,
         y: &mut impl AsDeviceSliceMut<T>,
     ) -> Result<()> {
-        let call = "conv_forward";
         let (x, w, y) = (
             x.as_device_slice()?,
             w.as_device_slice()?,
             y.as_device_slice_mut()?,
         );
-        Self::check_conv(call, x_desc, w_desc, conv, y_desc)?;
-        x_desc.check_block(call, "x", x.len())?;
-        w_desc.check_block(call, "w", w.len())?;
-        y_desc.check_block(call, "y", y.len())?;
-        let bytes = self.conv_forward_workspace(x_desc, w_desc, conv, y_desc, algo)?;
-        let (ws, ws_len) = self.workspace(bytes)?;
-        let h = self.enter()?;
-        let (alpha, beta) = (T::scale(alpha), T::scale(beta));
-        // SAFETY: the value comes from the enum's own discriminants, so it is valid.
-        let algo: sys::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo.to_raw()) };
-        dnn!(cudnnConvolutionForward(
-            h,
-            (&alpha as *const T::Scale).cast(),
-            x_desc.raw,
-            x.ptr() as *const c_void,
-            w_desc.raw,
-            w.ptr() as *const c_void,
-            conv.raw,
-            algo,
-            ws,
-            ws_len,
-            (&beta as *const T::Scale).cast(),
-            y_desc.raw,
-            y.ptr() as *mut c_void
-        ))
+        let g = ConvGeometry {
+            x: x_desc,
+            w: w_desc,
+            conv,
+            y: y_desc,
+        };
+        let operands = [
+            Operand::new("x", x.ptr(), x.len()),
+            Operand::new("w", w.ptr(), w.len()),
+            Operand::new("y", y.ptr(), y.len()),
+        ];
+        self.conv_run("conv_forward", &g, algo, alpha, beta, operands)
     }
 
     /// The backward-data algorithms for `dx = convᵀ(dy, w)`, best first, found by `search`.
@@ -1427,22 +1489,32 @@ impl<'s> Dnn<'s> {
         dx: &TensorDesc<T>,
         search: Search,
     ) -> Result<Vec<AlgoPerf<BwdDataAlgo>>> {
-        Self::check_conv("conv_backward_data_algos", dx, w, conv, dy)?;
-        let h = self.enter()?;
-        let mut raw = [RawPerf::default(); 8];
-        let mut count = 0;
-        let out = raw
-            .as_mut_ptr()
-            .cast::<sys::cudnnConvolutionBwdDataAlgoPerf_t>();
-        match search {
-            Search::Heuristic => dnn!(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                h, w.raw, dy.raw, conv.raw, dx.raw, 8, &mut count, out
-            ))?,
-            Search::Exhaustive => dnn!(cudnnFindConvolutionBackwardDataAlgorithm(
-                h, w.raw, dy.raw, conv.raw, dx.raw, 8, &mut count, out
-            ))?,
-        }
-        Ok(perfs(&raw[..count.clamp(0, 8) as usize]))
+        let g = ConvGeometry {
+            x: dx,
+            w,
+            conv,
+            y: dy,
+        };
+        self.conv_algos("conv_backward_data_algos", &g, search)
+    }
+
+    /// The workspace `algo` needs for this backward-data convolution, in bytes (remembered by
+    /// the handle as for [`Dnn::conv_forward_workspace`]).
+    pub fn conv_backward_data_workspace<T: DnnType>(
+        &self,
+        w: &FilterDesc<T>,
+        dy: &TensorDesc<T>,
+        conv: &ConvDesc<T>,
+        dx: &TensorDesc<T>,
+        algo: BwdDataAlgo,
+    ) -> Result<usize> {
+        let g = ConvGeometry {
+            x: dx,
+            w,
+            conv,
+            y: dy,
+        };
+        self.conv_workspace("conv_backward_data_workspace", &g, algo)
     }
 
     /// `dx ← alpha·convᵀ(dy, w) + beta·dx`: the gradient of the forward convolution's input
@@ -1460,47 +1532,23 @@ impl<'s> Dnn<'s> {
         dx_desc: &TensorDesc<T>,
         dx: &mut impl AsDeviceSliceMut<T>,
     ) -> Result<()> {
-        let call = "conv_backward_data";
         let (w, dy, dx) = (
             w.as_device_slice()?,
             dy.as_device_slice()?,
             dx.as_device_slice_mut()?,
         );
-        Self::check_conv(call, dx_desc, w_desc, conv, dy_desc)?;
-        w_desc.check_block(call, "w", w.len())?;
-        dy_desc.check_block(call, "dy", dy.len())?;
-        dx_desc.check_block(call, "dx", dx.len())?;
-        let h = self.enter()?;
-        // SAFETY: the value comes from the enum's own discriminants, so it is valid.
-        let algo: sys::cudnnConvolutionBwdDataAlgo_t =
-            unsafe { std::mem::transmute(algo.to_raw()) };
-        let mut bytes = 0;
-        dnn!(cudnnGetConvolutionBackwardDataWorkspaceSize(
-            h,
-            w_desc.raw,
-            dy_desc.raw,
-            conv.raw,
-            dx_desc.raw,
-            algo,
-            &mut bytes
-        ))?;
-        let (ws, ws_len) = self.workspace(bytes)?;
-        let (alpha, beta) = (T::scale(alpha), T::scale(beta));
-        dnn!(cudnnConvolutionBackwardData(
-            h,
-            (&alpha as *const T::Scale).cast(),
-            w_desc.raw,
-            w.ptr() as *const c_void,
-            dy_desc.raw,
-            dy.ptr() as *const c_void,
-            conv.raw,
-            algo,
-            ws,
-            ws_len,
-            (&beta as *const T::Scale).cast(),
-            dx_desc.raw,
-            dx.ptr() as *mut c_void
-        ))
+        let g = ConvGeometry {
+            x: dx_desc,
+            w: w_desc,
+            conv,
+            y: dy_desc,
+        };
+        let operands = [
+            Operand::new("dx", dx.ptr(), dx.len()),
+            Operand::new("w", w.ptr(), w.len()),
+            Operand::new("dy", dy.ptr(), dy.len()),
+        ];
+        self.conv_run("conv_backward_data", &g, algo, alpha, beta, operands)
     }
 
     /// The backward-filter algorithms for `dw = ∂(conv(x, w))/∂w · dy`, best first.
@@ -1512,22 +1560,32 @@ impl<'s> Dnn<'s> {
         dw: &FilterDesc<T>,
         search: Search,
     ) -> Result<Vec<AlgoPerf<BwdFilterAlgo>>> {
-        Self::check_conv("conv_backward_filter_algos", x, dw, conv, dy)?;
-        let h = self.enter()?;
-        let mut raw = [RawPerf::default(); 8];
-        let mut count = 0;
-        let out = raw
-            .as_mut_ptr()
-            .cast::<sys::cudnnConvolutionBwdFilterAlgoPerf_t>();
-        match search {
-            Search::Heuristic => dnn!(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                h, x.raw, dy.raw, conv.raw, dw.raw, 8, &mut count, out
-            ))?,
-            Search::Exhaustive => dnn!(cudnnFindConvolutionBackwardFilterAlgorithm(
-                h, x.raw, dy.raw, conv.raw, dw.raw, 8, &mut count, out
-            ))?,
-        }
-        Ok(perfs(&raw[..count.clamp(0, 8) as usize]))
+        let g = ConvGeometry {
+            x,
+            w: dw,
+            conv,
+            y: dy,
+        };
+        self.conv_algos("conv_backward_filter_algos", &g, search)
+    }
+
+    /// The workspace `algo` needs for this backward-filter convolution, in bytes (remembered
+    /// by the handle as for [`Dnn::conv_forward_workspace`]).
+    pub fn conv_backward_filter_workspace<T: DnnType>(
+        &self,
+        x: &TensorDesc<T>,
+        dy: &TensorDesc<T>,
+        conv: &ConvDesc<T>,
+        dw: &FilterDesc<T>,
+        algo: BwdFilterAlgo,
+    ) -> Result<usize> {
+        let g = ConvGeometry {
+            x,
+            w: dw,
+            conv,
+            y: dy,
+        };
+        self.conv_workspace("conv_backward_filter_workspace", &g, algo)
     }
 
     /// `dw ← alpha·(gradient of the filter) + beta·dw` from the input `x` and the output's
@@ -1545,47 +1603,269 @@ impl<'s> Dnn<'s> {
         dw_desc: &FilterDesc<T>,
         dw: &mut impl AsDeviceSliceMut<T>,
     ) -> Result<()> {
-        let call = "conv_backward_filter";
         let (x, dy, dw) = (
             x.as_device_slice()?,
             dy.as_device_slice()?,
             dw.as_device_slice_mut()?,
         );
-        Self::check_conv(call, x_desc, dw_desc, conv, dy_desc)?;
-        x_desc.check_block(call, "x", x.len())?;
-        dy_desc.check_block(call, "dy", dy.len())?;
-        dw_desc.check_block(call, "dw", dw.len())?;
+        let g = ConvGeometry {
+            x: x_desc,
+            w: dw_desc,
+            conv,
+            y: dy_desc,
+        };
+        let operands = [
+            Operand::new("x", x.ptr(), x.len()),
+            Operand::new("dw", dw.ptr(), dw.len()),
+            Operand::new("dy", dy.ptr(), dy.len()),
+        ];
+        self.conv_run("conv_backward_filter", &g, algo, alpha, beta, operands)
+    }
+
+    // The three passes share everything but the cuDNN entry points: one search, one cached
+    // workspace query and one call, each choosing its entry point by `A::PASS`.
+
+    /// The algorithms of `A`'s pass for geometry `g`, best first.
+    fn conv_algos<T: DnnType, A: ConvAlgo>(
+        &self,
+        call: &'static str,
+        g: &ConvGeometry<'_, T>,
+        search: Search,
+    ) -> Result<Vec<AlgoPerf<A>>> {
+        g.check(call)?;
         let h = self.enter()?;
-        // SAFETY: the value comes from the enum's own discriminants, so it is valid.
-        let algo: sys::cudnnConvolutionBwdFilterAlgo_t =
-            unsafe { std::mem::transmute(algo.to_raw()) };
+        let mut raw = [RawPerf::default(); 8];
+        let mut count = 0;
+        let n = raw.len() as c_int;
+        // Each entry point writes its own `…AlgoPerf_t`; RawPerf has their common layout.
+        let out = raw.as_mut_ptr();
+        let (x, w, c, y) = (g.x.raw, g.w.raw, g.conv.raw, g.y.raw);
+        use ConvPass::*;
+        match (A::PASS, search) {
+            (Forward, Search::Heuristic) => dnn!(cudnnGetConvolutionForwardAlgorithm_v7(
+                h,
+                x,
+                w,
+                c,
+                y,
+                n,
+                &mut count,
+                out.cast()
+            )),
+            (Forward, Search::Exhaustive) => dnn!(cudnnFindConvolutionForwardAlgorithm(
+                h,
+                x,
+                w,
+                c,
+                y,
+                n,
+                &mut count,
+                out.cast()
+            )),
+            (BackwardData, Search::Heuristic) => {
+                dnn!(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    h,
+                    w,
+                    y,
+                    c,
+                    x,
+                    n,
+                    &mut count,
+                    out.cast()
+                ))
+            }
+            (BackwardData, Search::Exhaustive) => {
+                dnn!(cudnnFindConvolutionBackwardDataAlgorithm(
+                    h,
+                    w,
+                    y,
+                    c,
+                    x,
+                    n,
+                    &mut count,
+                    out.cast()
+                ))
+            }
+            (BackwardFilter, Search::Heuristic) => {
+                dnn!(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                    h,
+                    x,
+                    y,
+                    c,
+                    w,
+                    n,
+                    &mut count,
+                    out.cast()
+                ))
+            }
+            (BackwardFilter, Search::Exhaustive) => {
+                dnn!(cudnnFindConvolutionBackwardFilterAlgorithm(
+                    h,
+                    x,
+                    y,
+                    c,
+                    w,
+                    n,
+                    &mut count,
+                    out.cast()
+                ))
+            }
+        }?;
+        Ok(perfs(&raw[..count.clamp(0, n) as usize]))
+    }
+
+    /// The checked workspace size of `algo` for geometry `g`.
+    fn conv_workspace<T: DnnType, A: ConvAlgo>(
+        &self,
+        call: &'static str,
+        g: &ConvGeometry<'_, T>,
+        algo: A,
+    ) -> Result<usize> {
+        g.check(call)?;
+        let h = self.enter()?;
+        self.workspace_size(h, g, algo)
+    }
+
+    /// The workspace size of `algo` for geometry `g` (checked by the caller): from the
+    /// handle's cache, else asked of cuDNN and remembered. In cuDNN 9 the legacy size queries
+    /// build an execution plan each time, host work comparable to the convolution itself at
+    /// ResNet sizes, which a C program does once before its loop; so does this.
+    fn workspace_size<T: DnnType, A: ConvAlgo>(
+        &self,
+        h: sys::cudnnHandle_t,
+        g: &ConvGeometry<'_, T>,
+        algo: A,
+    ) -> Result<usize> {
+        let key = WorkspaceKey::new(g, algo);
+        if let Some(&bytes) = self.workspace_sizes.borrow().get(&key) {
+            return Ok(bytes);
+        }
+        let (x, w, c, y) = (g.x.raw, g.w.raw, g.conv.raw, g.y.raw);
         let mut bytes = 0;
-        dnn!(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            h,
-            x_desc.raw,
-            dy_desc.raw,
-            conv.raw,
-            dw_desc.raw,
-            algo,
-            &mut bytes
-        ))?;
+        // Each arm's algorithm value is `to_raw` of the pass's own enum (A::PASS says which).
+        match A::PASS {
+            ConvPass::Forward => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionFwdAlgo_t's values).
+                let a: sys::cudnnConvolutionFwdAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnGetConvolutionForwardWorkspaceSize(
+                    h, x, w, c, y, a, &mut bytes
+                ))
+            }
+            ConvPass::BackwardData => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionBwdDataAlgo_t's values).
+                let a: sys::cudnnConvolutionBwdDataAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                    h, w, y, c, x, a, &mut bytes
+                ))
+            }
+            ConvPass::BackwardFilter => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionBwdFilterAlgo_t's values).
+                let a: sys::cudnnConvolutionBwdFilterAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                    h, x, y, c, w, a, &mut bytes
+                ))
+            }
+        }?;
+        let mut cache = self.workspace_sizes.borrow_mut();
+        // A bound on what a program that keeps making new shapes can make the cache hold.
+        if cache.len() >= WORKSPACE_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, bytes);
+        Ok(bytes)
+    }
+
+    /// One convolution of `A`'s pass over geometry `g`. `operands` are the memory of the
+    /// geometry's `[x, w, y]` (for the backward passes: `dx` or `x`, `w` or `dw`, `dy`), each
+    /// checked against its descriptor; the pass decides which of them is written.
+    fn conv_run<T: DnnType, A: ConvAlgo>(
+        &self,
+        call: &'static str,
+        g: &ConvGeometry<'_, T>,
+        algo: A,
+        alpha: f64,
+        beta: f64,
+        [x, w, y]: [Operand; 3],
+    ) -> Result<()> {
+        g.check(call)?;
+        g.x.check_block(call, x.name, x.len)?;
+        g.w.check_block(call, w.name, w.len)?;
+        g.y.check_block(call, y.name, y.len)?;
+        let h = self.enter()?;
+        let bytes = self.workspace_size(h, g, algo)?;
         let (ws, ws_len) = self.workspace(bytes)?;
         let (alpha, beta) = (T::scale(alpha), T::scale(beta));
-        dnn!(cudnnConvolutionBackwardFilter(
-            h,
-            (&alpha as *const T::Scale).cast(),
-            x_desc.raw,
-            x.ptr() as *const c_void,
-            dy_desc.raw,
-            dy.ptr() as *const c_void,
-            conv.raw,
-            algo,
-            ws,
-            ws_len,
-            (&beta as *const T::Scale).cast(),
-            dw_desc.raw,
-            dw.ptr() as *mut c_void
-        ))
+        let (pa, pb) = (
+            (&alpha as *const T::Scale).cast::<c_void>(),
+            (&beta as *const T::Scale).cast::<c_void>(),
+        );
+        let (xd, wd, cd, yd) = (g.x.raw, g.w.raw, g.conv.raw, g.y.raw);
+        let (input, output) = (|p: u64| p as *const c_void, |p: u64| p as *mut c_void);
+        match A::PASS {
+            ConvPass::Forward => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionFwdAlgo_t's values).
+                let a: sys::cudnnConvolutionFwdAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnConvolutionForward(
+                    h,
+                    pa,
+                    xd,
+                    input(x.ptr),
+                    wd,
+                    input(w.ptr),
+                    cd,
+                    a,
+                    ws,
+                    ws_len,
+                    pb,
+                    yd,
+                    output(y.ptr)
+                ))
+            }
+            ConvPass::BackwardData => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionBwdDataAlgo_t's values).
+                let a: sys::cudnnConvolutionBwdDataAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnConvolutionBackwardData(
+                    h,
+                    pa,
+                    wd,
+                    input(w.ptr),
+                    yd,
+                    input(y.ptr),
+                    cd,
+                    a,
+                    ws,
+                    ws_len,
+                    pb,
+                    xd,
+                    output(x.ptr)
+                ))
+            }
+            ConvPass::BackwardFilter => {
+                // SAFETY: `to_raw` of the pass's own enum (cudnnConvolutionBwdFilterAlgo_t's values).
+                let a: sys::cudnnConvolutionBwdFilterAlgo_t =
+                    unsafe { std::mem::transmute(algo.to_raw()) };
+                dnn!(cudnnConvolutionBackwardFilter(
+                    h,
+                    pa,
+                    xd,
+                    input(x.ptr),
+                    yd,
+                    input(y.ptr),
+                    cd,
+                    a,
+                    ws,
+                    ws_len,
+                    pb,
+                    wd,
+                    output(w.ptr)
+                ))
+            }
+        }
     }
 
     // ---- pooling, activation, softmax ----

@@ -487,6 +487,65 @@ fn convolution_backward_data_and_filter_against_references() {
     });
 }
 
+#[test]
+fn convolution_workspace_sizes_are_asked_once_per_geometry_and_algorithm() {
+    on_gpu("convolution_workspace_cache", |_| {
+        let stream = Stream::null();
+        let dnn = Dnn::new(&stream)?;
+        let conv = Conv2d {
+            math: MathType::Fma,
+            ..Conv2d::padded(1)
+        };
+        let (xd, wd) = ([2, 8, 9, 9], [4, 8, 3, 3]);
+        let mut rng = Lcg::new(17);
+        let x = Host::random(xd, &mut rng).rounded::<f32>();
+        let w = Host::random(wd, &mut rng).rounded::<f32>();
+        let want = conv_ref(&x, &w, &conv);
+        let yd = want.dims;
+        let x_desc = TensorDesc::<f32>::new(Layout::Nchw, xd[0], xd[1], xd[2], xd[3])?;
+        let w_desc = FilterDesc::<f32>::new(Layout::Nchw, wd[0], wd[1], wd[2], wd[3])?;
+        let y_desc = TensorDesc::<f32>::new(Layout::Nchw, yd[0], yd[1], yd[2], yd[3])?;
+        let mut conv_desc = ConvDesc::<f32>::new(conv)?;
+        let (dx, dw) = (pack_tensor(&x_desc, &x), pack_filter(&w_desc, &w));
+        let mut dy = MemoryBlock::<f32>::alloc(y_desc.len())?;
+        let algos =
+            dnn.conv_forward_algos(&x_desc, &w_desc, &conv_desc, &y_desc, Search::Heuristic)?;
+        let perf = *algos
+            .iter()
+            .find(|p| p.math == MathType::Fma)
+            .ok_or("no FMA forward algorithm")?;
+        assert_eq!(dnn.cached_workspace_sizes(), 0);
+        // Three calls on one geometry: one size asked, the result right each time.
+        for round in 0..3 {
+            dy.memset_device_bytes(0)?;
+            dnn.conv_forward(
+                1.0, &x_desc, &dx, &w_desc, &dw, &conv_desc, perf.algo, 0.0, &y_desc, &mut dy,
+            )?;
+            let got = unpack_tensor(&y_desc, &mut dy);
+            assert_close(&format!("cached conv, call {round}"), &got, &want, 1e-5);
+            assert_eq!(dnn.cached_workspace_sizes(), 1, "after call {round}");
+        }
+        let bytes = dnn.conv_forward_workspace(&x_desc, &w_desc, &conv_desc, &y_desc, perf.algo)?;
+        assert_eq!(dnn.cached_workspace_sizes(), 1);
+        assert!(dnn.workspace_len() >= bytes);
+        // Another math type is another key (its size may differ), and so is another pass.
+        conv_desc.set_math(MathType::Default)?;
+        dnn.conv_forward_workspace(&x_desc, &w_desc, &conv_desc, &y_desc, perf.algo)?;
+        assert_eq!(dnn.cached_workspace_sizes(), 2);
+        conv_desc.set_math(MathType::Fma)?;
+        let data_algos =
+            dnn.conv_backward_data_algos(&w_desc, &y_desc, &conv_desc, &x_desc, Search::Heuristic)?;
+        let data = data_algos.first().ok_or("no backward-data algorithm")?;
+        dnn.conv_backward_data_workspace(&w_desc, &y_desc, &conv_desc, &x_desc, data.algo)?;
+        assert_eq!(dnn.cached_workspace_sizes(), 3);
+        // A new descriptor with the same contents reuses the size.
+        let again = TensorDesc::<f32>::new(Layout::Nchw, yd[0], yd[1], yd[2], yd[3])?;
+        dnn.conv_forward_workspace(&x_desc, &w_desc, &conv_desc, &again, perf.algo)?;
+        assert_eq!(dnn.cached_workspace_sizes(), 3);
+        Ok(())
+    });
+}
+
 fn pool_ref(
     x: &Host,
     mode: PoolMode,
