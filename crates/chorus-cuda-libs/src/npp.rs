@@ -247,6 +247,20 @@ macro_rules! npp {
     };
 }
 
+/// One NPP operation over the pixel types and channel counts it is bound for: `$key` chooses the
+/// entry point (each `pattern => function` arm), and every entry point takes the same `$args`
+/// (pointers through [`ptr`] and [`ptr_mut`], whose pixel type each arm's signature infers).
+/// A key no arm names is `$otherwise`.
+macro_rules! by_kind {
+    ($table:expr, $key:expr, { $($pat:pat => $f:ident),+ $(,)? }, $args:tt, $otherwise:expr) => {
+        match $key {
+            $($pat => npp!($table, $f $args),)+
+            #[allow(unreachable_patterns)] // where the arms cover every key
+            _ => Err($otherwise),
+        }
+    };
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for u8 {}
@@ -297,14 +311,20 @@ impl Interpolation {
     }
 }
 
-/// The masks of [`Npp::gaussian`]: `n × n` with σ = 0.4 + (n / 2) · 0.6 (NPP's choice).
+/// The fixed masks of [`Npp::gaussian`], `n × n`. NPP's manual says their kernels use
+/// σ = 0.4 + (n / 2) · 0.6 (what [`GaussMask::sigma`] returns), but the kernel NPP applies is
+/// narrower: on the H200 its 5 × 5 did not fit σ = 1.6, and NPP's older `nppiFilterGauss`
+/// documentation lists the fixed 5 × 5 mask `[2 7 12 7 2; 7 31 52 31 7; 12 52 127 52 12; …] / 571`
+/// (row sums 30, 128, 255, 128, 30: σ ≈ 0.85 from the inner taps, 1.0 from the outer) and the
+/// 3 × 3 `[1 2 1]ᵀ[1 2 1] / 16` (σ ≈ 0.85). The GPU test reads NPP's kernel from the filter's
+/// impulse response and prints the σ that fits it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GaussMask {
-    /// 3 × 3 (σ = 1.0).
+    /// 3 × 3.
     Size3,
-    /// 5 × 5 (σ = 1.6).
+    /// 5 × 5.
     Size5,
-    /// 7 × 7 (σ = 2.2).
+    /// 7 × 7.
     Size7,
     /// 9 × 9.
     Size9,
@@ -330,7 +350,8 @@ impl GaussMask {
         }
     }
 
-    /// NPP's σ for the mask: 0.4 + (size / 2) · 0.6.
+    /// The σ NPP's manual gives for the mask, 0.4 + (size / 2) · 0.6 (the kernel NPP applies
+    /// is narrower: see [`GaussMask`]).
     pub fn sigma(self) -> f64 {
         0.4 + (self.size() / 2) as f64 * 0.6
     }
@@ -446,27 +467,20 @@ impl<'s> Npp<'s> {
         let (sp, dp) = (src.ptr(), dst.ptr());
         let (ss, ds) = (s.pitch as c_int, d.pitch as c_int);
         let i = interpolation.raw();
-        let g = &self.lib.geometry;
         let ctx = self.context;
-        match (T::KIND, s.channels) {
-            (PixelKind::U8, 1) => npp!(
-                g,
-                nppiResize_8u_C1R_Ctx(p8(sp), ss, ssize, srect, m8(dp), ds, dsize, drect, i, ctx)
-            ),
-            (PixelKind::U8, 3) => npp!(
-                g,
-                nppiResize_8u_C3R_Ctx(p8(sp), ss, ssize, srect, m8(dp), ds, dsize, drect, i, ctx)
-            ),
-            (PixelKind::F32, 1) => npp!(
-                g,
-                nppiResize_32f_C1R_Ctx(pf(sp), ss, ssize, srect, mf(dp), ds, dsize, drect, i, ctx)
-            ),
-            (PixelKind::F32, 3) => npp!(
-                g,
-                nppiResize_32f_C3R_Ctx(pf(sp), ss, ssize, srect, mf(dp), ds, dsize, drect, i, ctx)
-            ),
-            (kind, c) => Err(unsupported("resize", kind, c)),
-        }
+        use PixelKind::*;
+        by_kind!(
+            self.lib.geometry,
+            (T::KIND, s.channels),
+            {
+                (U8, 1) => nppiResize_8u_C1R_Ctx,
+                (U8, 3) => nppiResize_8u_C3R_Ctx,
+                (F32, 1) => nppiResize_32f_C1R_Ctx,
+                (F32, 3) => nppiResize_32f_C3R_Ctx,
+            },
+            (ptr(sp), ss, ssize, srect, ptr_mut(dp), ds, dsize, drect, i, ctx),
+            unsupported("resize", T::KIND, s.channels)
+        )
     }
 
     /// RGB to YUV (3-channel `u8`, the same size), with NPP's formulas: `Y = 0.299 R + 0.587 G
@@ -506,7 +520,10 @@ impl<'s> Npp<'s> {
 
     /// NV12 (a `width × height` luma plane `y`, and a `width/2 × height/2` plane `uv` of
     /// interleaved U, V pairs, both with the same pitch) to interleaved RGB `dst` of
-    /// `width × height` (even sizes).
+    /// `width × height` (even sizes). The colour formula is that of NPP's YUV family (its
+    /// manual gives NV12ToRGB none of its own): [`Npp::yuv_to_rgb`]'s, analogue YUV with `Y`
+    /// unscaled, not BT.601 YCbCr (NPP's `…_709CSC` and `…_709HDTV` variants, not bound here,
+    /// are BT.709 YCbCr). The H200 run that showed neither BT.601 range fits is in the test.
     pub fn nv12_to_rgb(
         &self,
         y: ImageView<'_, u8>,
@@ -588,62 +605,22 @@ impl<'s> Npp<'s> {
         let (sp, dp) = (src.ptr(), dst.ptr());
         let (ss, ds) = (s.pitch as c_int, dst.shape().pitch as c_int);
         let border = sys::NPP_BORDER_REPLICATE;
-        let f = &self.lib.filters;
         let ctx = self.context;
-        match (T::KIND, s.channels) {
-            (PixelKind::U8, 1) => npp!(
-                f,
-                nppiFilterBoxBorder_8u_C1R_Ctx(
-                    p8(sp),
-                    ss,
-                    roi,
-                    origin,
-                    m8(dp),
-                    ds,
-                    roi,
-                    mask,
-                    anchor,
-                    border,
-                    ctx
-                )
-            ),
-            (PixelKind::U8, 3) => npp!(
-                f,
-                nppiFilterBoxBorder_8u_C3R_Ctx(
-                    p8(sp),
-                    ss,
-                    roi,
-                    origin,
-                    m8(dp),
-                    ds,
-                    roi,
-                    mask,
-                    anchor,
-                    border,
-                    ctx
-                )
-            ),
-            (PixelKind::F32, 1) => npp!(
-                f,
-                nppiFilterBoxBorder_32f_C1R_Ctx(
-                    pf(sp),
-                    ss,
-                    roi,
-                    origin,
-                    mf(dp),
-                    ds,
-                    roi,
-                    mask,
-                    anchor,
-                    border,
-                    ctx
-                )
-            ),
-            (kind, c) => Err(unsupported("box_filter", kind, c)),
-        }
+        use PixelKind::*;
+        by_kind!(
+            self.lib.filters,
+            (T::KIND, s.channels),
+            {
+                (U8, 1) => nppiFilterBoxBorder_8u_C1R_Ctx,
+                (U8, 3) => nppiFilterBoxBorder_8u_C3R_Ctx,
+                (F32, 1) => nppiFilterBoxBorder_32f_C1R_Ctx,
+            },
+            (ptr(sp), ss, roi, origin, ptr_mut(dp), ds, roi, mask, anchor, border, ctx),
+            unsupported("box_filter", T::KIND, s.channels)
+        )
     }
 
-    /// A Gaussian blur with NPP's fixed `mask` (σ = 0.4 + (n / 2) · 0.6), the border
+    /// A Gaussian blur with NPP's fixed `mask` (its σ: see [`GaussMask`]), the border
     /// replicated; `u8` (1 or 3 channels) or `f32` (1 channel), `dst` the size of `src`.
     pub fn gaussian<T: Pixel>(
         &self,
@@ -658,56 +635,19 @@ impl<'s> Npp<'s> {
         let (sp, dp) = (src.ptr(), dst.ptr());
         let (ss, ds) = (s.pitch as c_int, dst.shape().pitch as c_int);
         let (m, border) = (mask.raw(), sys::NPP_BORDER_REPLICATE);
-        let f = &self.lib.filters;
         let ctx = self.context;
-        match (T::KIND, s.channels) {
-            (PixelKind::U8, 1) => npp!(
-                f,
-                nppiFilterGaussBorder_8u_C1R_Ctx(
-                    p8(sp),
-                    ss,
-                    roi,
-                    origin,
-                    m8(dp),
-                    ds,
-                    roi,
-                    m,
-                    border,
-                    ctx
-                )
-            ),
-            (PixelKind::U8, 3) => npp!(
-                f,
-                nppiFilterGaussBorder_8u_C3R_Ctx(
-                    p8(sp),
-                    ss,
-                    roi,
-                    origin,
-                    m8(dp),
-                    ds,
-                    roi,
-                    m,
-                    border,
-                    ctx
-                )
-            ),
-            (PixelKind::F32, 1) => npp!(
-                f,
-                nppiFilterGaussBorder_32f_C1R_Ctx(
-                    pf(sp),
-                    ss,
-                    roi,
-                    origin,
-                    mf(dp),
-                    ds,
-                    roi,
-                    m,
-                    border,
-                    ctx
-                )
-            ),
-            (kind, c) => Err(unsupported("gaussian", kind, c)),
-        }
+        use PixelKind::*;
+        by_kind!(
+            self.lib.filters,
+            (T::KIND, s.channels),
+            {
+                (U8, 1) => nppiFilterGaussBorder_8u_C1R_Ctx,
+                (U8, 3) => nppiFilterGaussBorder_8u_C3R_Ctx,
+                (F32, 1) => nppiFilterGaussBorder_32f_C1R_Ctx,
+            },
+            (ptr(sp), ss, roi, origin, ptr_mut(dp), ds, roi, m, border, ctx),
+            unsupported("gaussian", T::KIND, s.channels)
+        )
     }
 
     /// `dst = a op b`, value by value, over images of one shape (any channels: the operations
@@ -726,52 +666,53 @@ impl<'s> Npp<'s> {
         let call = op.name();
         let roi = elementwise(call, a.shape(), b.shape(), dst.shape())?;
         self.bound.enter()?;
-        let (pa, pb, pd) = (a.ptr(), b.ptr(), dst.ptr());
         let (sa, sb, sd) = (
             a.shape().pitch as c_int,
             b.shape().pitch as c_int,
             dst.shape().pitch as c_int,
         );
+        // NPP's Sub and Div compute `src2 − src1` and `src2 / src1`: for them b goes first.
+        let ((p1, s1), (p2, s2)) = match op {
+            ImageOp::Sub | ImageOp::Div => ((b.ptr(), sb), (a.ptr(), sa)),
+            _ => ((a.ptr(), sa), (b.ptr(), sb)),
+        };
+        let pd = dst.ptr();
         let t = &self.lib.arithmetic;
         let ctx = self.context;
-        // NPP's Sub and Div compute `src2 − src1` and `src2 / src1`: b goes first.
-        match (T::KIND, op) {
-            (PixelKind::U8, ImageOp::Add) => npp!(
+        let not_bound = Error::invalid(
+            call,
+            format!("NPP's {call} is not bound for {:?} images", T::KIND),
+        );
+        use ImageOp::*;
+        match T::KIND {
+            // The `Sfs` forms: scaled by 2^-scale, saturated; AbsDiff has no scaled form.
+            PixelKind::U8 if op == AbsDiff => npp!(
                 t,
-                nppiAdd_8u_C1RSfs_Ctx(p8(pa), sa, p8(pb), sb, m8(pd), sd, roi, scale, ctx)
+                nppiAbsDiff_8u_C1R_Ctx(p8(p1), s1, p8(p2), s2, m8(pd), sd, roi, ctx)
             ),
-            (PixelKind::U8, ImageOp::Sub) => npp!(
+            PixelKind::U8 => by_kind!(
                 t,
-                nppiSub_8u_C1RSfs_Ctx(p8(pb), sb, p8(pa), sa, m8(pd), sd, roi, scale, ctx)
+                op,
+                {
+                    Add => nppiAdd_8u_C1RSfs_Ctx,
+                    Sub => nppiSub_8u_C1RSfs_Ctx,
+                    Mul => nppiMul_8u_C1RSfs_Ctx,
+                },
+                (ptr(p1), s1, ptr(p2), s2, ptr_mut(pd), sd, roi, scale, ctx),
+                not_bound
             ),
-            (PixelKind::U8, ImageOp::Mul) => npp!(
+            PixelKind::F32 => by_kind!(
                 t,
-                nppiMul_8u_C1RSfs_Ctx(p8(pa), sa, p8(pb), sb, m8(pd), sd, roi, scale, ctx)
+                op,
+                {
+                    Add => nppiAdd_32f_C1R_Ctx,
+                    Sub => nppiSub_32f_C1R_Ctx,
+                    Mul => nppiMul_32f_C1R_Ctx,
+                    Div => nppiDiv_32f_C1R_Ctx,
+                },
+                (ptr(p1), s1, ptr(p2), s2, ptr_mut(pd), sd, roi, ctx),
+                not_bound
             ),
-            (PixelKind::U8, ImageOp::AbsDiff) => npp!(
-                t,
-                nppiAbsDiff_8u_C1R_Ctx(p8(pa), sa, p8(pb), sb, m8(pd), sd, roi, ctx)
-            ),
-            (PixelKind::F32, ImageOp::Add) => npp!(
-                t,
-                nppiAdd_32f_C1R_Ctx(pf(pa), sa, pf(pb), sb, mf(pd), sd, roi, ctx)
-            ),
-            (PixelKind::F32, ImageOp::Sub) => npp!(
-                t,
-                nppiSub_32f_C1R_Ctx(pf(pb), sb, pf(pa), sa, mf(pd), sd, roi, ctx)
-            ),
-            (PixelKind::F32, ImageOp::Mul) => npp!(
-                t,
-                nppiMul_32f_C1R_Ctx(pf(pa), sa, pf(pb), sb, mf(pd), sd, roi, ctx)
-            ),
-            (PixelKind::F32, ImageOp::Div) => npp!(
-                t,
-                nppiDiv_32f_C1R_Ctx(pf(pb), sb, pf(pa), sa, mf(pd), sd, roi, ctx)
-            ),
-            (kind, op) => Err(Error::invalid(
-                op.name(),
-                format!("NPP's {} is not bound for {kind:?} images", op.name()),
-            )),
         }
     }
 
@@ -1012,14 +953,16 @@ fn unsupported(call: &'static str, kind: PixelKind, channels: usize) -> Error {
 }
 
 fn p8(p: u64) -> *const u8 {
-    p as usize as *const u8
+    ptr(p)
 }
 fn m8(p: u64) -> *mut u8 {
-    p as usize as *mut u8
+    ptr_mut(p)
 }
-fn pf(p: u64) -> *const f32 {
-    p as usize as *const f32
+/// A device address as NPP's pointer to pixels of the type its entry point takes.
+fn ptr<T>(p: u64) -> *const T {
+    p as usize as *const T
 }
-fn mf(p: u64) -> *mut f32 {
-    p as usize as *mut f32
+/// As [`ptr`], for an output.
+fn ptr_mut<T>(p: u64) -> *mut T {
+    p as usize as *mut T
 }
