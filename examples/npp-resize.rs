@@ -78,6 +78,24 @@ fn bilinear(
         + ty * ((1.0 - tx) * p(x0, y1) + tx * p(x1, y1))
 }
 
+/// RGB → YUV → RGB with NPP's documented formulas (`nppiRGBToYUV`, `nppiYUVToRGB`): YUV in f32,
+/// rounded to 8 bits and saturated (V often is), then back, saturated.
+fn yuv_round_trip([r, g, b]: [u8; 3]) -> [f64; 3] {
+    let (r, g, b) = (r as f64, g as f64, b as f64);
+    let byte = |v: f64| v.round().clamp(0.0, 255.0);
+    let y = 0.299 * r + 0.587 * g + 0.114 * b;
+    let (u, v) = (
+        byte(0.492 * (b - y) + 128.0) - 128.0,
+        byte(0.877 * (r - y) + 128.0) - 128.0,
+    );
+    let y = byte(y);
+    [
+        byte(y + 1.140 * v),
+        byte(y - 0.394 * u - 0.581 * v),
+        byte(y + 2.032 * u),
+    ]
+}
+
 fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let backend = banner("npp-resize")?;
     if backend != chorus::Backend::Cuda {
@@ -161,7 +179,20 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         })
         .fold(0.0f64, f64::max);
     let got_back = back.download()?;
+    // The round trip is not lossless: NPP's YUV is analogue YUV, whose V = 0.877·(R − Y) spans
+    // ±157 and saturates in 8 bits (strong reds and cyans come back duller), so the check is
+    // against NPP's documented formulas applied on the host, not against the input.
     let worst_back = rgb
+        .chunks_exact(3)
+        .zip(got_back.chunks_exact(3))
+        .map(|(p, q)| {
+            let want = yuv_round_trip([p[0], p[1], p[2]]);
+            (0..3)
+                .map(|k| (q[k] as f64 - want[k]).abs())
+                .fold(0.0f64, f64::max)
+        })
+        .fold(0.0f64, f64::max);
+    let lossless = rgb
         .iter()
         .zip(&got_back)
         .map(|(a, b)| a.abs_diff(*b))
@@ -170,7 +201,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let got_uhd = uhd.download()?;
     let got_blur = blur.download()?;
     println!(
-        "half-size linear: largest difference {worst_half:.2} from the f64 bilinear (sampled); grey: {worst_gray:.2}; RGB → YUV → RGB: {worst_back}"
+        "half-size linear: largest difference {worst_half:.2} from the f64 bilinear (sampled); grey: {worst_gray:.2}; RGB → YUV → RGB: {worst_back:.0} from NPP's formulas on the host ({lossless} from the input, V saturating)"
     );
     let dir = std::env::temp_dir().join("chorus-npp-resize");
     std::fs::create_dir_all(&dir)?;
@@ -183,8 +214,9 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         "wrote input, half-linear, uhd-cubic, gray and gauss5 .png to {}",
         dir.display()
     );
-    // The YUV round trip loses up to a few levels to NPP's 8-bit YUV (rounded twice).
-    Ok(worst_half <= 2.5 && worst_gray <= 1.0 && worst_back <= 4)
+    // The round trip against its host model: a level of U or V rounding comes back as up to
+    // 2.032 levels of B (or 1.140 of R), plus the final rounding: at most 3.
+    Ok(worst_half <= 2.5 && worst_gray <= 1.0 && worst_back <= 3.0)
 }
 
 fn main() -> ExitCode {

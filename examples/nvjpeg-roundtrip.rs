@@ -1,6 +1,7 @@
 //! nvJPEG round trip: a generated 1920×1080 RGB image is encoded on the GPU (quality 90, 4:2:0
 //! and 4:4:4), decoded back (single and as a batch of 8, interleaved and planar), and checked:
-//! PSNR against the original ≥ 30 dB, the batched and planar decodes within 2 and 1 levels of the single one.
+//! PSNR against the original ≥ 30 dB (single and batched), the planar decode within 1 level of the
+//! interleaved one, the batched decode ≥ 40 dB against the single one (it may run on the JPEG engines).
 //! Prints the sizes, the time of each step and the rates.
 //!
 //! `cargo run --release --example nvjpeg-roundtrip` (needs the CUDA backend and nvJPEG).
@@ -82,13 +83,22 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
                 .max()
                 .unwrap_or(0)
         };
-        let mut batch_diff = 0;
+        // The batched decode may run on the JPEG engines (the default backend sends batches
+        // there on A100/H100/H200) while the single one runs on the CUDA cores: two IDCTs (the
+        // JPEG standard lets them differ by a level per sample) and two chroma upsamplers
+        // (4:2:0), so they are compared by PSNR, each against the input and with each other,
+        // not by their largest difference.
+        let (mut batch_diff, mut batch_psnr, mut batch_vs_single) =
+            (0, f64::INFINITY, f64::INFINITY);
         for out in &mut outs {
-            batch_diff = batch_diff.max(largest(&out.download_rgb()?, &single));
+            let got = out.download_rgb()?;
+            batch_diff = batch_diff.max(largest(&got, &single));
+            batch_psnr = batch_psnr.min(psnr(&got, &rgb));
+            batch_vs_single = batch_vs_single.min(psnr(&got, &single));
         }
         let planar_diff = largest(&planar, &single);
         println!(
-            "{subsampling:?} q90: {} bytes ({:.1}:1), PSNR {p:.1} dB; encode {:.2} ms ({:.0} Mpixel/s), decode {:.2} ms ({:.0} Mpixel/s), batch of 8 {:.2} ms ({:.0} images/s, {:.0} MB/s of JPEG); planar against interleaved: largest difference {planar_diff}, batch against single: {batch_diff}",
+            "{subsampling:?} q90: {} bytes ({:.1}:1), PSNR {p:.1} dB; encode {:.2} ms ({:.0} Mpixel/s), decode {:.2} ms ({:.0} Mpixel/s), batch of 8 {:.2} ms ({:.0} images/s, {:.0} MB/s of JPEG); planar against interleaved: largest difference {planar_diff}; batch: PSNR {batch_psnr:.1} dB, against single {batch_vs_single:.1} dB (largest difference {batch_diff})",
             file.len(),
             (W * H * 3) as f64 / file.len() as f64,
             encode_s * 1e3,
@@ -99,8 +109,10 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             8.0 / batch_s,
             8.0 * file.len() as f64 / batch_s / 1e6
         );
-        // Batched decoding may take another path through nvJPEG (its IDCT rounds alike, within 2).
-        ok &= p >= 30.0 && planar_diff <= 1 && batch_diff <= 2;
+        // Planar and interleaved come from one decoder (within a level of rounding). Batch
+        // against single: 40 dB is an RMS difference of 2.6 levels, above what two compliant
+        // IDCTs and upsamplers differ by and far below a wrong decode (< 30 dB).
+        ok &= p >= 30.0 && planar_diff <= 1 && batch_psnr >= 30.0 && batch_vs_single >= 40.0;
     }
     Ok(ok)
 }
