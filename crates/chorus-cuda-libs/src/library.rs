@@ -6,10 +6,13 @@
 //! entry points the bindings call, and only then lets calls through. A library that is missing
 //! is [`Error::LibraryNotFound`], never a panic. Libraries that need others loaded first (cuBLAS
 //! needs cuBLASLt; cuSOLVER needs cuBLAS and cuSPARSE) name them as prerequisites, which are
-//! probed (and preloaded by path) before them.
+//! probed (and preloaded by path) before them. A library whose file names cudarc does not make
+//! (NCCL's soname `libnccl.so.2`) names its own ([`Library::with_files`]), and the bindings that
+//! look their functions up themselves (NPP, nvJPEG, NCCL) take the probed file from
+//! [`Library::open`].
 
 use crate::error::{Error, Result};
-use chorus_driver::loader::{Probe, driver_dirs, probe_library};
+use chorus_driver::loader::{Probe, driver_dirs, probe_library_files};
 use std::sync::OnceLock;
 
 /// One CUDA library: its names, what it needs, and its probe (run once).
@@ -19,6 +22,8 @@ pub struct Library {
     pub display_name: &'static str,
     /// cudarc's name for it (`cublas`), from which the file names are made (`libcublas.so.13`).
     pub file_stem: &'static str,
+    /// File names tried before those made from `file_stem` (empty for most libraries).
+    pub file_names: &'static [&'static str],
     /// Libraries loaded before it (the ones its own file links against).
     pub prerequisites: &'static [&'static Library],
     /// The entry points the bindings call, checked at probe time.
@@ -38,14 +43,46 @@ impl Library {
         symbols: &'static [&'static str],
         found_by_name: fn() -> bool,
     ) -> Library {
+        Library::with_files(
+            display_name,
+            file_stem,
+            &[],
+            prerequisites,
+            symbols,
+            found_by_name,
+        )
+    }
+
+    /// As [`Library::new`], trying `file_names` first (NCCL: `libnccl.so.2`, the soname of its
+    /// runtime packages, which is none of cudarc's names).
+    pub const fn with_files(
+        display_name: &'static str,
+        file_stem: &'static str,
+        file_names: &'static [&'static str],
+        prerequisites: &'static [&'static Library],
+        symbols: &'static [&'static str],
+        found_by_name: fn() -> bool,
+    ) -> Library {
         Library {
             display_name,
             file_stem,
+            file_names,
             prerequisites,
             symbols,
             found_by_name,
             probe: OnceLock::new(),
         }
+    }
+
+    /// The file names searched, in order: [`Library::file_names`], then cudarc's for the stem.
+    pub fn candidates(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.file_names.iter().map(|n| (*n).to_owned()).collect();
+        for name in cudarc::get_lib_name_candidates(self.file_stem) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     }
 
     /// What the probe found (probing on the first call, prerequisites first).
@@ -59,8 +96,9 @@ impl Library {
                     };
                 }
             }
-            let probe = probe_library(
+            let probe = probe_library_files(
                 self.file_stem,
+                &self.candidates(),
                 &driver_dirs(),
                 self.symbols,
                 self.found_by_name,
@@ -100,17 +138,44 @@ impl Library {
             }),
         }
     }
+
+    /// Another handle on the probed file, for bindings that look their functions up themselves
+    /// (NPP, nvJPEG, NCCL): by the path the probe loaded it from, else by the first of
+    /// [`Library::candidates`] the system loader opens. [`Error::LibraryNotFound`] when absent.
+    pub fn open(&self) -> Result<libloading::Library> {
+        self.ensure()?;
+        let not_found = |searched: String| Error::LibraryNotFound {
+            library: self.display_name,
+            searched,
+        };
+        if let Some(path) = &self.probe().path {
+            // SAFETY: already loaded from this path by the probe; this adds a reference.
+            return unsafe { libloading::Library::new(path) }
+                .map_err(|e| not_found(format!("{}: {e}", path.display())));
+        }
+        let names = self.candidates();
+        names
+            .iter()
+            .find_map(|name| {
+                // SAFETY: as above, by the name the system loader found it under.
+                unsafe { libloading::Library::new(name) }.ok()
+            })
+            .ok_or_else(|| not_found(format!("could not reopen any of {}", names.join(", "))))
+    }
 }
 
 /// Whether the system loader finds one of cudarc's file names for `file_stem`: the
 /// `found_by_name` of libraries whose bindings have no `is_culib_present` (NPP, nvJPEG).
 pub fn found_by_system_loader(file_stem: &str) -> bool {
-    cudarc::get_lib_name_candidates(file_stem)
-        .iter()
-        .any(|name| {
-            // SAFETY: loading a CUDA library runs its initialisers, as its first use would.
-            unsafe { libloading::Library::new(name) }.is_ok()
-        })
+    found_by_names(&cudarc::get_lib_name_candidates(file_stem))
+}
+
+/// Whether the system loader opens one of `names` (NCCL's `found_by_name` over its sonames).
+pub fn found_by_names(names: &[impl AsRef<std::ffi::OsStr>]) -> bool {
+    names.iter().any(|name| {
+        // SAFETY: loading a CUDA library runs its initialisers, as its first use would.
+        unsafe { libloading::Library::new(name.as_ref()) }.is_ok()
+    })
 }
 
 #[cfg(test)]
@@ -135,6 +200,29 @@ mod tests {
         };
         assert_eq!(library, "chorus test library");
         assert!(searched.contains("libchorusnosuchlibrary.so"), "{searched}");
+    }
+
+    static OWN_NAMES: Library = Library::with_files(
+        "chorus test library with its own names",
+        "chorusnosuchstem",
+        &["libchorusownname.so.7"],
+        &[],
+        &[],
+        || found_by_names(&["libchorusownname.so.7"]),
+    );
+
+    #[test]
+    fn own_file_names_come_first_and_are_searched() {
+        let names = OWN_NAMES.candidates();
+        assert_eq!(names[0], "libchorusownname.so.7");
+        assert!(
+            names.iter().any(|n| n.contains("chorusnosuchstem")),
+            "{names:?}"
+        );
+        let Err(Error::LibraryNotFound { searched, .. }) = OWN_NAMES.open() else {
+            panic!("expected LibraryNotFound");
+        };
+        assert!(searched.contains("libchorusownname.so.7"), "{searched}");
     }
 
     #[test]

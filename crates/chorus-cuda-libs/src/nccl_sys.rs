@@ -4,15 +4,17 @@
 //! `libnccl.so.13`, …), none of which is NCCL's soname `libnccl.so.2`: where only the runtime
 //! file is installed (pip's `nvidia-nccl-cu13`, Debian's `libnccl2`) their first call would
 //! panic. So the types come from cudarc's `nccl::sys` (the unique id, the communicator handle,
-//! the 2.28 config), and the functions are looked up here, once, in the first file found of
-//! `libnccl.so.2` and `libnccl.so`: by the system loader, then in the places the other
-//! libraries are searched (`CUDA_PATH`, `/usr/local/cuda*`, pip's `nvidia/nccl/lib`). Every
-//! entry point the bindings call is checked then, so an NCCL too old for them is
+//! the 2.28 config), and the functions are looked up here, once, in the file [`LIBRARY`] found
+//! (the same probe as every other library's, `crate::library`, with NCCL's own file names
+//! `libnccl.so.2` and `libnccl.so` tried first): by the system loader, then in the places the
+//! other libraries are searched (`CUDA_PATH`, `/usr/local/cuda*`, pip's `nvidia/nccl/lib`).
+//! Every entry point the bindings call is checked then, so an NCCL too old for them is
 //! [`Error::LibraryNotFound`] rather than a failure at the first call. Status values, data
 //! types and operations are passed as plain integers, so that a value this build does not know
 //! (from a newer NCCL) is never an invalid Rust enum.
 
 use crate::error::{Error, Result};
+use crate::library::{Library, found_by_names};
 use cudarc::nccl::sys::{ncclComm_t, ncclConfig_t, ncclUniqueId};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::path::PathBuf;
@@ -23,6 +25,12 @@ pub(crate) const NAME: &str = "NCCL";
 
 /// NCCL's file names, newest interface first (the soname, then the development link).
 const FILE_NAMES: &[&str] = &["libnccl.so.2", "libnccl.so"];
+
+/// NCCL, probed like the other libraries, with its own file names first.
+pub(crate) static LIBRARY: Library =
+    Library::with_files(NAME, "nccl", FILE_NAMES, &[], SYMBOLS, || {
+        found_by_names(FILE_NAMES)
+    });
 
 /// A raw CUDA stream, as NCCL takes it.
 pub(crate) type RawStream = *mut c_void;
@@ -135,7 +143,7 @@ pub(crate) const OLDEST: u32 = 22800;
 
 /// NCCL, loaded on the first call; why not, where it cannot be.
 pub(crate) fn api() -> Result<&'static Api> {
-    static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+    static API: OnceLock<Result<Api>> = OnceLock::new();
     API.get_or_init(|| {
         let loaded = load();
         match &loaded {
@@ -152,10 +160,7 @@ pub(crate) fn api() -> Result<&'static Api> {
         loaded
     })
     .as_ref()
-    .map_err(|why| Error::LibraryNotFound {
-        library: NAME,
-        searched: why.clone(),
-    })
+    .map_err(Clone::clone)
 }
 
 /// `22805` as `2.28.5`.
@@ -163,30 +168,20 @@ pub(crate) fn version_text(code: u32) -> String {
     format!("{}.{}.{}", code / 10000, code / 100 % 100, code % 100)
 }
 
-fn load() -> std::result::Result<Api, String> {
-    let (library, path) = open()?;
-    let missing: Vec<&str> = SYMBOLS
-        .iter()
-        .copied()
-        .filter(|s| {
-            // SAFETY: only the address is looked up; nothing is called.
-            unsafe { library.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err()
-        })
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "the NCCL library{} lacks {} (too old?)",
-            path.as_ref()
-                .map_or(String::new(), |p| format!(" at {}", p.display())),
-            missing.join(", ")
-        ));
-    }
+fn load() -> Result<Api> {
+    // The probe checked every entry point of SYMBOLS in this file.
+    let library = LIBRARY.open()?;
+    let path = LIBRARY.probe().path.clone();
+    let not_found = |searched: String| Error::LibraryNotFound {
+        library: NAME,
+        searched,
+    };
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the symbol exists (checked above) and has the C signature of nccl.h
             // 2.28 that the field's type spells (enums as `int`, as C passes them).
             *unsafe { library.get(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| format!("{}: {e}", $name))?
+                .map_err(|e| not_found(format!("{}: {e}", $name)))?
         };
     }
     let get_version: unsafe extern "C" fn(*mut c_int) -> Res = sym!("ncclGetVersion");
@@ -194,14 +189,14 @@ fn load() -> std::result::Result<Api, String> {
     // SAFETY: `code` is a valid place for the version; the call has no other effect.
     let status = unsafe { get_version(&mut code) };
     if status != 0 || code <= 0 {
-        return Err(format!("ncclGetVersion failed ({status})"));
+        return Err(not_found(format!("ncclGetVersion failed ({status})")));
     }
     let version = code as u32;
     if version < OLDEST {
-        return Err(format!(
+        return Err(not_found(format!(
             "NCCL {} is older than 2.28, the oldest these bindings take",
             version_text(version)
-        ));
+        )));
     }
     Ok(Api {
         get_unique_id: sym!("ncclGetUniqueId"),
@@ -229,38 +224,6 @@ fn load() -> std::result::Result<Api, String> {
         path,
         _library: library,
     })
-}
-
-/// The first NCCL file that loads: by name (the system loader), else by path in the
-/// directories the CUDA libraries are searched in.
-fn open() -> std::result::Result<(libloading::Library, Option<PathBuf>), String> {
-    for name in FILE_NAMES {
-        // SAFETY: loading NCCL runs its initialisers, as its first use would.
-        if let Ok(library) = unsafe { libloading::Library::new(*name) } {
-            return Ok((library, None));
-        }
-    }
-    let dirs = chorus_driver::loader::driver_dirs();
-    for dir in &dirs {
-        for name in FILE_NAMES {
-            let candidate = dir.join(name);
-            if !candidate.is_file() {
-                continue;
-            }
-            // SAFETY: as above.
-            if let Ok(library) = unsafe { libloading::Library::new(&candidate) } {
-                return Ok((library, Some(candidate)));
-            }
-        }
-    }
-    Err(format!(
-        "none of {} in the system loader's path or in {}",
-        FILE_NAMES.join(", "),
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }
 
 /// NCCL's status values (`ncclResult_t`).

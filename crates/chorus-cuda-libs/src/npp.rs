@@ -145,31 +145,9 @@ struct Loaded {
     statistics: sys::Nppist,
 }
 
-/// Opens a probed library's file again for its function table (it is already loaded: by the
-/// system loader's name, or by the path the probe found).
-fn open(library: &'static Library) -> Result<libloading::Library> {
-    library.ensure()?;
-    let not_found = |why: String| Error::LibraryNotFound {
-        library: library.display_name,
-        searched: why,
-    };
-    if let Some(path) = &library.probe().path {
-        // SAFETY: the library is already loaded from this path; this adds a reference.
-        return unsafe { libloading::Library::new(path) }.map_err(|e| not_found(e.to_string()));
-    }
-    let names = cudarc::get_lib_name_candidates(library.file_stem);
-    names
-        .iter()
-        .find_map(|name| {
-            // SAFETY: as above, by the name the system loader found it under.
-            unsafe { libloading::Library::new(name) }.ok()
-        })
-        .ok_or_else(|| not_found(format!("could not reopen any of {}", names.join(", "))))
-}
-
 fn loaded() -> Result<&'static Loaded> {
     static LOADED: OnceLock<Result<Loaded>> = OnceLock::new();
-    let table = |library: &'static Library| -> Result<libloading::Library> { open(library) };
+    let table = |library: &'static Library| library.open();
     LOADED
         .get_or_init(|| {
             ensure()?;

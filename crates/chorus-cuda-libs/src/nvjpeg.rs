@@ -62,27 +62,10 @@ fn loaded() -> Result<&'static sys::Nvjpeg> {
     static LOADED: OnceLock<Result<sys::Nvjpeg>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
-            LIBRARY.ensure()?;
+            let file = LIBRARY.open()?;
             let not_found = |why: String| Error::LibraryNotFound {
                 library: LIBRARY.display_name,
                 searched: why,
-            };
-            let file = match &LIBRARY.probe().path {
-                // SAFETY: already loaded from this path (the probe); this adds a reference.
-                Some(path) => unsafe { libloading::Library::new(path) }
-                    .map_err(|e| not_found(e.to_string()))?,
-                None => {
-                    let names = cudarc::get_lib_name_candidates("nvjpeg");
-                    names
-                        .iter()
-                        .find_map(|n| {
-                            // SAFETY: as above, by the name the system loader found it under.
-                            unsafe { libloading::Library::new(n) }.ok()
-                        })
-                        .ok_or_else(|| {
-                            not_found(format!("could not reopen any of {}", names.join(", ")))
-                        })?
-                }
             };
             // SAFETY: the file was probed with every symbol of the table.
             unsafe { sys::Nvjpeg::from_library(file) }.map_err(|e| not_found(e.to_string()))

@@ -130,3 +130,27 @@ fn cudnn_is_available_or_not_found_and_makes_no_handle_without_it() {
     let desc = cudnn::TensorDesc::<f32>::new(cudnn::Layout::Nhwc, 1, 2, 3, 4);
     assert_eq!(desc.is_ok(), available);
 }
+
+#[test]
+fn nccl_is_searched_by_its_own_soname_where_the_others_are() {
+    if chorus_cuda_libs::nccl::is_available() {
+        return;
+    }
+    let Err(Error::LibraryNotFound { library, searched }) = chorus_cuda_libs::nccl::ensure() else {
+        panic!("NCCL absent but not LibraryNotFound");
+    };
+    assert_eq!(library, "NCCL");
+    // The soname first, and the toolkit directories every library is searched in.
+    let soname = searched.find("libnccl.so.2").expect(&searched);
+    assert!(
+        searched.find("libnccl.so,").is_none_or(|i| i > soname),
+        "{searched}"
+    );
+    for dir in chorus_driver::loader::driver_dirs() {
+        assert!(
+            searched.contains(&dir.display().to_string()),
+            "{} not in {searched}",
+            dir.display()
+        );
+    }
+}

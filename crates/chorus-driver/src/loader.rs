@@ -128,9 +128,22 @@ pub fn probe_library(
     found_by_name: impl Fn() -> bool,
 ) -> Probe {
     let file_names = library_file_names(Platform::HOST, name, BINDINGS_VERSION);
+    probe_library_files(name, &file_names, dirs, symbols, found_by_name)
+}
+
+/// [`probe_library`] over the file names `file_names` (in order) rather than cudarc's for
+/// `name`: for a library whose soname cudarc does not know (NCCL's `libnccl.so.2`). `name`
+/// only names the library in messages.
+pub fn probe_library_files(
+    name: &str,
+    file_names: &[String],
+    dirs: &[PathBuf],
+    symbols: &[&str],
+    found_by_name: impl Fn() -> bool,
+) -> Probe {
     let mut path = None;
     if !found_by_name() {
-        match preload(&file_names, dirs) {
+        match preload(file_names, dirs) {
             Some(found) => path = Some(found),
             None => {
                 return Probe {
@@ -153,7 +166,7 @@ pub fn probe_library(
             };
         }
     }
-    let missing = missing_symbols(&file_names, path.as_deref(), symbols);
+    let missing = missing_symbols(file_names, path.as_deref(), symbols);
     Probe {
         path,
         missing: (!missing.is_empty())
