@@ -563,130 +563,7 @@ impl Comm {
         }
     }
 
-    // ---- operations, each run at once ----
-
-    /// Reduces `send` of every rank into `recv` of every rank (`ncclAllReduce`); both hold the
-    /// same number of elements.
-    pub fn all_reduce<T: NcclType>(
-        &self,
-        send: &(impl AsDeviceSlice<T> + ?Sized),
-        recv: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_all_reduce(send, recv, op, stream)?.run()
-    }
-
-    /// [`Comm::all_reduce`] in place: `buffer` holds this rank's input and receives the result.
-    pub fn all_reduce_in_place<T: NcclType>(
-        &self,
-        buffer: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_all_reduce_in_place(buffer, op, stream)?.run()
-    }
-
-    /// Copies `send` of rank `root` into `recv` of every rank (`ncclBroadcast`). `send` is read
-    /// on the root only, where it is required and as long as `recv`; elsewhere it may be `None`.
-    pub fn broadcast<T: NcclType, S: AsDeviceSlice<T> + ?Sized>(
-        &self,
-        send: Option<&S>,
-        recv: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_broadcast(send, recv, root, stream)?.run()
-    }
-
-    /// [`Comm::broadcast`] in place: the root sends `buffer`, the others receive into theirs.
-    pub fn broadcast_in_place<T: NcclType>(
-        &self,
-        buffer: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_broadcast_in_place(buffer, root, stream)?.run()
-    }
-
-    /// Reduces `send` of every rank into `recv` of rank `root` (`ncclReduce`). `recv` is
-    /// written on the root only, where it is required and as long as `send`.
-    pub fn reduce<T: NcclType, R: AsDeviceSliceMut<T> + ?Sized>(
-        &self,
-        send: &(impl AsDeviceSlice<T> + ?Sized),
-        recv: Option<&mut R>,
-        op: ReduceOp,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_reduce(send, recv, op, root, stream)?.run()
-    }
-
-    /// Gathers `send` of every rank, in rank order, into `recv` of every rank
-    /// (`ncclAllGather`): `recv` holds `size()` times `send`'s elements.
-    pub fn all_gather<T: NcclType>(
-        &self,
-        send: &(impl AsDeviceSlice<T> + ?Sized),
-        recv: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_all_gather(send, recv, stream)?.run()
-    }
-
-    /// [`Comm::all_gather`] in place: `buffer` holds `size()` equal chunks, this rank's at
-    /// `rank()`, and receives every rank's.
-    pub fn all_gather_in_place<T: NcclType>(
-        &self,
-        buffer: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_all_gather_in_place(buffer, stream)?.run()
-    }
-
-    /// Reduces `send` of every rank and scatters the result: rank r's `recv` receives chunk r
-    /// (`ncclReduceScatter`); `send` holds `size()` times `recv`'s elements.
-    pub fn reduce_scatter<T: NcclType>(
-        &self,
-        send: &(impl AsDeviceSlice<T> + ?Sized),
-        recv: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_reduce_scatter(send, recv, op, stream)?.run()
-    }
-
-    /// [`Comm::reduce_scatter`] in place: `buffer` holds `size()` chunks; this rank's chunk of
-    /// it (at `rank()`) receives its part of the reduction.
-    pub fn reduce_scatter_in_place<T: NcclType>(
-        &self,
-        buffer: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_reduce_scatter_in_place(buffer, op, stream)?.run()
-    }
-
-    /// Sends `send` to rank `peer` (`ncclSend`), which receives it with [`Comm::recv`] of the
-    /// same length. A send and its receive on one thread (to itself, or to a communicator of
-    /// this process) must be in one [`Group`].
-    pub fn send<T: NcclType>(
-        &self,
-        send: &(impl AsDeviceSlice<T> + ?Sized),
-        peer: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_send(send, peer, stream)?.run()
-    }
-
-    /// Receives from rank `peer` into `recv` (`ncclRecv`).
-    pub fn recv<T: NcclType>(
-        &self,
-        recv: &mut (impl AsDeviceSliceMut<T> + ?Sized),
-        peer: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.plan_recv(recv, peer, stream)?.run()
-    }
+    // ---- operations: each runs at once on a `Comm`, or is added to a `Group` (`operations!`) ----
 
     // ---- the checks, one per operation, making a call to run alone or in a group ----
 
@@ -1344,6 +1221,120 @@ impl Comm {
     }
 }
 
+/// Declares each operation once and makes both of its forms: `Comm::NAME`, which checks and
+/// runs it at once, and `Group::NAME`, which checks it and adds it to the group (the checks are
+/// the operation's `plan_…`, shared by both).
+macro_rules! operations {
+    ($(
+        $(#[doc = $doc:expr])*
+        fn $name:ident[$($gen:tt)*]($($arg:ident: $ty:ty),* $(,)?) => $plan:ident;
+    )*) => {
+        impl Comm {
+            $(
+                $(#[doc = $doc])*
+                pub fn $name<'a, $($gen)*>(&'a self, $($arg: $ty),*) -> Result<()> {
+                    self.$plan($($arg),*)?.run()
+                }
+            )*
+        }
+
+        impl<'a> Group<'a> {
+            $(
+                #[doc = concat!("Adds [`Comm::", stringify!($name), "`] on `comm`.")]
+                pub fn $name<$($gen)*>(
+                    &mut self,
+                    comm: &'a Comm,
+                    $($arg: $ty),*
+                ) -> Result<&mut Group<'a>> {
+                    self.add(comm.$plan($($arg),*))
+                }
+            )*
+        }
+    };
+}
+
+operations! {
+    /// Reduces `send` of every rank into `recv` of every rank (`ncclAllReduce`); both hold the
+    /// same number of elements.
+    fn all_reduce[T: NcclType](
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) => plan_all_reduce;
+    /// [`Comm::all_reduce`] in place: `buffer` holds this rank's input and receives the result.
+    fn all_reduce_in_place[T: NcclType](
+        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) => plan_all_reduce_in_place;
+    /// Copies `send` of rank `root` into `recv` of every rank (`ncclBroadcast`). `send` is read
+    /// on the root only, where it is required and as long as `recv`; elsewhere it may be `None`.
+    fn broadcast[T: NcclType, S: AsDeviceSlice<T> + ?Sized](
+        send: Option<&'a S>,
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        root: usize,
+        stream: &'a Stream,
+    ) => plan_broadcast;
+    /// [`Comm::broadcast`] in place: the root sends `buffer`, the others receive into theirs.
+    fn broadcast_in_place[T: NcclType](
+        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        root: usize,
+        stream: &'a Stream,
+    ) => plan_broadcast_in_place;
+    /// Reduces `send` of every rank into `recv` of rank `root` (`ncclReduce`). `recv` is
+    /// written on the root only, where it is required and as long as `send`.
+    fn reduce[T: NcclType, R: AsDeviceSliceMut<T> + ?Sized](
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: Option<&'a mut R>,
+        op: ReduceOp,
+        root: usize,
+        stream: &'a Stream,
+    ) => plan_reduce;
+    /// Gathers `send` of every rank, in rank order, into `recv` of every rank
+    /// (`ncclAllGather`): `recv` holds `size()` times `send`'s elements.
+    fn all_gather[T: NcclType](
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        stream: &'a Stream,
+    ) => plan_all_gather;
+    /// [`Comm::all_gather`] in place: `buffer` holds `size()` equal chunks, this rank's at
+    /// `rank()`, and receives every rank's.
+    fn all_gather_in_place[T: NcclType](
+        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        stream: &'a Stream,
+    ) => plan_all_gather_in_place;
+    /// Reduces `send` of every rank and scatters the result: rank r's `recv` receives chunk r
+    /// (`ncclReduceScatter`); `send` holds `size()` times `recv`'s elements.
+    fn reduce_scatter[T: NcclType](
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) => plan_reduce_scatter;
+    /// [`Comm::reduce_scatter`] in place: `buffer` holds `size()` chunks; this rank's chunk of
+    /// it (at `rank()`) receives its part of the reduction.
+    fn reduce_scatter_in_place[T: NcclType](
+        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) => plan_reduce_scatter_in_place;
+    /// Sends `send` to rank `peer` (`ncclSend`), which receives it with [`Comm::recv`] of the
+    /// same length. A send and its receive on one thread (to itself, or to a communicator of
+    /// this process) must be in one [`Group`].
+    fn send[T: NcclType](
+        send: &'a (impl AsDeviceSlice<T> + ?Sized),
+        peer: usize,
+        stream: &'a Stream,
+    ) => plan_send;
+    /// Receives from rank `peer` into `recv` (`ncclRecv`).
+    fn recv[T: NcclType](
+        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
+        peer: usize,
+        stream: &'a Stream,
+    ) => plan_recv;
+}
+
 /// Calls NCCL receives together (`ncclGroupStart` … `ncclGroupEnd`), checked as they are added
 /// and submitted by [`Group::submit`] (or by [`group`]). Buffers, streams and communicators are
 /// borrowed until then. A group dropped without being submitted calls nothing.
@@ -1383,131 +1374,6 @@ impl<'a> Group<'a> {
     fn add(&mut self, call: Result<Call<'a>>) -> Result<&mut Group<'a>> {
         self.calls.push(call?);
         Ok(self)
-    }
-
-    /// Adds [`Comm::all_reduce`].
-    pub fn all_reduce<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        send: &'a (impl AsDeviceSlice<T> + ?Sized),
-        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_all_reduce(send, recv, op, stream))
-    }
-
-    /// Adds [`Comm::all_reduce_in_place`].
-    pub fn all_reduce_in_place<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_all_reduce_in_place(buffer, op, stream))
-    }
-
-    /// Adds [`Comm::broadcast`].
-    pub fn broadcast<T: NcclType, S: AsDeviceSlice<T> + ?Sized>(
-        &mut self,
-        comm: &'a Comm,
-        send: Option<&'a S>,
-        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        root: usize,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_broadcast(send, recv, root, stream))
-    }
-
-    /// Adds [`Comm::broadcast_in_place`].
-    pub fn broadcast_in_place<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        root: usize,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_broadcast_in_place(buffer, root, stream))
-    }
-
-    /// Adds [`Comm::reduce`].
-    pub fn reduce<T: NcclType, R: AsDeviceSliceMut<T> + ?Sized>(
-        &mut self,
-        comm: &'a Comm,
-        send: &'a (impl AsDeviceSlice<T> + ?Sized),
-        recv: Option<&'a mut R>,
-        op: ReduceOp,
-        root: usize,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_reduce(send, recv, op, root, stream))
-    }
-
-    /// Adds [`Comm::all_gather`].
-    pub fn all_gather<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        send: &'a (impl AsDeviceSlice<T> + ?Sized),
-        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_all_gather(send, recv, stream))
-    }
-
-    /// Adds [`Comm::all_gather_in_place`].
-    pub fn all_gather_in_place<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_all_gather_in_place(buffer, stream))
-    }
-
-    /// Adds [`Comm::reduce_scatter`].
-    pub fn reduce_scatter<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        send: &'a (impl AsDeviceSlice<T> + ?Sized),
-        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_reduce_scatter(send, recv, op, stream))
-    }
-
-    /// Adds [`Comm::reduce_scatter_in_place`].
-    pub fn reduce_scatter_in_place<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        buffer: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_reduce_scatter_in_place(buffer, op, stream))
-    }
-
-    /// Adds [`Comm::send`].
-    pub fn send<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        send: &'a (impl AsDeviceSlice<T> + ?Sized),
-        peer: usize,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_send(send, peer, stream))
-    }
-
-    /// Adds [`Comm::recv`].
-    pub fn recv<T: NcclType>(
-        &mut self,
-        comm: &'a Comm,
-        recv: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
-        peer: usize,
-        stream: &'a Stream,
-    ) -> Result<&mut Group<'a>> {
-        self.add(comm.plan_recv(recv, peer, stream))
     }
 
     /// Hands every call to NCCL between `ncclGroupStart` and `ncclGroupEnd`, then, for the
