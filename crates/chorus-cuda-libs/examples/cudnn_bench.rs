@@ -2,7 +2,8 @@
 //! padding 1, NHWC, f16 and bf16, f32 accumulation) through Chorus's `Dnn::conv_forward`
 //! against the same `cudnnConvolutionForward` made by a C program (benches/baselines/
 //! cudnn_conv.cu, compiled here with `nvcc … -lcudnn`) and by cudarc's raw binding in this
-//! process, with the same algorithm, math type and data. GPU time from events over repeated
+//! process, with the same algorithm, math type and data (the Chorus handle asks cuDNN for the
+//! workspace size on its first call only, as the C program does). GPU time from events over repeated
 //! calls on one stream; two alternating rounds, the best of each side. Verifies 256 sampled
 //! outputs against f64 on the host. The issue asks for a speed ratio ≥ 0.98.
 //!
