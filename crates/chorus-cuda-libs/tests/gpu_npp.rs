@@ -505,12 +505,29 @@ fn npp_gauss_kernel(
     }
     let taps: Vec<f64> = (0..n).map(|i| (0..n).map(|j| k[j * n + i]).sum()).collect();
     let sigma = (-1.0 / (2.0 * (taps[r + 1] / taps[r]).ln())).sqrt();
+    // The fixed masks of NPP's older nppiFilterGauss documentation (row sums), to compare.
+    let documented: &[f64] = match n {
+        3 => &[1.0, 2.0, 1.0],
+        5 => &[30.0, 128.0, 255.0, 128.0, 30.0],
+        _ => &[],
+    };
+    let total: f64 = documented.iter().sum();
+    let from_documented = documented
+        .iter()
+        .zip(&taps)
+        .map(|(d, t)| (d / total - t).abs())
+        .fold(0.0f64, f64::max);
     eprintln!(
-        "Gauss {n}×{n}: NPP's taps (row sums) {:?}, σ ≈ {sigma:.3} (the manual's formula: {:.2})",
+        "Gauss {n}×{n}: NPP's taps (row sums) {:?}, σ ≈ {sigma:.3} (the manual's formula: {:.2}){}",
         taps.iter()
             .map(|t| (t * 1e4).round() / 1e4)
             .collect::<Vec<_>>(),
-        mask.sigma()
+        mask.sigma(),
+        if documented.is_empty() {
+            String::new()
+        } else {
+            format!("; largest difference from nppiFilterGauss's fixed mask {from_documented:.4}")
+        }
     );
     Ok(k)
 }
