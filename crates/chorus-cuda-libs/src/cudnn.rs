@@ -411,7 +411,8 @@ impl<T: DnnType> TensorDesc<T> {
         n * s[0] + c * s[1] + h * s[2] + w * s[3]
     }
 
-    /// The raw descriptor, for calls through cudarc's `cudnn::sys`.
+    /// The raw descriptor, for calls through cudarc's `cudnn::sys`. Read it only: the checks
+    /// and the handles' workspace-size cache go by what Chorus set (change it through this type).
     pub fn raw(&self) -> sys::cudnnTensorDescriptor_t {
         self.raw
     }
@@ -538,7 +539,8 @@ impl<T: DnnType> FilterDesc<T> {
         }
     }
 
-    /// The raw descriptor, for calls through cudarc's `cudnn::sys`.
+    /// The raw descriptor, for calls through cudarc's `cudnn::sys`. Read it only: the checks
+    /// and the handles' workspace-size cache go by what Chorus set (change it through this type).
     pub fn raw(&self) -> sys::cudnnFilterDescriptor_t {
         self.raw
     }
@@ -797,7 +799,8 @@ impl<T: DnnType> ConvDesc<T> {
         Ok(ours)
     }
 
-    /// The raw descriptor, for calls through cudarc's `cudnn::sys`.
+    /// The raw descriptor, for calls through cudarc's `cudnn::sys`. Read it only: the checks
+    /// and the handles' workspace-size cache go by what Chorus set (change it through this type).
     pub fn raw(&self) -> sys::cudnnConvolutionDescriptor_t {
         self.raw
     }
