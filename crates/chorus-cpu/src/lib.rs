@@ -302,6 +302,26 @@ impl CpuModule {
         Ok(self.path_of(id.index()))
     }
 
+    /// Whether kernel `name` runs natively with SIMD over its threads: its thread loop runs
+    /// chunks of consecutive `x` threads with the CPU's vector instructions, one lane per
+    /// thread (see the crate's `native` module). `false` for an interpreted kernel, and for
+    /// native code that loops over the threads one by one. Compiles the kernel if it has not
+    /// been.
+    pub fn kernel_uses_simd(&self, name: &str) -> Result<bool> {
+        let path = self.kernel_path(name)?;
+        #[cfg(feature = "native")]
+        if path == KernelPath::Native
+            && let Some((id, _)) = self.ir.function(name)
+        {
+            return Ok(self
+                .native
+                .kernel(&self.ir, id.index(), self.program.warp_width)
+                .is_ok_and(|k| k.simd));
+        }
+        let _ = path;
+        Ok(false)
+    }
+
     fn path_of(&self, kernel: usize) -> KernelPath {
         if self.interpret {
             return KernelPath::Interpreted("the interpreter was asked for".into());
