@@ -220,7 +220,9 @@ fn sph() {
         .map(|f| f.name.to_string())
         .collect();
     let mut times = Vec::new();
+    let mut scalar_times = Vec::new();
     let mut paths = Vec::new();
+    let mut simd = 0;
     for _ in 0..RUNS {
         let module = CpuModule::new(ir.clone()).unwrap();
         let started = Instant::now();
@@ -229,16 +231,33 @@ fn sph() {
             .map(|k| (k, module.kernel_path(k).unwrap()))
             .collect();
         times.push(started.elapsed());
+        simd = kernels
+            .iter()
+            .filter(|k| module.kernel_uses_simd(k).unwrap())
+            .count();
+        // The same without SIMD over threads (what its attempts cost).
+        // SAFETY: this program has no other thread now.
+        unsafe { std::env::set_var("CHORUS_CPU_SIMD", "0") };
+        let module = CpuModule::new(ir.clone()).unwrap();
+        let started = Instant::now();
+        for k in &kernels {
+            module.kernel_path(k).unwrap();
+        }
+        scalar_times.push(started.elapsed());
+        // SAFETY: as above.
+        unsafe { std::env::remove_var("CHORUS_CPU_SIMD") };
     }
     times.sort();
+    scalar_times.sort();
     let native = paths
         .iter()
         .filter(|(_, p)| *p == KernelPath::Native)
         .count();
     println!(
-        "sph module: {} kernels, {native} compiled natively, in {:.2} ms (median of {RUNS})",
+        "sph module: {} kernels, {native} compiled natively ({simd} with SIMD), in {:.2} ms (median of {RUNS}); without SIMD {:.2} ms",
         kernels.len(),
-        ms(times[RUNS / 2])
+        ms(times[RUNS / 2]),
+        ms(scalar_times[RUNS / 2])
     );
     for (k, p) in &paths {
         if let KernelPath::Interpreted(why) = p {

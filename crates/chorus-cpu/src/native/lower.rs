@@ -193,7 +193,6 @@ pub(super) fn compile_kernel(
         let shared_before = carry.shared.clone();
         let mut outcome = Err(String::new());
         for &simd in attempts {
-            kernel_simd = simd;
             carry.shared = shared_before.clone();
             outcome = lower_function(LowerJob {
                 jit,
@@ -216,7 +215,7 @@ pub(super) fn compile_kernel(
                 break;
             }
         }
-        outcome?;
+        kernel_simd = outcome?;
         if is_device {
             cache.funcs.push((f, id, device));
         }
@@ -255,7 +254,8 @@ struct LowerJob<'a, 'j> {
 }
 
 /// Lowers and defines one function of a kernel's job list; on `Err` nothing of it is defined.
-fn lower_function(job: LowerJob<'_, '_>) -> R<()> {
+/// `Ok(true)`: its thread loop runs chunks of threads as vectors.
+fn lower_function(job: LowerJob<'_, '_>) -> R<bool> {
     let LowerJob {
         jit,
         cache,
@@ -274,6 +274,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<()> {
         shared_globals,
     } = job;
     let is_device = device.is_some();
+    let vectorised;
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
@@ -319,6 +320,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<()> {
             refresh: Vec::new(),
             simd,
             vs: None,
+            vectorised: false,
         };
         let lowered = if is_device {
             l.device_function()
@@ -337,6 +339,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<()> {
             return Err(e);
         }
         l.b.seal_all_blocks();
+        vectorised = l.vectorised;
         if is_device {
             carry.shared = l.shared;
         } else {
@@ -354,7 +357,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<()> {
     jit.define_function(id, &mut ctx)
         .map_err(|e| format!("Cranelift: {e:?}"))?;
     jit.clear_context(&mut ctx);
-    Ok(())
+    Ok(vectorised)
 }
 
 /// SIMD over threads is tried unless `CHORUS_CPU_SIMD=0` (read at each compile, so a benchmark
@@ -526,6 +529,8 @@ struct Lower<'a, 'f, 'j> {
     simd: bool,
     /// The vector body's state while it is emitted.
     vs: Option<simd::VState>,
+    /// The thread loop was emitted with SIMD.
+    vectorised: bool,
 }
 
 #[derive(Clone, Copy)]

@@ -78,8 +78,10 @@ fn vflags() -> MemFlags {
 }
 
 impl Lower<'_, '_, '_> {
-    fn vs(&mut self) -> &mut VState {
-        self.vs.as_mut().expect("inside the vector body")
+    fn vs(&mut self) -> VResult<&mut VState> {
+        self.vs
+            .as_mut()
+            .ok_or_else(|| "SIMD: outside the vector body".into())
     }
 
     /// The thread loop of a kernel without barriers, in chunks of [`LANES`] threads along `x`
@@ -204,15 +206,16 @@ impl Lower<'_, '_, '_> {
             .icmp(IntCC::UnsignedLessThan, z1, en.block_dim[2]);
         self.b.ins().brif(more, vhead, &[], exit, &[]);
         self.b.switch_to_block(exit);
+        self.vectorised = true;
         Ok(())
     }
 
     /// Leaves for the scalar body when `bad` (an `I8`) is set; refused after a store.
     fn vbail_if(&mut self, bad: Value) -> VResult<()> {
-        if self.vs().stored {
+        if self.vs()?.stored {
             return no("a check after a store");
         }
-        let bail = self.vs().bail;
+        let bail = self.vs()?.bail;
         let ok = self.b.create_block();
         self.b.ins().brif(bad, bail, &[], ok, &[]);
         self.b.switch_to_block(ok);
@@ -234,7 +237,7 @@ impl Lower<'_, '_, '_> {
                     return no("a vector or structure");
                 }
                 let v = self.vexpr(init)?;
-                self.vs().homes[local.index()] = Some(v);
+                self.vs()?.homes[local.index()] = Some(v);
                 Ok(())
             }
             StmtKind::Assign { place, value } if matches!(place.kind, ExprKind::Aref { .. }) => {
@@ -264,7 +267,7 @@ impl Lower<'_, '_, '_> {
                 Ok(())
             }
             StmtKind::Return(None) if self.device.is_none() => {
-                let done = self.vs().done;
+                let done = self.vs()?.done;
                 self.b.ins().jump(done, &[]);
                 self.dead_block();
                 Ok(())
@@ -331,17 +334,17 @@ impl Lower<'_, '_, '_> {
             return false;
         }
         let mut uniform = true;
-        let vs = self.vs.as_ref().expect("inside the vector body");
+        let Some(vs) = self.vs.as_ref() else {
+            return false;
+        };
         for_each_node(Node::Expr(e), |n, _| match n {
             Node::Expr(Expr {
                 kind: ExprKind::Local(id),
                 ..
-            }) => {
-                if vs.homes[id.index()].is_some()
-                    || !matches!(self.homes[id.index()], Home::Var(_) | Home::PtrParam(..))
-                {
-                    uniform = false;
-                }
+            }) if vs.homes[id.index()].is_some()
+                || !matches!(self.homes[id.index()], Home::Var(_) | Home::PtrParam(..)) =>
+            {
+                uniform = false;
             }
             Node::Expr(Expr {
                 kind: ExprKind::Index(IndexVar::ThreadIdx(ir::Axis::X) | IndexVar::LaneId),
@@ -365,7 +368,7 @@ impl Lower<'_, '_, '_> {
         // uniform operands of casts and operations may have any.
         let v = match &e.kind {
             ExprKind::Local(id) => {
-                if let Some(v) = self.vs().homes[id.index()].clone() {
+                if let Some(v) = self.vs()?.homes[id.index()].clone() {
                     return Ok(v);
                 }
                 return no("this variable");
@@ -792,7 +795,7 @@ impl Lower<'_, '_, '_> {
         for (k, x) in p.into_iter().enumerate() {
             self.b.ins().store(vflags(), x, addr, 16 * k as i32);
         }
-        self.vs().stored = true;
+        self.vs()?.stored = true;
         Ok(())
     }
 }
