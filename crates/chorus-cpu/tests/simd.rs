@@ -87,6 +87,26 @@ fn guarded_vector_add_matches_at_every_edge() {
 }
 
 #[test]
+fn every_form_of_the_guard_matches() {
+    // The guard decided from the chunk's first and last lane, in each direction.
+    let len = 300;
+    let a = floats((0..len).map(|i| i as f32 + 0.25));
+    let c = floats((0..len).map(|_| 7.0));
+    for guard in ["(> n i)", "(<= i (- n 1))", "(>= (- n 1) i)", "(not (>= i n))"] {
+        let text = VEC_ADD.replace("(< i n)", guard);
+        for n in [0, 17, 32, 95, 96, 97, 300] {
+            agree(
+                &text,
+                "vadd",
+                LaunchConfig::linear(3, 100),
+                &[(a.clone(), 0), (a.clone(), 0), (c.clone(), 0)],
+                n,
+            );
+        }
+    }
+}
+
+#[test]
 fn a_chunk_that_leaves_the_allocation_faults_as_on_the_interpreter() {
     // The output is 4 bytes short: the last thread's store faults, after its chunk bailed.
     let a = floats((0..256).map(|i| i as f32));

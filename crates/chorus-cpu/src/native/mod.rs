@@ -10,9 +10,17 @@
 //! barrier (declared at region level) sit in per-thread arrays ("lane arrays"); locals of one
 //! region are Cranelift variables (registers).
 //!
+//! A kernel without barriers first tries SIMD over its threads (`lower/simd.rs`): chunks of
+//! [`lower::LANES`] consecutive `x` threads run as 128-bit vectors, one lane per thread; an
+//! access whose index is affine in the thread index is one contiguous vector access with one
+//! check for the chunk, and a chunk that cannot run as vectors exactly (lanes that disagree on
+//! a branch, a check that fails) runs through the scalar body instead. A body the vector code
+//! does not take is lowered again without SIMD (`CHORUS_CPU_SIMD=0` skips the attempt).
+//!
 //! Safety is the interpreter's: a pointer is the same (allocation, offset) pair; an access
 //! through a kernel parameter, a shared array or a global uses the allocation resolved once per
-//! block (hoisted out of the thread loop) and one bounds-and-alignment compare and branch; any
+//! block (hoisted out of the thread loop; its limits computed by the launcher, see
+//! `runtime::Root`) and one bounds-and-alignment compare and branch; any
 //! other pointer is resolved through a per-launch table with a second compare. A failed check
 //! leaves the function with the fault's data, and the launcher builds the interpreter's own
 //! message from it (kernel, block, thread, source position, offset). Integer division by zero
@@ -26,7 +34,11 @@
 //! function. What is not compiled yet (warp collectives, `printf`, textures and surfaces,
 //! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
 //! device function) makes the kernel run on the interpreter;
-//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why. A failure of the
+//! lowering is an `Err` (the kernel is interpreted), never a panic of the launch: the lowering
+//! returns errors for what it cannot compile, and a panic inside it or inside Cranelift (a bug)
+//! is caught, makes the kernel interpreted and retires the module's JIT module (its memory kept
+//! for the kernels compiled into it before), so later kernels start from a fresh one.
 
 mod lower;
 mod runtime;

@@ -293,11 +293,111 @@ impl Lower<'_, '_, '_> {
     /// Branches to `then` when every lane's `cond` holds, to `otherwise` when none does, and
     /// bails when the lanes disagree.
     fn vbranch(&mut self, cond: &Expr, then: CBlock, otherwise: CBlock) -> VResult<()> {
-        match self.vexpr(cond)? {
-            (V::Uniform(c), _) => {
+        use crate::bytecode::BinOp as B;
+        // An order comparison of an affine index with a uniform bound (a guard such as
+        // `(< i n)`): its lanes are monotonic, so the first and last lane decide all or none
+        // with two scalar compares.
+        if let ExprKind::Builtin { op, args } = &cond.kind
+            && let [x, y] = &args[..]
+            && x.ty.pointee().is_none()
+            && y.ty.pointee().is_none()
+            && !self.v_uniform(cond)
+        {
+            let bin = match op {
+                Builtin::Lt => Some(B::Lt),
+                Builtin::Le => Some(B::Le),
+                Builtin::Gt => Some(B::Gt),
+                Builtin::Ge => Some(B::Ge),
+                _ => None,
+            };
+            if let Some(bin) = bin {
+                let (a, ka) = self.vexpr(x)?;
+                let (c, kc) = self.vexpr(y)?;
+                let ints = ka == kc && matches!(ka, Kind::I32 | Kind::U32);
+                let decided = match (&a, &c) {
+                    (V::Affine(b), V::Uniform(u)) if ints => Some((*b, *u, bin)),
+                    // u < v is v > u, and so on.
+                    (V::Uniform(u), V::Affine(b)) if ints => Some((
+                        *b,
+                        *u,
+                        match bin {
+                            B::Lt => B::Gt,
+                            B::Le => B::Ge,
+                            B::Gt => B::Lt,
+                            _ => B::Le,
+                        },
+                    )),
+                    _ => None,
+                };
+                if let Some((b, u, bin)) = decided {
+                    return self.affine_branch(b, u, bin, ka == Kind::I32, then, otherwise);
+                }
+                let mask = self.vbinary(cond, bin, (a, ka), (c, kc), Kind::Bool)?;
+                return self.mask_branch(mask, then, otherwise);
+            }
+        }
+        let (v, kind) = self.vexpr(cond)?;
+        if kind != Kind::Bool && !matches!(v, V::Uniform(_)) {
+            return no("a non-boolean condition");
+        }
+        self.mask_branch(v, then, otherwise)
+    }
+
+    /// Branches on lanes `b + k OP u` (`k` below [`LANES`]): to `then` when all hold, to
+    /// `otherwise` when none does, else (or when the lanes' indexes wrap) bails.
+    fn affine_branch(
+        &mut self,
+        b: Value,
+        u: Value,
+        bin: crate::bytecode::BinOp,
+        signed: bool,
+        then: CBlock,
+        otherwise: CBlock,
+    ) -> VResult<()> {
+        use crate::bytecode::BinOp as B;
+        let cc = match (bin, signed) {
+            (B::Lt, true) => IntCC::SignedLessThan,
+            (B::Le, true) => IntCC::SignedLessThanOrEqual,
+            (B::Gt, true) => IntCC::SignedGreaterThan,
+            (B::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+            (B::Lt, false) => IntCC::UnsignedLessThan,
+            (B::Le, false) => IntCC::UnsignedLessThanOrEqual,
+            (B::Gt, false) => IntCC::UnsignedGreaterThan,
+            _ => IntCC::UnsignedGreaterThanOrEqual,
+        };
+        let (wcc, max) = if signed {
+            (IntCC::SignedGreaterThan, i32::MAX as i64 - (LANES - 1))
+        } else {
+            (IntCC::UnsignedGreaterThan, u32::MAX as i64 - (LANES - 1))
+        };
+        let wraps = self.b.ins().icmp_imm(wcc, b, max);
+        let last = self.b.ins().iadd_imm(b, LANES - 1);
+        // `<` and `<=` hold on a prefix of the lanes, `>` and `>=` on a suffix.
+        let (all_at, none_at) = if matches!(bin, B::Lt | B::Le) {
+            (last, b)
+        } else {
+            (b, last)
+        };
+        let all = self.b.ins().icmp(cc, all_at, u);
+        let fits = self.b.ins().bxor_imm(wraps, 1);
+        let all = self.b.ins().band(all, fits);
+        let check = self.b.create_block();
+        self.b.ins().brif(all, then, &[], check, &[]);
+        self.b.switch_to_block(check);
+        // Not none: some lane holds (or the lanes wrap).
+        let some = self.b.ins().icmp(cc, none_at, u);
+        let bad = self.b.ins().bor(some, wraps);
+        self.vbail_if(bad)?;
+        self.b.ins().jump(otherwise, &[]);
+        Ok(())
+    }
+
+    fn mask_branch(&mut self, v: V, then: CBlock, otherwise: CBlock) -> VResult<()> {
+        match v {
+            V::Uniform(c) => {
                 self.b.ins().brif(c, then, &[], otherwise, &[]);
             }
-            (V::Lanes(m), Kind::Bool) => {
+            V::Lanes(m) => {
                 let all = self.all_true(&m);
                 let check = self.b.create_block();
                 self.b.ins().brif(all, then, &[], check, &[]);
@@ -551,6 +651,19 @@ impl Lower<'_, '_, '_> {
         }
         let (a, ka) = self.vexpr(x)?;
         let (c, kc) = self.vexpr(y)?;
+        self.vbinary(e, bin, (a, ka), (c, kc), want)
+    }
+
+    /// A binary operation of two operands already computed, giving a `want` value.
+    fn vbinary(
+        &mut self,
+        e: &Expr,
+        bin: crate::bytecode::BinOp,
+        (a, ka): (V, Kind),
+        (c, kc): (V, Kind),
+        want: Kind,
+    ) -> VResult<V> {
+        use crate::bytecode::BinOp as B;
         let compare = matches!(bin, B::Eq | B::Ne | B::Lt | B::Gt | B::Le | B::Ge);
         let produced = if compare { Kind::Bool } else { ka };
         if bin == B::Div && !ka.is_float() {
