@@ -92,7 +92,12 @@ fn every_form_of_the_guard_matches() {
     let len = 300;
     let a = floats((0..len).map(|i| i as f32 + 0.25));
     let c = floats((0..len).map(|_| 7.0));
-    for guard in ["(> n i)", "(<= i (- n 1))", "(>= (- n 1) i)", "(not (>= i n))"] {
+    for guard in [
+        "(> n i)",
+        "(<= i (- n 1))",
+        "(>= (- n 1) i)",
+        "(not (>= i n))",
+    ] {
         let text = VEC_ADD.replace("(< i n)", guard);
         for n in [0, 17, 32, 95, 96, 97, 300] {
             agree(
