@@ -59,15 +59,27 @@ fn compare(what: &str, text: &str, kernel: &str, launch: impl Fn(&CpuModule), ru
     let one = median(|| launch(&native));
     native.set_workers(2);
     let two = median(|| launch(&native));
+    // The native code without SIMD over threads, for comparison (the variable is read when a
+    // kernel compiles; nothing else runs at this point).
+    // SAFETY: this program has no other thread now.
+    unsafe { std::env::set_var("CHORUS_CPU_SIMD", "0") };
+    let mut scalar = prepare(text);
+    assert_eq!(scalar.kernel_path(kernel).unwrap(), KernelPath::Native);
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("CHORUS_CPU_SIMD") };
+    scalar.set_workers(1);
+    let scalar_one = median(|| launch(&scalar));
     let r = |d: Duration| d.as_secs_f64() / rust.as_secs_f64();
     println!(
-        "{what:<24} rust {:>7.3} ms | native 1 core {:>7.3} ms ({:>4.2}x) 2 cores {:>7.3} ms ({:>4.2}x), scaling {:>4.2}x | interpreter {:>8.3} ms ({:>5.1}x, {:>5.1}x native-2, scaling {:>4.2}x) | compile {:>5.2} ms",
+        "{what:<24} rust {:>7.3} ms | native 1 core {:>7.3} ms ({:>4.2}x) 2 cores {:>7.3} ms ({:>4.2}x), scaling {:>4.2}x | without SIMD 1 core {:>7.3} ms ({:>4.2}x) | interpreter {:>8.3} ms ({:>5.1}x, {:>5.1}x native-2, scaling {:>4.2}x) | compile {:>5.2} ms",
         ms(rust),
         ms(one),
         r(one),
         ms(two),
         r(two),
         one.as_secs_f64() / two.as_secs_f64(),
+        ms(scalar_one),
+        r(scalar_one),
         ms(interpreted),
         r(interpreted),
         interpreted.as_secs_f64() / two.as_secs_f64(),
@@ -105,6 +117,29 @@ fn vector_add() {
         }
         black_box(&mut c);
     });
+    // The machine's own scaling, as a control: the same Rust loop split over two threads.
+    let mut c2 = vec![0.0f32; n];
+    let rust_two = median(|| {
+        let (a, b) = (black_box(&a), black_box(&b));
+        let (lo, hi) = c2.split_at_mut(n / 2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for ((c, a), b) in hi.iter_mut().zip(&a[n / 2..]).zip(&b[n / 2..]) {
+                    *c = a + b;
+                }
+            });
+            for ((c, a), b) in lo.iter_mut().zip(a).zip(b) {
+                *c = a + b;
+            }
+        });
+        black_box(&mut c2);
+    });
+    println!(
+        "control: the Rust vector add on 2 threads {:.3} ms, on 1 {:.3} ms: scaling {:.2}x",
+        ms(rust_two),
+        ms(rust),
+        rust.as_secs_f64() / rust_two.as_secs_f64()
+    );
     let launch = |m: &CpuModule| {
         m.launch("vec-add", &config, &args).unwrap();
         assert_eq!(dc.to_vec::<f32>().unwrap(), c);
@@ -185,7 +220,9 @@ fn sph() {
         .map(|f| f.name.to_string())
         .collect();
     let mut times = Vec::new();
+    let mut scalar_times = Vec::new();
     let mut paths = Vec::new();
+    let mut simd = 0;
     for _ in 0..RUNS {
         let module = CpuModule::new(ir.clone()).unwrap();
         let started = Instant::now();
@@ -194,16 +231,33 @@ fn sph() {
             .map(|k| (k, module.kernel_path(k).unwrap()))
             .collect();
         times.push(started.elapsed());
+        simd = kernels
+            .iter()
+            .filter(|k| module.kernel_uses_simd(k).unwrap())
+            .count();
+        // The same without SIMD over threads (what its attempts cost).
+        // SAFETY: this program has no other thread now.
+        unsafe { std::env::set_var("CHORUS_CPU_SIMD", "0") };
+        let module = CpuModule::new(ir.clone()).unwrap();
+        let started = Instant::now();
+        for k in &kernels {
+            module.kernel_path(k).unwrap();
+        }
+        scalar_times.push(started.elapsed());
+        // SAFETY: as above.
+        unsafe { std::env::remove_var("CHORUS_CPU_SIMD") };
     }
     times.sort();
+    scalar_times.sort();
     let native = paths
         .iter()
         .filter(|(_, p)| *p == KernelPath::Native)
         .count();
     println!(
-        "sph module: {} kernels, {native} compiled natively, in {:.2} ms (median of {RUNS})",
+        "sph module: {} kernels, {native} compiled natively ({simd} with SIMD), in {:.2} ms (median of {RUNS}); without SIMD {:.2} ms",
         kernels.len(),
-        ms(times[RUNS / 2])
+        ms(times[RUNS / 2]),
+        ms(scalar_times[RUNS / 2])
     );
     for (k, p) in &paths {
         if let KernelPath::Interpreted(why) = p {

@@ -19,7 +19,9 @@
 //! Cranelift on its first launch, and runs that way: a work-group function runs all threads of
 //! a block, as loops over the threads between barriers (PoCL's region method), with the same
 //! pointers, bounds checks, faults and scalar semantics as the interpreter, which stays the
-//! reference. A kernel using what the compiler lacks (warp collectives, `printf`, textures,
+//! reference. In a kernel without barriers, chunks of 32 consecutive `x` threads run with the
+//! CPU's vector instructions where the body allows ([`CpuModule::kernel_uses_simd`]), with
+//! the same results. A kernel using what the compiler lacks (warp collectives, `printf`, textures,
 //! cuRAND, 16-bit atomics, the address of a local, recursion) runs on the interpreter; [`CpuModule::kernel_path`] says which path a kernel takes and why, and
 //! `CHORUS_CPU=interpret` (read when a module is prepared) or [`CpuModule::set_interpreted`]
 //! runs everything interpreted. On the compiled path threads of a warp run one after the other
@@ -300,6 +302,26 @@ impl CpuModule {
             )));
         }
         Ok(self.path_of(id.index()))
+    }
+
+    /// Whether kernel `name` runs natively with SIMD over its threads: its thread loop runs
+    /// chunks of consecutive `x` threads with the CPU's vector instructions, one lane per
+    /// thread (see the crate's `native` module). `false` for an interpreted kernel, and for
+    /// native code that loops over the threads one by one. Compiles the kernel if it has not
+    /// been.
+    pub fn kernel_uses_simd(&self, name: &str) -> Result<bool> {
+        let path = self.kernel_path(name)?;
+        #[cfg(feature = "native")]
+        if path == KernelPath::Native
+            && let Some((id, _)) = self.ir.function(name)
+        {
+            return Ok(self
+                .native
+                .kernel(&self.ir, id.index(), self.program.warp_width)
+                .is_ok_and(|k| k.simd));
+        }
+        let _ = path;
+        Ok(false)
     }
 
     fn path_of(&self, kernel: usize) -> KernelPath {

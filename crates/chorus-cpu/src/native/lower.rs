@@ -24,6 +24,10 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module as _, default_libcall_names};
 use std::mem::offset_of;
 
+mod simd;
+
+pub(super) use simd::LANES;
+
 type R<T> = Result<T, String>;
 
 /// Deepest statement and expression nesting compiled (the lowering recurses).
@@ -132,7 +136,7 @@ pub(super) fn compile_kernel(
             let leaves = type_leaves(module, &callee[p.local].ty)
                 .ok_or_else(|| format!("calling `{}` (its parameters)", callee.name))?;
             for (k, _) in leaves {
-                sig.params.push(AbiParam::new(cty(k).expect("checked")));
+                sig.params.push(AbiParam::new(cty(k)));
             }
         }
         sig.returns.push(AbiParam::new(types::I32));
@@ -141,7 +145,7 @@ pub(super) fn compile_kernel(
             t => type_leaves(module, t)
                 .ok_or_else(|| format!("calling `{}` (its result)", callee.name))?
                 .into_iter()
-                .map(|(k, _)| cty(k).expect("checked"))
+                .map(|(k, _)| cty(k))
                 .collect(),
         };
         if ret.len() == 1 {
@@ -175,85 +179,45 @@ pub(super) fn compile_kernel(
         .map(|(f, id, sig, ret)| (f, id, sig, Some(ret)))
         .collect();
     jobs.push((index, kernel_id, kernel_sig, None));
+    let mut kernel_simd = false;
     for (f, id, sig, device) in jobs {
         let is_device = device.is_some();
         let func = &module.functions[f];
-        let mut ctx = jit.make_context();
-        ctx.func.signature = sig;
-        ctx.func.name = UserFuncName::user(0, id.as_u32());
-        let ret = device.clone();
-        {
-            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            // A device function starts from the module's roots alone and records its fault
-            // positions in the module's table; the kernel keeps its own.
-            let (roots, spans, span_flag) = if is_device {
-                (Vec::new(), std::mem::take(&mut cache.spans), DEVICE_SPAN)
-            } else {
-                (Vec::new(), std::mem::take(&mut carry.spans), 0)
-            };
-            let mut l = Lower {
-                b,
+        // A kernel is tried with SIMD over its threads first; a body the vector code does
+        // not take (or that Cranelift refuses) is lowered again without.
+        let attempts: &[bool] = if is_device || !simd_wanted() {
+            &[false]
+        } else {
+            &[true, false]
+        };
+        let shared_before = carry.shared.clone();
+        let mut outcome = Err(String::new());
+        for &simd in attempts {
+            carry.shared = shared_before.clone();
+            outcome = lower_function(LowerJob {
                 jit,
+                cache,
+                carry: &mut carry,
+                fctx: &mut fctx,
                 funcs: &funcs,
-                span_flag,
-                device,
-                sret: None,
                 module,
                 func,
+                id,
+                sig: sig.clone(),
+                device: device.clone(),
+                simd,
                 warp_width,
                 call_conv,
                 global_ids,
-                shared_globals: shared_globals.clone(),
-                next_slot: carry.next_slot,
-                shared: std::mem::take(&mut carry.shared),
-                roots,
-                root_vals: Vec::new(),
-                root_limits: Vec::new(),
-                homes: vec![Home::Unset; func.locals.len()],
-                spans,
-                ctx: None,
-                entry: None,
-                t: Variable::from_u32(0),
-                tid: [Variable::from_u32(0); 3],
-                next_thread: None,
-                chain: Vec::new(),
-                loops: Vec::new(),
-                lane_slots: 0,
-                mask_slots: 0,
-                refresh: Vec::new(),
-            };
-            let lowered = if is_device {
-                l.device_function()
-            } else {
-                l.kernel()
-            };
-            if let Err(e) = lowered {
-                if is_device {
-                    cache.spans = l.spans;
-                }
-                return Err(e);
+                shared_globals: &shared_globals,
+            });
+            if outcome.is_ok() {
+                break;
             }
-            l.b.seal_all_blocks();
-            if is_device {
-                cache.spans = l.spans;
-                carry.shared = l.shared;
-            } else {
-                carry = Carry {
-                    roots: l.roots,
-                    spans: l.spans,
-                    shared: l.shared,
-                    next_slot: l.next_slot,
-                    lane_slots: l.lane_slots,
-                    mask_slots: l.mask_slots,
-                };
-            }
-            l.b.finalize();
         }
-        jit.define_function(id, &mut ctx)
-            .map_err(|e| format!("Cranelift: {e:?}"))?;
-        jit.clear_context(&mut ctx);
+        kernel_simd = outcome?;
         if is_device {
-            cache.funcs.push((f, id, ret));
+            cache.funcs.push((f, id, device));
         }
     }
     jit.finalize_definitions().map_err(|e| e.to_string())?;
@@ -265,7 +229,141 @@ pub(super) fn compile_kernel(
         mask_slots: carry.mask_slots,
         spans: carry.spans,
         shared: carry.shared,
+        simd: kernel_simd,
+        generation: 0,
     })
+}
+
+/// One function to lower: a device function, or the kernel (with or without SIMD).
+struct LowerJob<'a, 'j> {
+    jit: &'j mut JITModule,
+    cache: &'j mut DeviceCache,
+    carry: &'j mut Carry,
+    fctx: &'j mut FunctionBuilderContext,
+    funcs: &'a [(usize, FuncId)],
+    module: &'a ir::Module,
+    func: &'a ir::Function,
+    id: FuncId,
+    sig: Signature,
+    device: Option<Vec<cir::Type>>,
+    simd: bool,
+    warp_width: u32,
+    call_conv: CallConv,
+    global_ids: &'a [u32],
+    shared_globals: &'a [Option<(u32, usize)>],
+}
+
+/// Lowers and defines one function of a kernel's job list; on `Err` nothing of it is defined.
+/// `Ok(true)`: its thread loop runs chunks of threads as vectors.
+fn lower_function(job: LowerJob<'_, '_>) -> R<bool> {
+    let LowerJob {
+        jit,
+        cache,
+        carry,
+        fctx,
+        funcs,
+        module,
+        func,
+        id,
+        sig,
+        device,
+        simd,
+        warp_width,
+        call_conv,
+        global_ids,
+        shared_globals,
+    } = job;
+    let is_device = device.is_some();
+    let vectorised;
+    let mut ctx = jit.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    {
+        let b = FunctionBuilder::new(&mut ctx.func, fctx);
+        // A device function starts from the module's roots alone and records its fault
+        // positions in the module's table; the kernel keeps its own.
+        let (spans, span_flag) = if is_device {
+            (std::mem::take(&mut cache.spans), DEVICE_SPAN)
+        } else {
+            (Vec::new(), 0)
+        };
+        let mut l = Lower {
+            b,
+            jit,
+            funcs,
+            span_flag,
+            device,
+            sret: None,
+            module,
+            func,
+            warp_width,
+            call_conv,
+            global_ids,
+            shared_globals: shared_globals.to_vec(),
+            next_slot: carry.next_slot,
+            shared: std::mem::take(&mut carry.shared),
+            roots: Vec::new(),
+            root_vals: Vec::new(),
+            roots_ptr: None,
+            root_limits: Vec::new(),
+            homes: vec![Home::Unset; func.locals.len()],
+            spans,
+            ctx: None,
+            entry: None,
+            t: Variable::from_u32(0),
+            tid: [Variable::from_u32(0); 3],
+            next_thread: None,
+            chain: Vec::new(),
+            loops: Vec::new(),
+            lane_slots: 0,
+            mask_slots: 0,
+            refresh: Vec::new(),
+            simd,
+            vs: None,
+            vectorised: false,
+        };
+        let lowered = if is_device {
+            l.device_function()
+        } else {
+            l.kernel()
+        };
+        if is_device {
+            // Positions recorded by a failed attempt index nothing; keeping them is harmless.
+            cache.spans = std::mem::take(&mut l.spans);
+        }
+        if let Err(e) = lowered {
+            // The builder stopped half-way: its context keeps that state, so the next
+            // function (or attempt) starts from a fresh one.
+            drop(l);
+            *fctx = FunctionBuilderContext::new();
+            return Err(e);
+        }
+        l.b.seal_all_blocks();
+        vectorised = l.vectorised;
+        if is_device {
+            carry.shared = l.shared;
+        } else {
+            *carry = Carry {
+                roots: l.roots,
+                spans: l.spans,
+                shared: l.shared,
+                next_slot: l.next_slot,
+                lane_slots: l.lane_slots,
+                mask_slots: l.mask_slots,
+            };
+        }
+        l.b.finalize();
+    }
+    jit.define_function(id, &mut ctx)
+        .map_err(|e| format!("Cranelift: {e:?}"))?;
+    jit.clear_context(&mut ctx);
+    Ok(vectorised)
+}
+
+/// SIMD over threads is tried unless `CHORUS_CPU_SIMD=0` (read at each compile, so a benchmark
+/// can compare both in one process).
+fn simd_wanted() -> bool {
+    std::env::var_os("CHORUS_CPU_SIMD").is_none_or(|v| v != "0")
 }
 
 /// What one function's lowering hands to the next.
@@ -407,6 +505,8 @@ struct Lower<'a, 'f, 'j> {
     roots: Vec<RootSource>,
     /// (base, len, off, ptr) of each root, loaded in the entry block.
     root_vals: Vec<(Value, Value, Value, Value)>,
+    /// The context's root array (the vector code reads its fields where it uses them).
+    roots_ptr: Option<Value>,
     /// Per root and access size (1, 2, 4, 8): (start offset, last valid offset), computed in
     /// the entry block so that an access is one unsigned compare: a root whose offset is
     /// misaligned for the size, or shorter than it, gets a start far out of range.
@@ -425,6 +525,12 @@ struct Lower<'a, 'f, 'j> {
     /// Assigned parameters of a kernel without barriers: (variable, value) to set again at the
     /// start of each thread.
     refresh: Vec<(Variable, Value)>,
+    /// Try SIMD over the threads of a kernel without barriers ([`simd`]).
+    simd: bool,
+    /// The vector body's state while it is emitted.
+    vs: Option<simd::VState>,
+    /// The thread loop was emitted with SIMD.
+    vectorised: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -443,8 +549,8 @@ fn unsupported<T>(span: &Span, what: impl std::fmt::Display) -> R<T> {
     Err(format!("{what} at {span}"))
 }
 
-fn cty(kind: Kind) -> Option<cir::Type> {
-    Some(match kind {
+fn cty(kind: Kind) -> cir::Type {
+    match kind {
         Kind::Bool | Kind::I8 | Kind::U8 => types::I8,
         Kind::I16 | Kind::U16 => types::I16,
         Kind::I32 | Kind::U32 => types::I32,
@@ -454,7 +560,7 @@ fn cty(kind: Kind) -> Option<cir::Type> {
         // Their raw bits; every operation on them calls the interpreter's functions.
         Kind::F16 | Kind::BF16 => types::I16,
         Kind::Fp8 | Kind::Fp4 => types::I8,
-    })
+    }
 }
 
 /// The leaves of `ty` (kind, byte offset), flattened as the interpreter flattens them; `None`
@@ -463,7 +569,6 @@ fn type_leaves(module: &ir::Module, ty: &Type) -> Option<Vec<(Kind, i64)>> {
     match ty {
         Type::Vector(v) => {
             let k = Kind::of_scalar(v.element());
-            cty(k)?;
             Some(
                 (0..v.len())
                     .map(|i| (k, (i * v.element().size()) as i64))
@@ -483,7 +588,6 @@ fn type_leaves(module: &ir::Module, ty: &Type) -> Option<Vec<(Kind, i64)>> {
         Type::TextureObject | Type::SurfaceObject => None,
         t => {
             let k = Kind::of(t)?;
-            cty(k)?;
             Some(vec![(k, 0)])
         }
     }
@@ -546,7 +650,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         match ty {
             Type::TextureObject | Type::SurfaceObject => unsupported(span, "texture objects"),
             _ => match Kind::of(ty) {
-                Some(k) if cty(k).is_some() => Ok(k),
+                Some(k) => Ok(k),
                 _ => unsupported(span, format!("values of type `{ty}`")),
             },
         }
@@ -619,7 +723,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     let mut out = Vec::new();
                     for (slot, (k, _)) in slots.iter().zip(&leaves) {
                         let a = self.lane_addr(*slot);
-                        out.push(self.b.ins().load(cty(*k).expect("checked"), TRUSTED, a, 0));
+                        out.push(self.b.ins().load(cty(*k), TRUSTED, a, 0));
                     }
                     Ok(out)
                 }
@@ -670,7 +774,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let c = self.expr(cond)?;
                 let vars: Vec<Variable> = leaves
                     .iter()
-                    .map(|(k, _)| self.b.declare_var(cty(*k).expect("checked")))
+                    .map(|(k, _)| self.b.declare_var(cty(*k)))
                     .collect();
                 let (tb, eb, end) = (
                     self.b.create_block(),
@@ -870,7 +974,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             let leaves = self.leaves_of(&func[p.local].ty, &func.span)?;
             let mut vars = Vec::new();
             for (k, _) in &leaves {
-                let var = self.b.declare_var(cty(*k).expect("checked"));
+                let var = self.b.declare_var(cty(*k));
                 self.b.def_var(var, params[at]);
                 at += 1;
                 vars.push(var);
@@ -1019,7 +1123,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                         .load(types::I64, TRUSTED, params, (leaf * 8) as i32);
                     leaf += 1;
                     let v = self.of_bits(bits, k);
-                    let var = self.b.declare_var(cty(k).expect("checked"));
+                    let var = self.b.declare_var(cty(k));
                     self.b.def_var(var, v);
                     if assigned[p.local.index()] {
                         self.refresh.push((var, v));
@@ -1044,13 +1148,13 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     self.homes[p.local.index()] = Home::Lane(slot);
                     lane_params.push((slot, v, kind));
                 } else {
-                    let var = self.b.declare_var(cty(kind).expect("checked"));
+                    let var = self.b.declare_var(cty(kind));
                     self.b.def_var(var, v);
                     self.refresh.push((var, v));
                     self.homes[p.local.index()] = Home::Var(var);
                 }
             } else {
-                let var = self.b.declare_var(cty(kind).expect("checked"));
+                let var = self.b.declare_var(cty(kind));
                 self.b.def_var(var, v);
                 self.homes[p.local.index()] = if kind == Kind::Ptr {
                     Home::PtrParam(var, self.root(RootSource::Param(this_leaf as u32)))
@@ -1073,6 +1177,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 })?;
             }
             self.region_block(&func.body)?;
+        } else if self.simd {
+            self.simd_thread_loop(&func.body)?;
         } else {
             self.thread_loop(None, |me| me.block(&func.body))?;
         }
@@ -1103,6 +1209,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             .b
             .ins()
             .load(types::I64, TRUSTED, ctx, offset_of!(Ctx, roots) as i32);
+        self.roots_ptr = Some(roots);
         for i in 0..self.roots.len() {
             let at = (i * size_of::<Root>()) as i32;
             let base = self.b.ins().load(
@@ -1130,17 +1237,14 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 at + offset_of!(Root, ptr) as i32,
             );
             self.root_vals.push((base, len, off, ptr));
-            let limits = [1i64, 2, 4, 8].map(|size| {
-                let lim = self.b.ins().iadd_imm(len, -size);
-                let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, len, size);
-                let m = self.b.ins().band_imm(off, size - 1);
-                let mis = self.b.ins().icmp_imm(IntCC::NotEqual, m, 0);
-                let never = self.b.ins().bor(short, mis);
-                let far = self.b.ins().iconst(types::I64, 1 << 62);
-                let zero = self.b.ins().iconst(types::I64, 0);
+            let limits = [0usize, 1, 2, 3].map(|k| {
+                let ld = |b: &mut FunctionBuilder<'_>, field: usize| {
+                    b.ins()
+                        .load(types::I64, TRUSTED, roots, at + (field + 8 * k) as i32)
+                };
                 (
-                    self.b.ins().select(never, far, off),
-                    self.b.ins().select(short, zero, lim),
+                    ld(&mut self.b, offset_of!(Root, start)),
+                    ld(&mut self.b, offset_of!(Root, last)),
                 )
             });
             self.root_limits.push(limits);
@@ -1184,7 +1288,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 }
                 None => {
                     let StmtKind::DynamicShared { locals } = &s.kind else {
-                        unreachable!()
+                        return unsupported(&s.span, "this shared declaration");
                     };
                     let root = self.root(RootSource::Dynamic);
                     for l in locals {
@@ -1361,7 +1465,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             return Ok(());
         }
         let stmts = std::mem::take(group);
-        let cur = *self.chain.last().expect("region level has a mask");
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
         self.thread_loop(Some(cur), |me| {
             for s in stmts {
                 me.stmt(s)?;
@@ -1378,7 +1482,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 then,
                 otherwise,
             } => {
-                let cur = *self.chain.last().expect("region level has a mask");
+                let cur = *self.chain.last().ok_or("a region without a mask")?;
                 let mt = self.new_mask();
                 let me_ = otherwise.as_ref().map(|_| self.new_mask());
                 self.thread_loop(None, |me| {
@@ -1438,7 +1542,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         step: &[(ir::LocalId, Expr)],
         body: &Block,
     ) -> R<()> {
-        let cur = *self.chain.last().expect("region level has a mask");
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
         let (ml, mi) = (self.new_mask(), self.new_mask());
         self.thread_loop(None, |me| {
             let a = me.mask_addr(cur);
@@ -1522,10 +1626,13 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
     }
 
-    fn leave_thread(&mut self) {
-        let next = self.next_thread.expect("inside a thread loop");
+    fn leave_thread(&mut self) -> R<()> {
+        let next = self
+            .next_thread
+            .ok_or("leaving a thread outside a thread loop")?;
         self.b.ins().jump(next, &[]);
         self.dead_block();
+        Ok(())
     }
 
     // ---- statements (inside a thread loop)
@@ -1542,13 +1649,13 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             let leaves = self.leaves_of(ty, span)?;
             let vars = leaves
                 .iter()
-                .map(|(k, _)| self.b.declare_var(cty(*k).expect("checked")))
+                .map(|(k, _)| self.b.declare_var(cty(*k)))
                 .collect();
             self.homes[l.index()] = Home::Vars(vars);
         }
         if matches!(self.homes[l.index()], Home::Unset) {
             let k = self.kind(ty, span)?;
-            let var = self.b.declare_var(cty(k).expect("checked"));
+            let var = self.b.declare_var(cty(k));
             self.homes[l.index()] = Home::Var(var);
         }
         Ok(())
@@ -1651,7 +1758,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     Some(Target::Region { lp, .. }) => {
                         let lp = *lp;
                         self.clear_masks(lp);
-                        self.leave_thread();
+                        self.leave_thread()?;
                     }
                     None => return unsupported(&s.span, "`break` outside a loop"),
                 }
@@ -1672,7 +1779,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     Some(Target::Region { it, .. }) => {
                         let it = *it;
                         self.clear_masks(it);
-                        self.leave_thread();
+                        self.leave_thread()?;
                     }
                     _ => return unsupported(&s.span, "`continue` outside a loop"),
                 }
@@ -1685,7 +1792,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             } => {
                 let kind = self.kind(&scrutinee.ty, &scrutinee.span)?;
                 let v = self.expr(scrutinee)?;
-                let ty = cty(kind).expect("checked");
+                let ty = cty(kind);
                 let end = self.b.create_block();
                 self.loops.push(Target::Switch { brk: end });
                 for case in cases {
@@ -1721,7 +1828,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 if !self.chain.is_empty() {
                     self.clear_masks(0);
                 }
-                self.leave_thread();
+                self.leave_thread()?;
                 Ok(())
             }
             StmtKind::Return(Some(_)) => unsupported(&s.span, "a kernel returning a value"),
@@ -1891,8 +1998,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             let (i, s, _) = self.index_term(idx, stride)?;
             let s = self.b.ins().iconst(types::I64, s);
             let f = runtime::nf_ptr_index as extern "C" fn(u64, i64, i64) -> u64 as usize;
-            let q = self.call(f, 3, true, &[p, i, s]).expect("returns");
-            ty = ty.pointee().cloned().expect("checked by pointee_size");
+            let q = self.call1(f, 3, &[p, i, s]);
+            ty = ty
+                .pointee()
+                .cloned()
+                .ok_or_else(|| format!("indexing a `{ty}` at {}", base.span))?;
             if k + 1 < indices.len() {
                 p = self.access(Addr::Ptr(q), Kind::Ptr, None, &idx.span)?;
             } else {
@@ -1922,7 +2032,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let f = runtime::nf_ptr_index as extern "C" fn(u64, i64, i64) -> u64 as usize;
                 for (i, s, _) in terms {
                     let s = self.b.ins().iconst(types::I64, s);
-                    p = self.call(f, 3, true, &[p, i, s]).expect("returns");
+                    p = self.call1(f, 3, &[p, i, s]);
                 }
                 p
             }
@@ -1961,7 +2071,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             value.is_some() as i64,
             span,
         );
-        let ty = cty(kind).expect("checked");
+        let ty = cty(kind);
         match value {
             Some(v) => {
                 self.b.ins().store(TRUSTED, v, address, 0);
@@ -2136,8 +2246,17 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         }
     }
 
-    /// Calls the helper at `addr` with `n` 64-bit arguments (the first may be the context).
-    fn call(&mut self, addr: usize, n: usize, returns: bool, args: &[Value]) -> Option<Value> {
+    /// Calls the helper at `addr` with `n` 64-bit arguments and one 64-bit result.
+    fn call1(&mut self, addr: usize, n: usize, args: &[Value]) -> Value {
+        let sig = self.helper_sig(n, true);
+        let sigref = self.b.import_signature(sig);
+        let callee = self.b.ins().iconst(types::I64, addr as i64);
+        let call = self.b.ins().call_indirect(sigref, callee, args);
+        // The signature has exactly one result.
+        self.b.inst_results(call)[0]
+    }
+
+    fn helper_sig(&self, n: usize, returns: bool) -> Signature {
         let mut sig = Signature::new(self.call_conv);
         for _ in 0..n {
             sig.params.push(AbiParam::new(types::I64));
@@ -2145,6 +2264,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         if returns {
             sig.returns.push(AbiParam::new(types::I64));
         }
+        sig
+    }
+
+    /// Calls the helper at `addr` with `n` 64-bit arguments (the first may be the context).
+    fn call(&mut self, addr: usize, n: usize, returns: bool, args: &[Value]) -> Option<Value> {
+        let sig = self.helper_sig(n, returns);
         let sigref = self.b.import_signature(sig);
         let callee = self.b.ins().iconst(types::I64, addr as i64);
         let call = self.b.ins().call_indirect(sigref, callee, args);
@@ -2166,7 +2291,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn widen64(&mut self, v: Value, kind: Kind) -> Value {
-        let ty = cty(kind).expect("checked");
+        let ty = cty(kind);
         if ty == types::I64 {
             v
         } else if kind.is_signed() {
@@ -2188,7 +2313,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 self.b.ins().icmp_imm(IntCC::NotEqual, i, 0)
             }
             k => {
-                let ty = cty(k).expect("checked");
+                let ty = cty(k);
                 if ty == types::I64 {
                     bits
                 } else {
@@ -2202,7 +2327,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         if from == to {
             return v;
         }
-        let (ft, tt) = (cty(from).expect("checked"), cty(to).expect("checked"));
+        let (ft, tt) = (cty(from), cty(to));
         if from.is_narrow_float() || to.is_narrow_float() {
             return self.convert_by_helper(v, from, to);
         }
@@ -2257,7 +2382,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         let f = runtime::nf_convert as extern "C" fn(u64, u64, u64) -> u64 as usize;
         let a = self.b.ins().iconst(types::I64, kind_code(from) as i64);
         let b = self.b.ins().iconst(types::I64, kind_code(to) as i64);
-        let r = self.call(f, 3, true, &[a, b, bits]).expect("returns");
+        let r = self.call1(f, 3, &[a, b, bits]);
         self.of_bits(r, to)
     }
 
@@ -2321,7 +2446,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 Ok(match kind {
                     Kind::F32 => self.b.ins().f32const(f32::from_bits(bits as u32)),
                     Kind::F64 => self.b.ins().f64const(f64::from_bits(bits)),
-                    k => self.iconst(cty(k).expect("checked"), bits as i64),
+                    k => self.iconst(cty(k), bits as i64),
                 })
             }
             ExprKind::Local(id) => match self.homes[id.index()].clone() {
@@ -2329,10 +2454,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 Home::Lane(slot) => {
                     let kind = self.kind(&e.ty, &e.span)?;
                     let a = self.lane_addr(slot);
-                    Ok(self
-                        .b
-                        .ins()
-                        .load(cty(kind).expect("checked"), TRUSTED, a, 0))
+                    Ok(self.b.ins().load(cty(kind), TRUSTED, a, 0))
                 }
                 Home::SharedScalar(root) => {
                     let kind = self.kind(&e.ty, &e.span)?;
@@ -2342,8 +2464,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     if sizes.len() > 1 {
                         return unsupported(&e.span, "a 2-D shared array as a value");
                     }
-                    let RootSource::Shared(slot) = self.roots[root as usize] else {
-                        unreachable!()
+                    let Some(&RootSource::Shared(slot)) = self.roots.get(root as usize) else {
+                        return unsupported(&e.span, "this shared array");
                     };
                     Ok(self
                         .b
@@ -2368,8 +2490,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let addr = self.place_addr(place)?;
                 Ok(self.pointer_of(addr))
             }
-            ExprKind::AddressOf(place) if self.shared_scalar_root(place).is_some() => {
-                let root = self.shared_scalar_root(place).expect("checked");
+            ExprKind::AddressOf(place) if let Some(root) = self.shared_scalar_root(place) => {
                 Ok(self.root_vals[root as usize].3)
             }
             ExprKind::Index(var) => self.index(*var, e),
@@ -2392,7 +2513,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     return Ok(self.b.ins().select(c, a, b));
                 }
                 let c = self.expr(cond)?;
-                let var = self.b.declare_var(cty(kind).expect("checked"));
+                let var = self.b.declare_var(cty(kind));
                 let (tb, eb, end) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -2475,7 +2596,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         if let Some(p) = sret {
             let mut out = Vec::new();
             for (i, k) in ret.iter().enumerate() {
-                let ty = cty(*k).expect("checked");
+                let ty = cty(*k);
                 out.push(self.b.ins().load(ty, TRUSTED, p, (8 * i) as i32));
             }
             return Ok(out);
@@ -2592,12 +2713,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     }
                     let r = if bits.len() == 2 {
                         let h = runtime::nf_math2 as extern "C" fn(u64, u64, u64, u64) -> u64;
-                        self.call(h as usize, 4, true, &[fc, kc, bits[0], bits[1]])
+                        self.call1(h as usize, 4, &[fc, kc, bits[0], bits[1]])
                     } else {
                         let h = runtime::nf_math1 as extern "C" fn(u64, u64, u64) -> u64;
-                        self.call(h as usize, 3, true, &[fc, kc, bits[0]])
-                    }
-                    .expect("returns");
+                        self.call1(h as usize, 3, &[fc, kc, bits[0]])
+                    };
                     self.of_bits(r, kind)
                 };
                 let want = self.kind(&e.ty, &e.span)?;
@@ -2613,9 +2733,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     let bits = [a, b, c].map(|v| self.bits_of(v, kind));
                     let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
                     let h = runtime::nf_fma as extern "C" fn(u64, u64, u64, u64) -> u64;
-                    let r = self
-                        .call(h as usize, 4, true, &[kc, bits[0], bits[1], bits[2]])
-                        .expect("returns");
+                    let r = self.call1(h as usize, 4, &[kc, bits[0], bits[1], bits[2]]);
                     Ok(self.of_bits(r, kind))
                 } else {
                     let m = self.b.ins().imul(a, b);
@@ -2659,8 +2777,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             ExprKind::AddressOf(place) if matches!(place.kind, ExprKind::Aref { .. }) => {
                 self.place_addr(place)?
             }
-            ExprKind::AddressOf(place) if self.shared_scalar_root(place).is_some() => {
-                Addr::Root(self.shared_scalar_root(place).expect("checked"), Vec::new())
+            ExprKind::AddressOf(place) if let Some(root) = self.shared_scalar_root(place) => {
+                Addr::Root(root, Vec::new())
             }
             _ => Addr::Ptr(self.expr(&args[0])?),
         };
@@ -2678,9 +2796,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         let oc = self.b.ins().iconst(types::I64, code);
         let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
         let h = runtime::nf_atomic as extern "C" fn(u64, u64, u64, u64, u64) -> u64;
-        let old = self
-            .call(h as usize, 5, true, &[oc, kc, address, a, b])
-            .expect("returns");
+        let old = self.call1(h as usize, 5, &[oc, kc, address, a, b]);
         let old = self.of_bits(old, kind);
         let want = self.kind(&e.ty, &e.span)?;
         Ok(self.convert(old, kind, want))
@@ -2716,7 +2832,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             .ins()
             .iconst(types::I64, if negate { -size } else { size });
         let f = runtime::nf_ptr_index as extern "C" fn(u64, i64, i64) -> u64 as usize;
-        Ok(self.call(f, 3, true, &[p, i, s]).expect("returns"))
+        Ok(self.call1(f, 3, &[p, i, s]))
     }
 
     fn short_circuit(&mut self, is_and: bool, args: &[Expr]) -> R<Value> {
@@ -2784,9 +2900,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             let oc = self.b.ins().iconst(types::I64, code as i64);
             let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
             let h = runtime::nf_narrow_binary as extern "C" fn(u64, u64, u64, u64) -> u64;
-            let r = self
-                .call(h as usize, 4, true, &[oc, kc, x, y])
-                .expect("returns");
+            let r = self.call1(h as usize, 4, &[oc, kc, x, y]);
             let produced = if matches!(op, B::Eq | B::Ne | B::Lt | B::Gt | B::Le | B::Ge) {
                 Kind::Bool
             } else {
@@ -2823,16 +2937,14 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     let oc = self.b.ins().iconst(types::I64, code);
                     let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
                     let h = runtime::nf_float_binary as extern "C" fn(u64, u64, u64, u64) -> u64;
-                    let r = self
-                        .call(h as usize, 4, true, &[oc, kc, x, y])
-                        .expect("returns");
+                    let r = self.call1(h as usize, 4, &[oc, kc, x, y]);
                     Ok(self.of_bits(r, kind))
                 }
                 _ => unsupported(span, "a bitwise operation on floats"),
             };
         }
         let signed = kind.is_signed();
-        let ty = cty(kind).expect("checked");
+        let ty = cty(kind);
         // Narrow integers compute in 32 bits, as after C's promotion, then truncate.
         let wty = if ty.bits() < 32 { types::I32 } else { ty };
         let widen = |me: &mut Self, v: Value| {
@@ -2968,13 +3080,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             let oc = self.b.ins().iconst(types::I64, code);
             let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
             let h = runtime::nf_unary as extern "C" fn(u64, u64, u64) -> u64;
-            let r = self
-                .call(h as usize, 3, true, &[oc, kc, bits])
-                .expect("returns");
+            let r = self.call1(h as usize, 3, &[oc, kc, bits]);
             return Ok((self.of_bits(r, produced), produced));
         }
         let float = kind.is_float();
-        let ty = cty(kind).expect("checked");
+        let ty = cty(kind);
         Ok(match op {
             Builtin::Neg if float => (self.b.ins().fneg(v), kind),
             Builtin::Neg => (self.b.ins().ineg(v), kind),
@@ -3009,9 +3119,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let oc = self.b.ins().iconst(types::I64, code);
                 let kc = self.b.ins().iconst(types::I64, kind_code(kind) as i64);
                 let h = runtime::nf_unary as extern "C" fn(u64, u64, u64) -> u64;
-                let r = self
-                    .call(h as usize, 3, true, &[oc, kc, bits])
-                    .expect("returns");
+                let r = self.call1(h as usize, 3, &[oc, kc, bits]);
                 if op == Builtin::Saturate {
                     (self.of_bits(r, kind), kind)
                 } else {

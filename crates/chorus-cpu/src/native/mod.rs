@@ -10,9 +10,17 @@
 //! barrier (declared at region level) sit in per-thread arrays ("lane arrays"); locals of one
 //! region are Cranelift variables (registers).
 //!
+//! A kernel without barriers first tries SIMD over its threads (`lower/simd.rs`): chunks of
+//! [`lower::LANES`] consecutive `x` threads run as 128-bit vectors, one lane per thread; an
+//! access whose index is affine in the thread index is one contiguous vector access with one
+//! check for the chunk, and a chunk that cannot run as vectors exactly (lanes that disagree on
+//! a branch, a check that fails) runs through the scalar body instead. A body the vector code
+//! does not take is lowered again without SIMD (`CHORUS_CPU_SIMD=0` skips the attempt).
+//!
 //! Safety is the interpreter's: a pointer is the same (allocation, offset) pair; an access
 //! through a kernel parameter, a shared array or a global uses the allocation resolved once per
-//! block (hoisted out of the thread loop) and one bounds-and-alignment compare and branch; any
+//! block (hoisted out of the thread loop; its limits computed by the launcher, see
+//! `runtime::Root`) and one bounds-and-alignment compare and branch; any
 //! other pointer is resolved through a per-launch table with a second compare. A failed check
 //! leaves the function with the fault's data, and the launcher builds the interpreter's own
 //! message from it (kernel, block, thread, source position, offset). Integer division by zero
@@ -26,7 +34,11 @@
 //! function. What is not compiled yet (warp collectives, `printf`, textures and surfaces,
 //! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
 //! device function) makes the kernel run on the interpreter;
-//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why.
+//! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why. A failure of the
+//! lowering is an `Err` (the kernel is interpreted), never a panic of the launch: the lowering
+//! returns errors for what it cannot compile, and a panic inside it or inside Cranelift (a bug)
+//! is caught, makes the kernel interpreted and retires the module's JIT module (its memory kept
+//! for the kernels compiled into it before), so later kernels start from a fresh one.
 
 mod lower;
 mod runtime;
@@ -50,6 +62,11 @@ pub(crate) struct NativeKernel {
     pub(crate) spans: Vec<chorus_lang::Span>,
     /// Static shared slots the kernel uses and their sizes in bytes.
     pub(crate) shared: Vec<(u32, usize)>,
+    /// Whether the thread loop runs chunks of threads as vectors (`lower::simd`).
+    pub(crate) simd: bool,
+    /// Which JIT module holds the code (an index into [`Jit::retired`], or the current one
+    /// when past its end): where the positions of its device functions' faults are.
+    generation: usize,
 }
 
 // SAFETY: `entry` points into executable memory owned by the module's `JITModule`, which lives
@@ -62,9 +79,17 @@ unsafe impl Sync for NativeKernel {}
 /// The compiled code of one module: each kernel compiled on its first launch (or
 /// [`crate::CpuModule::kernel_path`]) and kept in memory with the module.
 pub(crate) struct NativeModule {
-    jit: Mutex<Option<(cranelift_jit::JITModule, lower::DeviceCache)>>,
+    jit: Mutex<Jit>,
     global_ids: Vec<u32>,
     kernels: Vec<OnceLock<Result<NativeKernel, String>>>,
+}
+
+/// A module's JIT code: the module new kernels go into, and those a panic of the compiler
+/// retired (kept, since kernels compiled into them before still run from their memory).
+#[derive(Default)]
+struct Jit {
+    current: Option<(cranelift_jit::JITModule, lower::DeviceCache)>,
+    retired: Vec<(cranelift_jit::JITModule, lower::DeviceCache)>,
 }
 
 impl std::fmt::Debug for NativeModule {
@@ -76,7 +101,7 @@ impl std::fmt::Debug for NativeModule {
 impl NativeModule {
     pub(crate) fn new(module: &ir::Module, global_ids: Vec<u32>) -> NativeModule {
         NativeModule {
-            jit: Mutex::new(None),
+            jit: Mutex::new(Jit::default()),
             global_ids,
             kernels: module.functions.iter().map(|_| OnceLock::new()).collect(),
         }
@@ -93,14 +118,39 @@ impl NativeModule {
             return Err("no such kernel");
         };
         cell.get_or_init(|| {
-            let mut jit = self.jit.lock().unwrap_or_else(|p| p.into_inner());
-            if jit.is_none() {
-                *jit = Some((lower::new_jit()?, lower::DeviceCache::default()));
+            let mut guard = self.jit.lock().unwrap_or_else(|p| p.into_inner());
+            let jit = &mut *guard;
+            if jit.current.is_none() {
+                jit.current = Some((lower::new_jit()?, lower::DeviceCache::default()));
             }
-            let (jit, cache) = jit.as_mut().expect("created above");
+            let generation = jit.retired.len();
+            let Some((code, cache)) = jit.current.as_mut() else {
+                return Err("no JIT module".into());
+            };
             let started = std::time::Instant::now();
-            let result =
-                lower::compile_kernel(jit, cache, module, index, warp_width, &self.global_ids);
+            // A panic in the lowering or in Cranelift is a bug, not the kernel's: the kernel
+            // takes the interpreter, and the JIT module (perhaps left half-way through a
+            // definition) is retired so later kernels start from a fresh one.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                lower::compile_kernel(code, cache, module, index, warp_width, &self.global_ids)
+            }))
+            .unwrap_or_else(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("a panic without a message");
+                if let Some(old) = jit.current.take() {
+                    jit.retired.push(old);
+                }
+                Err(format!(
+                    "the native compiler failed on this kernel ({what})"
+                ))
+            })
+            .map(|mut k| {
+                k.generation = generation;
+                k
+            });
             match &result {
                 Ok(_) => tracing::debug!(
                     kernel = &*module.functions[index].name,
@@ -128,7 +178,10 @@ impl NativeModule {
             return kernel.spans.get(index as usize).cloned();
         }
         let jit = self.jit.lock().unwrap_or_else(|p| p.into_inner());
-        let (_, cache) = jit.as_ref()?;
+        let (_, cache) = match jit.retired.get(kernel.generation) {
+            Some(old) => old,
+            None => jit.current.as_ref()?,
+        };
         cache
             .spans
             .get((index & !lower::DEVICE_SPAN) as usize)
@@ -138,10 +191,11 @@ impl NativeModule {
 
 impl Drop for NativeModule {
     fn drop(&mut self) {
-        if let Some((jit, _)) = self.jit.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+        let jit = std::mem::take(self.jit.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (code, _) in jit.current.into_iter().chain(jit.retired) {
             // SAFETY: the kernels' entry points die with `self.kernels` (dropped with `self`);
             // no launch is running, since launches borrow the module that owns `self`.
-            unsafe { jit.free_memory() };
+            unsafe { code.free_memory() };
         }
     }
 }

@@ -31,6 +31,69 @@ pub(crate) struct Root {
     /// The pointer's signed offset into the allocation.
     pub(crate) off: i64,
     pub(crate) ptr: u64,
+    /// Per access size (1, 2, 4, 8): the offset an access at element 0 starts from, and the
+    /// last valid start, so that a check is one unsigned compare: a root misaligned for the
+    /// size, or shorter than it, starts far out of range. Computed here, once per launch and
+    /// worker, rather than in the compiled code, where Cranelift would recompute them in the
+    /// thread loop (their constants are rematerialised at every use).
+    pub(crate) start: [u64; 4],
+    pub(crate) last: [u64; 4],
+    /// For 4-byte elements (the vector code's): the host address of element 0; an index `i`
+    /// is valid exactly when `i - lo4 <= span4` as unsigned 64-bit numbers, and a chunk of
+    /// [`super::lower::LANES`] elements may start at `i` when `i - chunk_lo4 <= chunk_span4`.
+    pub(crate) elem0: u64,
+    pub(crate) lo4: i64,
+    pub(crate) span4: u64,
+    pub(crate) chunk_lo4: i64,
+    pub(crate) chunk_span4: u64,
+}
+
+impl Root {
+    fn new(base: u64, len: u64, off: i64, ptr: u64) -> Root {
+        let mut start = [0; 4];
+        let mut last = [0; 4];
+        for (k, size) in [1u64, 2, 4, 8].into_iter().enumerate() {
+            let short = len < size;
+            let misaligned = off as u64 & (size - 1) != 0;
+            start[k] = if short || misaligned {
+                1 << 62
+            } else {
+                off as u64
+            };
+            last[k] = if short { 0 } else { len - size };
+        }
+        // Element indexes i with 0 <= off + 4i <= len - 4, off a multiple of 4.
+        let (lo4, hi4) = if len >= 4 && off % 4 == 0 {
+            (-off / 4, (len as i64 - 4 - off).div_euclid(4))
+        } else {
+            (0, -1)
+        };
+        // `None`: no index is valid.
+        let span = |extra: i64| {
+            let top = hi4 - extra;
+            (top >= lo4).then(|| (top - lo4) as u64)
+        };
+        let (span4, chunk_span4) = (span(0), span(super::lower::LANES - 1));
+        // Where nothing is valid, `lo4` lies far above any index a kernel computes (a 32-bit
+        // one, or a 64-bit one under 2^40), so that `i - lo4` is huge for every `i`.
+        const FAR: i64 = 1 << 62;
+        let lo_of = |s: Option<u64>| if s.is_some() { lo4 } else { FAR };
+        let (chunk_lo4, lo4) = (lo_of(chunk_span4), lo_of(span4));
+        let (span4, chunk_span4) = (span4.unwrap_or(0), chunk_span4.unwrap_or(0));
+        Root {
+            base,
+            len,
+            off,
+            ptr,
+            start,
+            last,
+            elem0: base.wrapping_add(off as u64),
+            lo4,
+            span4,
+            chunk_lo4,
+            chunk_span4,
+        }
+    }
 }
 
 /// A slot of the allocation table (indexed by the low bits of an allocation id).
@@ -189,12 +252,7 @@ fn new_worker(launch: &NativeLaunch<'_>, threads: usize) -> Result<Worker, Strin
                 RootSource::Global(id) => encode(id, 0),
             };
             let (base, len) = find(ptr).unwrap_or((0, 0));
-            Root {
-                base,
-                len,
-                off: signed_offset(ptr),
-                ptr,
-            }
+            Root::new(base, len, signed_offset(ptr), ptr)
         })
         .collect();
     Ok(Worker {
