@@ -1,6 +1,7 @@
 //! Private temporary directories for nvcc's input and output files.
 
 use crate::error::{Error, Result};
+use chorus_cache::disk::create_private_dir;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -49,15 +50,6 @@ impl Drop for PrivateTempDir {
             tracing::warn!("could not remove {}: {e}", self.path.display());
         }
     }
-}
-
-/// Creates one directory (not its parents) readable only by its owner.
-pub(crate) fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    #[cfg_attr(not(unix), expect(unused_mut, reason = "only Unix sets a mode"))]
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(path)
 }
 
 #[cfg(test)]

@@ -151,6 +151,12 @@ fn deep_nesting(bytes: usize) -> String {
 /// byte of kernel text).
 fn measure(name: &str, text: &str) -> f64 {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The process's first compile also fills tables made once (about 110 KiB), whichever test
+    // runs first: not a cost of this input.
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        compile_and_print(&many_kernels(1));
+    });
     let mut printed = 0;
     let peak = peak_during(|| printed = compile_and_print(text));
     let ratio = peak.saturating_sub(printed) as f64 / text.len() as f64;
@@ -166,15 +172,12 @@ fn measure(name: &str, text: &str) -> f64 {
 
 /// The bound `chorus compile` keeps: peak heap under 30 bytes per byte of kernel text, besides
 /// the C text it prints. Measured on 1 MiB of text: a few MiB of it are fixed costs (tables,
-/// one function's working set), which smaller inputs do not amortise ([`FIXED`]).
+/// one function's working set), which smaller inputs do not amortise ([`FIXED`]). One huge
+/// function keeps it too (it peaked near 42x while its expanded forms, about 19 bytes per byte
+/// of text, and its IR, about 22, coexisted, and before that its forms as read and their
+/// expansion): the expander and the checker consume each statement by value, dropping its
+/// forms once it is expanded, and once it is checked.
 const BOUND: f64 = 30.0;
-
-/// The bound for a unit that is one function: its expanded forms (about 19 bytes per byte of
-/// text) and its IR (about 22) coexist while it is checked, so it peaks near 42x (it was 82x
-/// while each argument list kept room for four operands, every block was copied into its
-/// `let`, and the function's IR was cloned to drop spare capacity). Under 30x would take a
-/// checker that frees each statement's forms as it goes.
-const ONE_FUNCTION_BOUND: f64 = 45.0;
 
 /// What the front end allocates whatever the input (tables, a function's context), which a
 /// small input does not amortise: a 1 KiB kernel peaks at about 48 KiB.
@@ -195,18 +198,18 @@ fn long_bodies_stay_under_the_bound() {
 #[test]
 fn one_huge_kernel_stays_under_its_bound() {
     let ratio = measure("one huge kernel", &one_huge_kernel(1 << 20));
-    assert!(ratio < ONE_FUNCTION_BOUND, "{ratio:.1}x the input");
+    assert!(ratio < BOUND, "{ratio:.1}x the input");
 }
 
 #[test]
 fn small_inputs_stay_under_the_bound_plus_the_fixed_cost() {
     for bytes in [1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10] {
-        for (shape, text, bound) in [
-            ("many kernels", many_kernels(bytes), BOUND),
-            ("one kernel", one_huge_kernel(bytes), ONE_FUNCTION_BOUND),
+        for (shape, text) in [
+            ("many kernels", many_kernels(bytes)),
+            ("one kernel", one_huge_kernel(bytes)),
         ] {
             let ratio = measure(&format!("{shape}, {bytes} bytes"), &text);
-            let allowed = bound + FIXED as f64 / text.len() as f64;
+            let allowed = BOUND + FIXED as f64 / text.len() as f64;
             assert!(
                 ratio < allowed,
                 "{shape}, {bytes} bytes: {ratio:.1}x, over {allowed:.1}x"

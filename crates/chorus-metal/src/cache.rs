@@ -1,29 +1,17 @@
-//! Cache keys and the disk cache's place, as the CUDA backend keys its cache: a key is the hex
-//! SHA-256 of its parts, each length-prefixed (the MSL text, the language version, the device),
-//! so that a program compiled once is found again in memory, and its pipelines' binaries on disk
-//! (Metal binary archives, `KEY.metallib-archive`, under `CHORUS_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME/chorus`, else `~/.cache/chorus`, in a `metal` folder).
+//! Cache keys and the disk cache's place, as every backend keys its cache
+//! ([`chorus_cache`]): a key is the hex SHA-256 of its parts, each length-prefixed (the MSL
+//! text, the language version, the device), so that a program compiled once is found again in
+//! memory, and its pipelines' binaries on disk (Metal binary archives, `KEY.metallib-archive`,
+//! in a `metal` folder of the cache directory every backend shares, [`chorus_cache::disk::dir`],
+//! used only when it is the user's own).
 
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-/// A cache key: hex SHA-256 of its parts (each length-prefixed, so part boundaries count).
-pub fn key(parts: &[&[u8]]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update((part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use chorus_cache::key;
 
 /// The disk cache's folder for Metal, created (private to the user) if missing; `None` when
-/// `CHORUS_DISK_CACHE` turns it off, no folder can be found, or the folder is writable by
-/// others (then nothing is read from it).
+/// `CHORUS_DISK_CACHE` turns it off, or the cache directory or the folder cannot be made or is
+/// not the user's own (another user's, or writable by others: then nothing is read from it).
 pub fn directory() -> Option<PathBuf> {
     if let Ok(flag) = std::env::var("CHORUS_DISK_CACHE")
         && matches!(
@@ -33,31 +21,16 @@ pub fn directory() -> Option<PathBuf> {
     {
         return None;
     }
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let base = var("CHORUS_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("chorus")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache").join("chorus")))?;
+    let base = chorus_cache::disk::dir();
     let dir = base.join("metal");
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(&dir).ok()?;
-    #[cfg(unix)]
+    match chorus_cache::disk::ensure_dir(&base).and_then(|()| chorus_cache::disk::ensure_dir(&dir))
     {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&dir).ok()?.permissions().mode();
-        if mode & 0o022 != 0 {
-            tracing::warn!(
-                target: "chorus_metal",
-                "the Metal disk cache {} is writable by others; not using it",
-                dir.display()
-            );
-            return None;
+        Ok(()) => Some(dir),
+        Err(e) => {
+            chorus_cache::disk::warn_disk_cache_off(&e);
+            None
         }
     }
-    Some(dir)
 }
 
 #[cfg(test)]

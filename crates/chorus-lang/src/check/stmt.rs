@@ -11,6 +11,7 @@ use crate::ir::{
     Block, Builtin, Expr, ExprKind, GlobalQualifier, LocalId, LocalStorage, Stmt, StmtKind,
     SwitchCase,
 };
+use crate::span::Span;
 use crate::types::Type;
 
 /// A statement of `kind` made from `form`.
@@ -25,6 +26,47 @@ impl FnCx<'_> {
     /// A sequence of statements in a new scope.
     pub(super) fn body(&mut self, forms: &[Form]) -> Result<Block> {
         self.scoped(|cx| cx.stmts(forms))
+    }
+
+    /// [`FnCx::body`], consuming the forms: each statement is dropped once checked, so that a
+    /// huge body and its IR do not coexist (each is many times the size of the text).
+    pub(super) fn body_owned(&mut self, forms: Vec<Form>) -> Result<Block> {
+        self.scoped(|cx| {
+            let mut out = Vec::with_capacity(forms.len());
+            cx.stmts_into_owned(forms, &mut out)?;
+            Ok(Block { stmts: out })
+        })
+    }
+
+    /// [`FnCx::stmts_into`], consuming the forms.
+    fn stmts_into_owned(&mut self, forms: Vec<Form>, out: &mut Vec<Stmt>) -> Result<()> {
+        out.reserve_exact(forms.len());
+        for f in forms {
+            self.stmt_owned(f, out)?;
+        }
+        Ok(())
+    }
+
+    /// [`FnCx::stmt`], consuming the form: a `let`'s or a `progn`'s statements are checked by
+    /// value (the forms a long body is made of); any other statement as borrowed.
+    fn stmt_owned(&mut self, f: Form, out: &mut Vec<Stmt>) -> Result<()> {
+        match f.as_call() {
+            Some(("let", _)) => {
+                let s = self.let_stmt_owned(f)?;
+                out.push(s);
+                Ok(())
+            }
+            Some(("progn", _)) => {
+                let FormKind::List(items) = f.kind else {
+                    return Ok(());
+                };
+                for s in items.into_iter().skip(1) {
+                    self.stmt_owned(s, out)?;
+                }
+                Ok(())
+            }
+            _ => self.stmt(&f, out),
+        }
     }
 
     /// A sequence of statements in the current scope.
@@ -69,7 +111,7 @@ impl FnCx<'_> {
         };
         let s = match head {
             "if" => self.if_stmt(args, f)?,
-            "let" => self.let_stmt(args, f)?,
+            "let" => self.let_stmt(args, &f.span)?,
             "do" => self.do_stmt(args, f)?,
             "while" => self.while_stmt(args, f)?,
             "for" => self.for_stmt(args, f)?,
@@ -155,13 +197,42 @@ impl FnCx<'_> {
     }
 
     /// `(let ((var init)…) body…)`: the inits see the enclosing scope (parallel binding).
-    fn let_stmt(&mut self, args: &[Form], f: &Form) -> Result<Stmt> {
+    fn let_stmt(&mut self, args: &[Form], span: &Span) -> Result<Stmt> {
         let Some((bindings, body)) = args.split_first() else {
             return err(
-                &f.span,
+                span,
                 "let needs a list of bindings: (let ((VAR INIT)…) body…)",
             );
         };
+        let Some(inits) = self.let_inits(bindings)? else {
+            return self.let_stmt(&sequential_let(bindings, body, span), span);
+        };
+        self.let_block(inits, span, |cx, stmts| cx.stmts_into(body, stmts))
+    }
+
+    /// [`FnCx::let_stmt`], consuming the form `f`: each statement of the body is dropped once
+    /// checked.
+    fn let_stmt_owned(&mut self, f: Form) -> Result<Stmt> {
+        let Form { kind, span } = f;
+        let mut body = match kind {
+            FormKind::List(items) if items.len() >= 2 => items,
+            kind => {
+                let f = Form { kind, span };
+                return self.let_stmt(f.as_call().map_or(&[], |(_, args)| args), &f.span);
+            }
+        };
+        // `(let BINDINGS body…)` becomes the body in place (a copy would hold it twice).
+        let bindings = std::mem::replace(&mut body[1], Form::list(Vec::new(), span.clone()));
+        body.drain(..2);
+        let Some(inits) = self.let_inits(&bindings)? else {
+            return self.let_stmt(&sequential_let(&bindings, &body, &span), &span);
+        };
+        self.let_block(inits, &span, |cx, stmts| cx.stmts_into_owned(body, stmts))
+    }
+
+    /// The checked initial values of a `let`'s bindings, in order; `None` when an init names an
+    /// earlier binding of the same `let`, which then binds sequentially (see below).
+    fn let_inits<'f>(&mut self, bindings: &'f Form) -> Result<Option<Vec<(&'f str, Expr)>>> {
         let mut inits: Vec<(&str, Expr)> = Vec::new();
         for b in binding_list(bindings, "let", "(let ((VAR INIT)…) body…)")? {
             let Some([name, init]) = b.as_list().and_then(|l| <&[Form; 2]>::try_from(l).ok())
@@ -187,16 +258,26 @@ impl FnCx<'_> {
                             .starts_with(&format!("unknown variable `{n}`"))
                     }) =>
                 {
-                    return self.let_stmt(&sequential_let(bindings, body, f), f);
+                    return Ok(None);
                 }
                 Err(error) => return Err(error),
             };
             inits.push((name_str, e));
         }
+        Ok(Some(inits))
+    }
+
+    /// The block of a `let` at `span`: its declarations, then the body `fill` checks into it.
+    fn let_block(
+        &mut self,
+        inits: Vec<(&str, Expr)>,
+        span: &Span,
+        fill: impl FnOnce(&mut Self, &mut Vec<Stmt>) -> Result<()>,
+    ) -> Result<Stmt> {
         let block = self.scoped(|cx| {
             // The body's statements go straight in after the declarations: a block of its own
             // appended here would hold them twice for a moment (a huge body: megabytes).
-            let mut stmts = Vec::with_capacity(inits.len() + body.len());
+            let mut stmts = Vec::with_capacity(inits.len());
             for (name, init) in inits {
                 let local = cx.declare(name, init.ty.clone(), LocalStorage::Register);
                 let span = init.span.clone();
@@ -205,10 +286,13 @@ impl FnCx<'_> {
                     span,
                 });
             }
-            cx.stmts_into(body, &mut stmts)?;
+            fill(cx, &mut stmts)?;
             Ok(Block { stmts })
         })?;
-        Ok(stmt(StmtKind::Block(block), f))
+        Ok(Stmt {
+            kind: StmtKind::Block(block),
+            span: span.clone(),
+        })
     }
 
     /// An expression that must have a value (not `void`) to initialize a variable.
@@ -765,7 +849,7 @@ impl FnCx<'_> {
 
 /// `(let (b1 b2 …) body…)` as `((b1) (let (b2 …) body…))`: the arguments of a let whose first
 /// binding is seen by the rest (see `let_stmt`).
-fn sequential_let(bindings: &Form, body: &[Form], f: &Form) -> Vec<Form> {
+fn sequential_let(bindings: &Form, body: &[Form], span: &Span) -> Vec<Form> {
     let items = bindings.as_list().unwrap_or_default();
     let Some((first, rest)) = items.split_first() else {
         return std::iter::once(bindings.clone())
@@ -777,11 +861,11 @@ fn sequential_let(bindings: &Form, body: &[Form], f: &Form) -> Vec<Form> {
         return std::iter::once(first).chain(body.iter().cloned()).collect();
     }
     let mut inner = vec![
-        Form::symbol("let", f.span.clone()),
+        Form::symbol("let", span.clone()),
         Form::list(rest.to_vec(), bindings.span.clone()),
     ];
     inner.extend(body.iter().cloned());
-    vec![first, Form::list(inner, f.span.clone())]
+    vec![first, Form::list(inner, span.clone())]
 }
 
 /// The items of a binding list (`()` and `nil` are empty).

@@ -10,6 +10,7 @@ use crate::ir::{
 use crate::span::Span;
 use crate::stack;
 use crate::types::{Type, VectorType};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A function's signature, known before any body is checked.
@@ -162,8 +163,25 @@ fn declare_unit(forms: &[Form]) -> Result<(ModuleCx, Vec<usize>)> {
 fn declared_body(form: &Form) -> PendingBody<'_> {
     let items = form.as_list().unwrap_or_default();
     PendingBody {
-        form,
-        body: items.get(3..).unwrap_or_default(),
+        span: form.span.clone(),
+        body: Cow::Borrowed(items.get(3..).unwrap_or_default()),
+    }
+}
+
+/// [`declared_body`], taken out of the form (which is left an empty list): checked by value,
+/// each statement dropped once checked.
+fn take_declared_body(form: &mut Form) -> PendingBody<'static> {
+    let body = match std::mem::replace(&mut form.kind, FormKind::List(Vec::new())) {
+        FormKind::List(mut items) => {
+            // In place: a copy of a huge body would briefly hold it twice.
+            items.drain(..items.len().min(3));
+            items
+        }
+        _ => Vec::new(),
+    };
+    PendingBody {
+        span: form.span.clone(),
+        body: Cow::Owned(body),
     }
 }
 
@@ -184,7 +202,7 @@ fn check_unit(forms: &[Form]) -> Result<ir::Module> {
     })
 }
 
-/// [`check_unit`], emptying each function's form once it is checked.
+/// [`check_unit`], consuming each function's form as it is checked.
 fn check_unit_draining(forms: &mut [Form]) -> Result<ir::Module> {
     let (m, functions) = declare_unit(forms)?;
     let mut out = Vec::with_capacity(functions.len());
@@ -192,9 +210,8 @@ fn check_unit_draining(forms: &mut [Form]) -> Result<ir::Module> {
         out.push(checked_function(
             &m,
             FunctionId(id as u32),
-            declared_body(&forms[i]),
+            take_declared_body(&mut forms[i]),
         )?);
-        forms[i].kind = FormKind::List(Vec::new());
     }
     Ok(ir::Module {
         structs: m.structs,
@@ -452,19 +469,16 @@ const QUALIFIERS: [(&str, GlobalQualifier); 5] = [
     (":restrict", GlobalQualifier::Restrict),
 ];
 
-/// The parts of a `defkernel` whose checking waits until every signature is known.
+/// The parts of a `defkernel` whose checking waits until every signature is known: the
+/// definition's span and its body (borrowed, or owned to be consumed as it is checked).
 pub(super) struct PendingBody<'f> {
-    form: &'f Form,
-    body: &'f [Form],
+    span: Span,
+    body: Cow<'f, [Form]>,
 }
 
-fn declare_function<'f>(
-    m: &mut ModuleCx,
-    form: &'f Form,
-    args: &'f [Form],
-) -> Result<PendingBody<'f>> {
+fn declare_function(m: &mut ModuleCx, form: &Form, args: &[Form]) -> Result<()> {
     let usage = "expected (defkernel NAME (RESULT-TYPE ((ARG TYPE)…)) body…)";
-    let [name_form, signature, body @ ..] = args else {
+    let [name_form, signature, ..] = args else {
         return err(
             &form.span,
             format!("defkernel needs a name and a signature; {usage}"),
@@ -555,7 +569,7 @@ fn declare_function<'f>(
         params,
         span: form.span.clone(),
     });
-    Ok(PendingBody { form, body })
+    Ok(())
 }
 
 /// [`check_function`] with no spare capacity left in any of the function's vectors (grown by
@@ -577,18 +591,25 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
             restrict: p.restrict,
         })
         .collect();
-    let mut body = pending.body;
+    let mut body_forms = pending.body;
     let mut launch_bounds = None;
-    if let Some((first, rest)) = body.split_first()
-        && let Some(("declare", specs)) = first.as_call()
-    {
+    if let Some(("declare", specs)) = body_forms.first().and_then(Form::as_call) {
         launch_bounds = cx.declarations(sig, specs)?;
-        body = rest;
+        body_forms = match body_forms {
+            Cow::Borrowed(forms) => Cow::Borrowed(&forms[1..]),
+            Cow::Owned(mut forms) => {
+                forms.remove(0);
+                Cow::Owned(forms)
+            }
+        };
     }
-    let body_forms = body;
-    let body = cx.body(body_forms)?;
+    let last_span = body_forms.last().map(|f| f.span.clone());
+    let body = match body_forms {
+        Cow::Borrowed(forms) => cx.body(forms)?,
+        Cow::Owned(forms) => cx.body_owned(forms)?,
+    };
     if sig.ret != Type::Void && !flow::always_returns(&body) {
-        let span = body_forms.last().map_or(&pending.form.span, |f| &f.span);
+        let span = last_span.as_ref().unwrap_or(&pending.span);
         return err(
             span,
             format!(
@@ -606,7 +627,7 @@ fn check_function(m: &ModuleCx, id: FunctionId, pending: PendingBody<'_>) -> Res
         launch_bounds,
         locals: cx.locals,
         body,
-        span: pending.form.span.clone(),
+        span: pending.span,
     })
 }
 

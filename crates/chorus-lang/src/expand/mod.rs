@@ -76,7 +76,7 @@ mod lambda_list;
 pub mod lisp;
 
 use crate::error::{Error, Result};
-use crate::form::Form;
+use crate::form::{Form, FormKind};
 use crate::span::Span;
 use crate::stack;
 use lisp::LispMacro;
@@ -368,9 +368,9 @@ impl Expander {
 
     /// [`Expander::expand_unit`], dropping each form once it is expanded: the forms read and
     /// their expansion then take little more memory together than the larger of them. On a
-    /// big stack (see [`crate::stack`]), unless the unit is small.
+    /// big stack (see [`crate::stack`]), unless the unit is small (under 1 000 forms).
     pub fn expand_unit_owned(&mut self, forms: Vec<Form>) -> Result<Vec<Form>> {
-        if forms.len() < 64 && forms.iter().map(count_forms).sum::<u64>() < 100_000 {
+        if forms.len() < 64 && forms.iter().map(count_forms).sum::<u64>() < SMALL_UNIT_FORMS {
             return self.expand_unit(&forms);
         }
         let mut forms = Some(forms);
@@ -437,7 +437,7 @@ impl Expander {
                     }
                 }
                 Some(("defkernel" | "defglobal" | "defkernel-struct", _)) => {
-                    out.push(Walker::new(self).walk_definition(&form)?);
+                    out.push(Walker::new(self).walk_definition(form)?);
                 }
                 _ => {
                     let mut walker = Walker::new(self);
@@ -678,8 +678,16 @@ impl<'e> Walker<'e> {
         Ok(())
     }
 
-    /// Expands a `defkernel`, `defglobal` or `defkernel-struct` form.
-    fn walk_definition(&mut self, form: &Form) -> Result<Form> {
+    /// Expands a `defkernel`, `defglobal` or `defkernel-struct` form (an owned `defkernel` is
+    /// consumed statement by statement: see [`Walker::walk_owned`]).
+    fn walk_definition(&mut self, form: Cow<'_, Form>) -> Result<Form> {
+        let form = match form {
+            Cow::Owned(form) if form.as_call().is_some_and(|(head, _)| head == "defkernel") => {
+                return self.walk_defkernel_owned(form);
+            }
+            Cow::Owned(ref form) => form,
+            Cow::Borrowed(form) => form,
+        };
         match form.as_call() {
             Some(("defkernel", _)) => self.walk_defkernel(form),
             Some(("defglobal", _)) => {
@@ -707,21 +715,8 @@ impl<'e> Walker<'e> {
             // Malformed: the checker reports it; there is no body to expand.
             return Ok(form.clone());
         };
-        let params: Vec<String> = signature
-            .as_list()
-            .and_then(|s| s.get(1))
-            .and_then(Form::as_list)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|p| {
-                p.as_list()
-                    .and_then(|p| p.first())
-                    .and_then(Form::as_symbol)
-            })
-            .map(str::to_string)
-            .collect();
         let mark = self.vars.len();
-        self.vars.extend(params.into_iter().map(|p| (p, None)));
+        self.vars.extend(parameter_names(signature));
         let body = self.walk_all(body);
         self.vars.truncate(mark);
         let mut out = vec![head.clone(), name.clone(), signature.clone()];
@@ -729,12 +724,49 @@ impl<'e> Walker<'e> {
         Ok(Form::list(out, form.span.clone()))
     }
 
+    /// [`Walker::walk_defkernel`], consuming the form: each statement is dropped once expanded.
+    fn walk_defkernel_owned(&mut self, form: Form) -> Result<Form> {
+        let Form { kind, span } = form;
+        let mut items = match kind {
+            FormKind::List(items) if items.len() >= 3 => items,
+            // Malformed: the checker reports it; there is no body to expand.
+            kind => return Ok(Form { kind, span }),
+        };
+        let body = items.split_off(3);
+        let mark = self.vars.len();
+        self.vars.extend(parameter_names(&items[2]));
+        items.reserve_exact(body.len());
+        let walked = self.walk_owned_into(body, &mut items);
+        self.vars.truncate(mark);
+        walked?;
+        Ok(Form::list(items, span))
+    }
+
     fn walk_all(&mut self, forms: &[Form]) -> Result<Vec<Form>> {
         forms.iter().map(|f| self.walk(f)).collect()
     }
 
+    /// Expands each of `forms` in turn, dropping it once expanded, onto `out`.
+    fn walk_owned_into(&mut self, forms: Vec<Form>, out: &mut Vec<Form>) -> Result<()> {
+        for form in forms {
+            out.push(self.walk_owned(form)?);
+        }
+        Ok(())
+    }
+
     /// Expands `form` completely in the current scope.
     fn walk(&mut self, form: &Form) -> Result<Form> {
+        self.walk_cow(Cow::Borrowed(form))
+    }
+
+    /// [`Walker::walk`], consuming `form`: a `let` or a call is taken apart and its parts
+    /// expanded one by one, each dropped once expanded, so that a huge body and its expansion
+    /// do not coexist (memory: each is many times the size of the text).
+    fn walk_owned(&mut self, form: Form) -> Result<Form> {
+        self.walk_cow(Cow::Owned(form))
+    }
+
+    fn walk_cow(&mut self, form: Cow<'_, Form>) -> Result<Form> {
         if self.depth >= MAX_FORM_DEPTH {
             return Err(Error::new(
                 &form.span,
@@ -750,18 +782,41 @@ impl<'e> Walker<'e> {
         result
     }
 
-    fn walk_expanding(&mut self, form: &Form) -> Result<Form> {
+    fn walk_expanding(&mut self, form: Cow<'_, Form>) -> Result<Form> {
         let mut in_place = 0;
-        let mut current = None;
-        while let Some(next) = self.expand_1(current.as_ref().unwrap_or(form))? {
-            self.count_expansion(current.as_ref().unwrap_or(form), in_place)?;
+        let mut current = form;
+        while let Some(next) = self.expand_1(&current)? {
+            self.count_expansion(&current, in_place)?;
             in_place += 1;
-            current = Some(next);
+            // A macro's output is the walker's own: walked by value.
+            current = Cow::Owned(next);
         }
         self.active += in_place;
-        let result = self.walk_core(current.as_ref().unwrap_or(form));
+        let result = match current {
+            Cow::Borrowed(form) => self.walk_core(form),
+            Cow::Owned(form) => self.walk_core_owned(form),
+        };
         self.active -= in_place;
         result
+    }
+
+    /// [`Walker::walk_core`], consuming `form`: a `let` and a call (the forms a long body is
+    /// made of) by value, the other core forms as borrowed.
+    fn walk_core_owned(&mut self, form: Form) -> Result<Form> {
+        match form.as_call() {
+            Some(("let", _)) => self.walk_let_owned(form),
+            Some((name, _)) if !CORE_FORMS.contains(&name) => {
+                let Form { kind, span } = form;
+                let FormKind::List(mut items) = kind else {
+                    return self.walk_core(&Form { kind, span });
+                };
+                let args = items.split_off(1);
+                items.reserve_exact(args.len());
+                self.walk_owned_into(args, &mut items)?;
+                Ok(Form::list(items, span))
+            }
+            _ => self.walk_core(&form),
+        }
     }
 
     /// Walks a form that is not a macro call: a core form, a call, or an atom.
@@ -781,6 +836,7 @@ impl<'e> Walker<'e> {
         let Some(name) = head.as_symbol() else {
             return Ok(Form::list(self.walk_all(items)?, form.span.clone()));
         };
+        // Every name given its own arm here is in `CORE_FORMS`.
         match name {
             "declare" | "quote" | "function" => Ok(form.clone()),
             "unquote" | "unquote-splicing" => Err(Error::new(
@@ -817,7 +873,7 @@ impl<'e> Walker<'e> {
         let Some((bindings, body)) = args.split_first() else {
             return Ok(form.clone());
         };
-        let Some(binding_list) = bindings.as_list() else {
+        let Some((bindings, vars)) = self.walk_bindings(bindings)? else {
             // `(let nil …)` or malformed: no variables; the checker judges the rest.
             let body = self.walk_all(body)?;
             return Ok(list_with(
@@ -825,6 +881,43 @@ impl<'e> Walker<'e> {
                 body,
                 &form.span,
             ));
+        };
+        let body = self.walk_scoped(vars, body)?;
+        Ok(list_with(vec![head.clone(), bindings], body, &form.span))
+    }
+
+    /// [`Walker::walk_let`], consuming `form`: each statement of the body is dropped once
+    /// expanded.
+    fn walk_let_owned(&mut self, form: Form) -> Result<Form> {
+        let Form { kind, span } = form;
+        let mut items = match kind {
+            FormKind::List(items) if items.len() >= 2 => items,
+            kind => return Ok(Form { kind, span }),
+        };
+        let body = items.split_off(2);
+        let mut out = Vec::with_capacity(2 + body.len());
+        let Some((bindings, vars)) = self.walk_bindings(&items[1])? else {
+            // `(let nil …)` or malformed: no variables; the checker judges the rest.
+            out.append(&mut items);
+            self.walk_owned_into(body, &mut out)?;
+            return Ok(Form::list(out, span));
+        };
+        items.truncate(1);
+        out.append(&mut items);
+        out.push(bindings);
+        let mark = self.vars.len();
+        self.vars.extend(vars);
+        let walked = self.walk_owned_into(body, &mut out);
+        self.vars.truncate(mark);
+        walked?;
+        Ok(Form::list(out, span))
+    }
+
+    /// A `let`'s binding list with its initial values expanded, and the variables it binds;
+    /// `None` when it is not a list (`nil`, or malformed).
+    fn walk_bindings(&mut self, bindings: &Form) -> Result<Option<(Form, Vec<VarBinding>)>> {
+        let Some(binding_list) = bindings.as_list() else {
+            return Ok(None);
         };
         let mut new_bindings = Vec::with_capacity(binding_list.len());
         let mut vars = Vec::new();
@@ -847,15 +940,10 @@ impl<'e> Walker<'e> {
                 }
             }
         }
-        let body = self.walk_scoped(vars, body)?;
-        Ok(list_with(
-            vec![
-                head.clone(),
-                Form::list(new_bindings, bindings.span.clone()),
-            ],
-            body,
-            &form.span,
-        ))
+        Ok(Some((
+            Form::list(new_bindings, bindings.span.clone()),
+            vars,
+        )))
     }
 
     fn walk_do(&mut self, args: &[Form]) -> Result<Vec<Form>> {
@@ -1054,6 +1142,49 @@ impl<'e> Walker<'e> {
         let body = self.walk_scoped(local, body)?;
         Ok(empty_let(form, head, definitions, body))
     }
+}
+
+/// Below this many forms, [`Expander::expand_unit_owned`] expands a unit as borrowed on the
+/// caller's thread (its forms and their expansion then coexist: about 40 bytes per byte of
+/// text, a few hundred KB at most) rather than by value on a thread of its own. The thread
+/// costs about what expanding 1 000 forms does: 4 KiB of small kernels (1 400 forms) took
+/// 0.4 ms as borrowed and 0.7-1.2 ms by value (release build, a loaded 2-core machine),
+/// against 20-30 ms for NVRTC to compile them.
+const SMALL_UNIT_FORMS: u64 = 1_000;
+
+/// The heads [`Walker::walk_core`] gives an arm of their own; any other head is a call, whose
+/// arguments are all code.
+const CORE_FORMS: &[&str] = &[
+    "declare",
+    "quote",
+    "function",
+    "unquote",
+    "unquote-splicing",
+    "quasiquote",
+    "let",
+    "do",
+    "for",
+    "with-shared-memory",
+    "with-dynamic-shared-memory",
+    "switch",
+    "macrolet",
+    "symbol-macrolet",
+];
+
+/// The variables a `defkernel` signature `(RESULT ((NAME TYPE)…))` binds.
+fn parameter_names(signature: &Form) -> impl Iterator<Item = VarBinding> + '_ {
+    signature
+        .as_list()
+        .and_then(|s| s.get(1))
+        .and_then(Form::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| {
+            p.as_list()
+                .and_then(|p| p.first())
+                .and_then(Form::as_symbol)
+        })
+        .map(|p| (p.to_string(), None))
 }
 
 /// `(let () body…)`, what `macrolet` and `symbol-macrolet` leave: a block without variables.
