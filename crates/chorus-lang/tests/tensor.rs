@@ -151,3 +151,26 @@ fn fragments_are_vector_values_that_print_as_helper_calls() {
     assert!(printed.contains("__cvta_generic_to_shared(dst)"), "{printed}");
     assert!(printed.contains("chorus_cp_async_wait_0();"), "{printed}");
 }
+
+/// The hgemm example's kernel, written with the tensor-core macro library.
+fn hgemm_unit() -> String {
+    let kernel = include_str!("../../../examples/kernels/hgemm.lisp");
+    format!("{}\n{kernel}", chorus_lang::library::TENSOR_CORE)
+}
+
+#[test]
+fn the_macro_library_writes_the_hgemm_main_loop() {
+    let module = compile_str(&hgemm_unit(), "hgemm.lisp").unwrap_or_else(|e| panic!("{e}"));
+    let code = print_module(&module).unwrap().code;
+    // 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step, 8 cp.async per tile.
+    assert_eq!(code.matches("chorus_mma_m16n8k16_bf16(").count(), 64 + 1, "{code}");
+    assert_eq!(code.matches("chorus_ldmatrix_x4(").count(), 8 + 1);
+    assert_eq!(code.matches("chorus_ldmatrix_x4_trans(").count(), 8 + 1);
+    // The prologue's two tiles and the loop's one: 3 × 8 copies.
+    assert_eq!(code.matches("chorus_cp_async_cg_16(").count(), 24 + 1);
+    assert!(code.contains("chorus_cp_async_wait_1();"), "{code}");
+    assert!(code.contains("__shared__ __align__(16) __nv_bfloat16"), "{code}");
+    // Static shared memory: exactly the 48 KiB CUDA allows.
+    assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
+    assert!(validate(&module, &Target::cuda(7, 5)).is_err());
+}
