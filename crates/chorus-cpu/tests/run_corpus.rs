@@ -170,7 +170,13 @@ fn the_tensor_core_corpus_runs_on_the_cpu() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tensor");
     for entry in std::fs::read_dir(dir).expect("the tensor corpus folder") {
         let path = entry.expect("a directory entry").path();
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-        assert!(cases.iter().any(|c| c.name == stem), "{stem}.lisp has no case");
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        assert!(
+            cases.iter().any(|c| c.name == stem),
+            "{stem}.lisp has no case"
+        );
     }
 }

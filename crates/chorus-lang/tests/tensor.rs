@@ -10,7 +10,8 @@ use chorus_lang::target::{Capability, Target};
 
 /// The corpus kernels, by file name.
 fn corpus() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-cpu/tests/corpus/tensor");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-cpu/tests/corpus/tensor");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the tensor corpus")
         .map(|e| e.expect("an entry").path())
@@ -77,9 +78,17 @@ fn targets_without_tensor_cores_refuse_them_at_the_call() {
         e.to_string(),
         "m.lisp:2:19: `mma-sync` needs warp-level tensor cores (mma.sync, ldmatrix), which the CUDA target sm_75 does not have"
     );
-    for target in [Target::hip("gfx942").unwrap(), Target::hip("gfx1100").unwrap(), Target::metal(9).unwrap()] {
+    for target in [
+        Target::hip("gfx942").unwrap(),
+        Target::hip("gfx1100").unwrap(),
+        Target::metal(9).unwrap(),
+    ] {
         let e = validate(&module, &target).unwrap_err();
-        assert!(e.to_string().starts_with("m.lisp:2:19: `mma-sync` needs warp-level tensor cores"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("m.lisp:2:19: `mma-sync` needs warp-level tensor cores"),
+            "{e}"
+        );
     }
     let fp8 = compile_str(FP8, "f.lisp").unwrap();
     assert!(validate(&fp8, &Target::cuda(8, 9)).is_ok());
@@ -87,7 +96,11 @@ fn targets_without_tensor_cores_refuse_them_at_the_call() {
     assert!(e.to_string().contains("needs fp8 tensor cores"), "{e}");
     let copy = compile_str(COPY, "c.lisp").unwrap();
     let e = validate(&copy, &Target::cuda(7, 0)).unwrap_err();
-    assert!(e.to_string().starts_with("c.lisp:3:5: `cp-async` needs asynchronous copies"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("c.lisp:3:5: `cp-async` needs asynchronous copies"),
+        "{e}"
+    );
     assert!(Target::cpu().has(Capability::TensorCores) && Target::cpu().has(Capability::AsyncCopy));
     assert!(!Target::hip("gfx90a").unwrap().has(Capability::AsyncCopy));
 }
@@ -126,7 +139,9 @@ fn wrong_uses_are_located_errors() {
         error("(set (aref c 0) (mma-sync :m16n8k32 :s8 (aref a 0) (aref b 0) (aref c 0)))")
             .contains("needs its c fragment as int4, got a float4")
     );
-    assert!(error("(ldmatrix :x3 f)").starts_with("e.lisp:2:13: `ldmatrix`: unknown keyword `:x3`"));
+    assert!(
+        error("(ldmatrix :x3 f)").starts_with("e.lisp:2:13: `ldmatrix`: unknown keyword `:x3`")
+    );
     assert!(error("(ldmatrix :x4 1)").contains("`ldmatrix` needs a pointer here, got an int"));
     assert!(error("(ldmatrix f)").contains("`ldmatrix` needs the number of matrices first"));
     assert_eq!(
@@ -141,14 +156,21 @@ fn wrong_uses_are_located_errors() {
 
 #[test]
 fn fragments_are_vector_values_that_print_as_helper_calls() {
-    let printed = print_module(&compile_str(MMA, "m.lisp").unwrap()).unwrap().code;
+    let printed = print_module(&compile_str(MMA, "m.lisp").unwrap())
+        .unwrap()
+        .code;
     assert!(
         printed.contains("static __device__ __forceinline__ float4 chorus_mma_m16n8k16_bf16(uint4 a, uint2 b, float4 c)"),
         "{printed}"
     );
     assert!(printed.contains("chorus_mma_m16n8k16_bf16("), "{printed}");
-    let printed = print_module(&compile_str(COPY, "c.lisp").unwrap()).unwrap().code;
-    assert!(printed.contains("__cvta_generic_to_shared(dst)"), "{printed}");
+    let printed = print_module(&compile_str(COPY, "c.lisp").unwrap())
+        .unwrap()
+        .code;
+    assert!(
+        printed.contains("__cvta_generic_to_shared(dst)"),
+        "{printed}"
+    );
     assert!(printed.contains("chorus_cp_async_wait_0();"), "{printed}");
 }
 
@@ -163,13 +185,20 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     let module = compile_str(&hgemm_unit(), "hgemm.lisp").unwrap_or_else(|e| panic!("{e}"));
     let code = print_module(&module).unwrap().code;
     // 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step, 8 cp.async per tile.
-    assert_eq!(code.matches("chorus_mma_m16n8k16_bf16(").count(), 64 + 1, "{code}");
+    assert_eq!(
+        code.matches("chorus_mma_m16n8k16_bf16(").count(),
+        64 + 1,
+        "{code}"
+    );
     assert_eq!(code.matches("chorus_ldmatrix_x4(").count(), 8 + 1);
     assert_eq!(code.matches("chorus_ldmatrix_x4_trans(").count(), 8 + 1);
     // The prologue's two tiles and the loop's one: 3 × 8 copies.
     assert_eq!(code.matches("chorus_cp_async_cg_16(").count(), 24 + 1);
     assert!(code.contains("chorus_cp_async_wait_1();"), "{code}");
-    assert!(code.contains("__shared__ __align__(16) __nv_bfloat16"), "{code}");
+    assert!(
+        code.contains("__shared__ __align__(16) __nv_bfloat16"),
+        "{code}"
+    );
     // Static shared memory: exactly the 48 KiB CUDA allows.
     assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
     assert!(validate(&module, &Target::cuda(7, 5)).is_err());

@@ -60,7 +60,11 @@ fn gather<const W: usize>(
 ) {
     let bits = kind.input.bits();
     let per_register = 32 / bits;
-    let mask = if bits == 32 { u32::MAX } else { (1 << bits) - 1 };
+    let mask = if bits == 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    };
     for lane in 0..32u32 {
         for i in 0..kind.elements(operand) {
             let word = regs[(first + i / per_register) as usize][lane as usize] as u32;

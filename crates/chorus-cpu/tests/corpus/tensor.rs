@@ -24,7 +24,9 @@ fn mma_reference(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) 
     (0..m * n)
         .map(|i| {
             let (r, col) = (i / n, i % n);
-            c[i] + (0..k).map(|kk| a[r * k + kk] * b[kk * n + col]).sum::<f32>()
+            c[i] + (0..k)
+                .map(|kk| a[r * k + kk] * b[kk * n + col])
+                .sum::<f32>()
         })
         .collect()
 }
@@ -75,12 +77,7 @@ pub fn cases() -> Vec<Case> {
             kernel,
             [1, 1, 1],
             [32, 1, 1],
-            vec![
-                raw(halves(&a)),
-                raw(halves(&bt)),
-                input(&c),
-                output(&d),
-            ],
+            vec![raw(halves(&a)), raw(halves(&bt)), input(&c), output(&d)],
         ));
     }
     let (a, b, c) = (small(11, 16, 8), small(12, 8, 8), small(13, 16, 8));
@@ -171,8 +168,10 @@ fn ldmatrix() -> Case {
         let (r0, c0) = corner(j);
         u32::from(tile[(r0 + r) * 16 + c0 + c])
     };
-    let plain = |j: usize, l: usize| at(j, l / 4, 2 * (l % 4)) | at(j, l / 4, 2 * (l % 4) + 1) << 16;
-    let trans = |j: usize, l: usize| at(j, 2 * (l % 4), l / 4) | at(j, 2 * (l % 4) + 1, l / 4) << 16;
+    let plain =
+        |j: usize, l: usize| at(j, l / 4, 2 * (l % 4)) | at(j, l / 4, 2 * (l % 4) + 1) << 16;
+    let trans =
+        |j: usize, l: usize| at(j, 2 * (l % 4), l / 4) | at(j, 2 * (l % 4) + 1, l / 4) << 16;
     let mut out = Vec::new();
     for l in 0..32 {
         out.push(plain(0, l));

@@ -176,7 +176,8 @@ mod tests {
             global_only: true,
         };
         assert!(
-            cuda_definition(cp, "c", "static").contains("cp.async.cg.shared.global [%0], [%1], 16;")
+            cuda_definition(cp, "c", "static")
+                .contains("cp.async.cg.shared.global [%0], [%1], 16;")
         );
         assert!(
             cuda_definition(TensorOp::CpAsyncWait(2), "w", "static")

@@ -279,9 +279,7 @@ impl FnCx<'_> {
                     _ => {
                         return err(
                             &last.span,
-                            format!(
-                                "`cp-async`: unknown cache mode `{last}`; expected :ca or :cg"
-                            ),
+                            format!("`cp-async`: unknown cache mode `{last}`; expected :ca or :cg"),
                         );
                     }
                 }

@@ -255,7 +255,11 @@ impl MmaKind {
 
     /// The PTX instruction (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`).
     pub fn ptx(self) -> String {
-        let acc = if self.input.is_integer() { "s32" } else { "f32" };
+        let acc = if self.input.is_integer() {
+            "s32"
+        } else {
+            "f32"
+        };
         let ty = self.input.name();
         format!(
             "mma.sync.aligned.{}.row.col.{acc}.{ty}.{ty}.{acc}",
