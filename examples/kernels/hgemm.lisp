@@ -4,8 +4,8 @@
 ;;;; all row-major. Block tile 128×128×32, four warps in 2×2, each a 64×64 warp tile of 4×8
 ;;;; float4 accumulators; a 3-stage cp.async pipeline (3 × 16 KiB: the 48 KiB of static shared
 ;;;; memory); XOR-swizzled shared tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads
-;;;; 8 rows from 8 different bank groups without padding. M and N must be multiples of 128,
-;;;; K a multiple of 32.
+;;;; 8 rows from 8 different bank groups without padding; blocks rasterised in groups of 8
+;;;; block rows for L2 reuse. M and N must be multiples of 128, K a multiple of 32.
 
 ;;; Issues k-tile `tile`'s copies into `stage`: 512 chunks of 16 bytes of A (128 rows × 4) and
 ;;; 512 of B (32 rows × 16), four of each per thread.
@@ -75,8 +75,14 @@
            (q (mod lane 4))
            (lr (mod lane 16))
            (lc (/ lane 16))
-           (bm (* block-idx-y 128))
-           (bn (* block-idx-x 128))
+           ;; Blocks run in groups of 8 block rows, column by column within a group, so
+           ;; that the blocks resident at once share A's and B's panels in the L2.
+           (pid (+ (* block-idx-y grid-dim-x) block-idx-x))
+           (per-group (* 8 grid-dim-x))
+           (first-row (* (/ pid per-group) 8))
+           (rows (min (- grid-dim-y first-row) 8))
+           (bm (* (+ first-row (mod (mod pid per-group) rows)) 128))
+           (bn (* (/ (mod pid per-group) rows) 128))
            (wm (* (/ warp 2) 64))
            (wn (* (mod warp 2) 64)))
       (tc-with-accumulators (acc 4 8)
