@@ -303,7 +303,11 @@ mod tests {
         assert_eq!(bf16.coordinate(MmaOperand::A, 5, 7), (9, 11));
         assert_eq!(bf16.coordinate(MmaOperand::B, 5, 3), (11, 1));
         let s8 = MmaKind::new(MmaShape::M16N8K32, MmaInput::S8);
-        assert_eq!(s8.coordinate(MmaOperand::A, 6, 9), (9, 2 * 4 + 1 + 16));
+        // Lane 6: group 1, thread 2. a9 (of a8-a11) is row 1, a13 (of a12-a15) row 9; both
+        // column 4·2 + 1 + 16.
+        assert_eq!(s8.coordinate(MmaOperand::A, 6, 9), (1, 25));
+        assert_eq!(s8.coordinate(MmaOperand::A, 6, 13), (9, 25));
+        assert_eq!(s8.coordinate(MmaOperand::B, 6, 5), (4 * 2 + 1 + 16, 1));
         assert_eq!(s8.registers(MmaOperand::A), 4);
         assert_eq!(s8.registers(MmaOperand::B), 2);
         let tf32 = MmaKind::new(MmaShape::M16N8K8, MmaInput::Tf32);
