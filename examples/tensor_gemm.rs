@@ -19,7 +19,8 @@ pub fn program() -> chorus::Result<Program> {
 /// all positive and m·n, m·k, k·n below 2^31: the kernel indexes in `int`), else why not.
 pub fn unsupported_shape(m: usize, n: usize, k: usize) -> Option<String> {
     let fits = |x: usize, y: usize| x.checked_mul(y).is_some_and(|p| p < 1 << 31);
-    if m == 0 || n == 0 || k == 0 || m % 128 != 0 || n % 128 != 0 || k % 32 != 0 {
+    let tiles = m.is_multiple_of(128) && n.is_multiple_of(128) && k.is_multiple_of(32);
+    if m == 0 || n == 0 || k == 0 || !tiles {
         Some(format!(
             "hgemm needs M and N multiples of 128 and K a multiple of 32, got {m}×{n}×{k}"
         ))
