@@ -8,7 +8,7 @@ extern "C" __global__ void block_sum(float* xs, float* partial, int n);
 __global__ void block_sum(float* xs, float* partial, int n)
 {
   {
-    __shared__ float warp_sums[32];
+    __shared__ __align__(16) float warp_sums[32];
     {
       int i = ((blockIdx.x * blockDim.x) + threadIdx.x);
       {

@@ -33,7 +33,7 @@ __global__ void statements(int* a, int n)
     }
   }
   {
-    __shared__ float tile[16][16];
+    __shared__ __align__(16) float tile[16][16];
     tile[threadIdx.y][threadIdx.x] = 1.0f;
     __syncthreads();
   }

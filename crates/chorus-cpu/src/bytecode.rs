@@ -8,6 +8,7 @@
 use crate::texture::Component;
 use crate::value::Kind;
 use chorus_lang::Span;
+use chorus_lang::ir::tensor::MmaKind;
 use chorus_lang::ir::{AtomicOp, Builtin, MathFn, WarpReduceOp};
 
 /// A register index, relative to the function's frame.
@@ -337,6 +338,28 @@ pub(crate) enum Op {
         value: Reg,
         component: Component,
         count: u8,
+    },
+    /// `mma.sync` over the whole warp (`exec/tensor.rs`): fragments `a`, `b`, `c` (their
+    /// registers in a row), the result's registers from `dst`.
+    Mma {
+        kind: MmaKind,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    /// `ldmatrix`: `count` 8×8 matrices whose row addresses lanes give in `addr`.
+    LdMatrix {
+        count: u8,
+        trans: bool,
+        dst: Reg,
+        addr: Reg,
+    },
+    /// `cp.async` of `bytes` bytes from `src` to `dst`, complete at once.
+    CpAsync {
+        dst: Reg,
+        src: Reg,
+        bytes: u8,
     },
 }
 

@@ -64,6 +64,19 @@ pub(crate) fn pointer_id(ptr: u64) -> u32 {
     (ptr >> OFFSET_BITS) as u32
 }
 
+/// True when a pointer is into the block's shared memory (dynamic or a static array).
+#[inline(always)]
+pub(crate) fn is_shared_pointer(ptr: u64) -> bool {
+    let id = pointer_id(ptr);
+    id == DYNAMIC_SHARED_ID || (STATIC_SHARED_BASE..FIRST_BUFFER_ID).contains(&id)
+}
+
+/// True when a pointer is into global memory: a buffer or a global.
+#[inline(always)]
+pub(crate) fn is_global_pointer(ptr: u64) -> bool {
+    pointer_id(ptr) >= FIRST_BUFFER_ID
+}
+
 /// Adds `bytes` (possibly negative) to a pointer's offset, keeping its allocation; a result
 /// outside the signed 40-bit range points to no allocation ([`OVERFLOWED_ID`]).
 #[inline(always)]

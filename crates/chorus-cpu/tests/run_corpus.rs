@@ -141,3 +141,42 @@ fn every_kernel_file_is_in_the_table() {
         }
     }
 }
+
+/// The tensor-core corpus (`tests/corpus/tensor/`: mma.sync for every shape and type,
+/// ldmatrix, cp.async) on the CPU executor, each result exact; and on the interpreter,
+/// since the native path has no tensor-core instructions.
+#[test]
+fn the_tensor_core_corpus_runs_on_the_cpu() {
+    let cases = corpus::tensor::cases();
+    assert_eq!(cases.len(), 11);
+    let target = chorus_lang::target::Target::cpu();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let result = (|| {
+            let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
+                .map_err(|e| format!("compile: {e}"))?;
+            let (outcome, path) = corpus::cpu::run_on_path(case, &module, &target, false)?;
+            // The native compiler has no tensor-core instructions: these fall back.
+            if path == chorus_cpu::KernelPath::Native {
+                return Err("ran natively, not on the interpreter".into());
+            }
+            corpus::check(case, &outcome)
+        })();
+        if let Err(e) = result {
+            failures.push(format!("{} ({}): {e}", case.name, case.kernel));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tensor");
+    for entry in std::fs::read_dir(dir).expect("the tensor corpus folder") {
+        let path = entry.expect("a directory entry").path();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        assert!(
+            cases.iter().any(|c| c.name == stem),
+            "{stem}.lisp has no case"
+        );
+    }
+}

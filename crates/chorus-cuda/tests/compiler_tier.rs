@@ -1,5 +1,6 @@
 //! The compiler tier: every kernel module of chorus-lang's printer tests (`tests/cuda/*.lisp`)
-//! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`) is printed as CUDA C and
+//! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`; chorus-cpu's tensor-core
+//! corpus `tests/corpus/tensor/*.lisp`) is printed as CUDA C and
 //! compiled by a real nvcc to PTX and to a cubin for sm_90, and, when NVRTC loads, by NVRTC to
 //! PTX as well, with the identifier sweep's modules (`tests/support/identifier_sweep.rs`).
 //!
@@ -29,7 +30,8 @@ struct Source {
 fn kernel_sources() -> Vec<Source> {
     let lang = Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-lang/tests");
     let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["cuda", "corpus"] {
+    // With the tensor-core corpus of chorus-cpu (mma.sync, ldmatrix, cp.async: sm_80+ PTX).
+    for dir in ["cuda", "corpus", "../../chorus-cpu/tests/corpus/tensor"] {
         let Ok(entries) = std::fs::read_dir(lang.join(dir)) else {
             continue;
         };

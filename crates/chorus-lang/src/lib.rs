@@ -30,6 +30,7 @@ pub mod expand;
 pub mod form;
 pub mod host;
 pub mod ir;
+pub mod library;
 pub mod reader;
 pub mod source;
 pub mod span;

@@ -186,7 +186,7 @@ fn seed_with_shared_memory() {
            (with-shared-memory ((a int 16)
                                 (b float 16 16))
              (return)))",
-        "{\n  __shared__ int a[16];\n  __shared__ float b[16][16];\n  return;\n}",
+        "{\n  __shared__ __align__(16) int a[16];\n  __shared__ __align__(16) float b[16][16];\n  return;\n}",
     );
 }
 

@@ -175,6 +175,21 @@ fn uses() -> Vec<(Capability, &'static str, &'static str)> {
             "(defkernel k (void ((a float*) (tx texture-object)))\n  (set (aref a 0) (tex1d float tx 0.5)))",
             "1:1",
         ),
+        (
+            TensorCores,
+            "(defkernel k (void ((a uint*) (p uint*)))\n  (set (aref a 0) (ldmatrix :x1 p)))",
+            "2:19",
+        ),
+        (
+            Fp8TensorCores,
+            "(defkernel k (void ((a uint4*) (b uint2*) (c float4*)))\n  (set (aref c 0) (mma-sync :m16n8k32 :e5m2 (aref a 0) (aref b 0) (aref c 0))))",
+            "2:19",
+        ),
+        (
+            AsyncCopy,
+            "(defkernel k (void ())\n  (cp-async-commit))",
+            "2:3",
+        ),
     ]
 }
 

@@ -111,32 +111,36 @@ fn compare(case: &corpus::Case, cpu: &Outcome, gpu: &Outcome) -> Result<(), Stri
     Ok(())
 }
 
-#[test]
-fn the_corpus_agrees_on_cpu_and_gpu() {
-    if !chorus_cuda::testing::gpu_available_or_skip("the_corpus_agrees_on_cpu_and_gpu") {
+/// Runs `case` on the GPU, checks it against its expectations and, where they are exact, byte
+/// for byte against the CPU executor.
+fn agree(case: &corpus::Case) -> Result<(), String> {
+    let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
+        .map_err(|e| format!("compile: {e}"))?;
+    let gpu = run_on_gpu(case, &module).map_err(|e| format!("GPU {e}"))?;
+    corpus::check(case, &gpu).map_err(|e| format!("GPU {e}"))?;
+    match corpus::cpu::run(case, &module) {
+        Ok(cpu) => compare(case, &cpu, &gpu),
+        // The CPU refuses what it cannot honour (cuda-asm, clusters): the GPU result
+        // alone is checked then.
+        Err(e) if e.contains("nsupported") => Ok(()),
+        Err(e) => Err(format!("CPU {e}")),
+    }
+}
+
+/// Runs `cases` on device 0 (see [`agree`]) and fails listing every case that did not agree.
+fn all_agree(test: &str, cases: &[corpus::Case]) {
+    if !chorus_cuda::testing::gpu_available_or_skip(test) {
         return;
     }
-    let cases = corpus::cases();
     let failures = chorus_cuda::with_cuda(0, |_| {
-        let mut failures = Vec::new();
-        for case in &cases {
-            let result = (|| {
-                let module = chorus_lang::compile_str(case.source, &format!("{}.lisp", case.name))
-                    .map_err(|e| format!("compile: {e}"))?;
-                let gpu = run_on_gpu(case, &module).map_err(|e| format!("GPU {e}"))?;
-                corpus::check(case, &gpu).map_err(|e| format!("GPU {e}"))?;
-                match corpus::cpu::run(case, &module) {
-                    Ok(cpu) => compare(case, &cpu, &gpu),
-                    // The CPU refuses what it cannot honour (cuda-asm, clusters): the GPU result
-                    // alone is checked then.
-                    Err(e) if e.contains("nsupported") => Ok(()),
-                    Err(e) => Err(format!("CPU {e}")),
-                }
-            })();
-            if let Err(e) = result {
-                failures.push(format!("{}: {e}", case.name));
-            }
-        }
+        let failures: Vec<String> = cases
+            .iter()
+            .filter_map(|case| {
+                agree(case)
+                    .err()
+                    .map(|e| format!("{} ({}): {e}", case.name, case.kernel))
+            })
+            .collect();
         Ok::<_, chorus_cuda::Error>(failures)
     })
     .expect("a CUDA context on device 0");
@@ -151,5 +155,21 @@ fn the_corpus_agrees_on_cpu_and_gpu() {
         failures.len(),
         cases.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn the_corpus_agrees_on_cpu_and_gpu() {
+    all_agree("the_corpus_agrees_on_cpu_and_gpu", &corpus::cases());
+}
+
+/// mma.sync (every shape and input type), ldmatrix (with and without .trans) and cp.async:
+/// sm_80 (fp8: sm_89), so the H200 runs them all; the inputs are exact, so the GPU's bytes
+/// must be the CPU executor's.
+#[test]
+fn the_tensor_core_corpus_agrees_on_cpu_and_gpu() {
+    all_agree(
+        "the_tensor_core_corpus_agrees_on_cpu_and_gpu",
+        &corpus::tensor::cases(),
     );
 }

@@ -309,6 +309,7 @@ impl FnCompiler<'_> {
             | Builtin::Tex(_)
             | Builtin::SurfRead(..)
             | Builtin::SurfWrite(..) => self.texture(e, op, args),
+            Builtin::Tensor(t) => self.tensor(e, t, args),
             other => Err(unsupported(&e.span, format!("the built-in {other:?}"))),
         }
     }

@@ -28,6 +28,7 @@ mod expr;
 mod layout;
 mod place;
 mod stmt;
+mod tensor;
 
 pub(crate) use layout::{constant_bytes, literal_bits};
 use layout::{leaves, local_of, param_layout, size_of_type};

@@ -540,6 +540,18 @@ impl BlockCtx<'_> {
                     },
                     exec,
                 ),
+                Op::Mma { kind, dst, a, b, c } => {
+                    tensor::mma_lanes(&mut w.regs[rb..], *kind, [*dst, *a, *b, *c], exec)
+                }
+                Op::LdMatrix {
+                    count,
+                    trans,
+                    dst,
+                    addr,
+                } => self.ldmatrix_lanes(&mut w.regs[rb..], *count, *trans, *dst, *addr, exec),
+                Op::CpAsync { dst, src, bytes } => {
+                    self.cp_async_lanes(&reg!(*dst), &reg!(*src), *bytes, exec)
+                }
             };
             if let Err(f) = result {
                 w.pc = pc as u32;

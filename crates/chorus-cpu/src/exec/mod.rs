@@ -3,6 +3,7 @@
 
 mod access;
 mod interp;
+mod tensor;
 mod texture;
 
 use crate::atomic::{atomic16, atomic32, atomic64};

@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 pub mod cpu;
+pub mod tensor;
 
 use bytemuck::Pod;
 use chorus_lang::host::{Fp4E2M1, Fp8E4M3, KernelValue, bf16, f16};

@@ -635,7 +635,9 @@ impl Dialect for Cuda {
     }
 
     fn shared_array(&self, element: &str, name: &str, dims: &str) -> Option<String> {
-        Some(format!("__shared__ {element} {name}{dims};"))
+        // 16-byte aligned, as dynamic shared memory is: `cp-async` of 16 bytes and
+        // `ldmatrix` rows need it (PTX), and so do `uint4`/`float4` accesses into the array.
+        Some(format!("__shared__ __align__(16) {element} {name}{dims};"))
     }
 
     fn dynamic_shared_array(&self, name: &str) -> Option<String> {
@@ -799,6 +801,7 @@ pub(super) fn helper_definition(helper: Helper, name: &str, warp: u32) -> String
                 "{PREFIX} {ty} {name}({ty} a, {ty} b)\n{{\n  {ty} r = {rem};\n  return (r != 0 && ((r < 0) != (b < 0))) ? ({ty})(r + b) : r;\n}}\n"
             );
         }
+        Helper::Tensor(op) => out.push_str(&super::tensor::cuda_definition(op, name, PREFIX)),
         Helper::ClusterBarrier => {
             // What cooperative_groups::this_cluster().sync() does, without the header.
             let _ = write!(

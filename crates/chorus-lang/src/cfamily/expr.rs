@@ -1082,6 +1082,7 @@ impl Emitter<'_> {
                 printed.push(CExpr::atom(boundary_mode(mode).to_string()));
                 self.call(&format!("surf{dims}Dread<{element}>"), &printed)
             }
+            Builtin::Tensor(t) => self.helper_call(Helper::Tensor(t), args),
             Builtin::SurfWrite(dims, mode) => {
                 // The value's type picks the overload.
                 let mut printed = vec![self.exact(&args[0])];

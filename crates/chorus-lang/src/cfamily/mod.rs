@@ -23,6 +23,7 @@ pub mod msl;
 pub mod names;
 mod printer;
 pub mod spaces;
+mod tensor;
 
 use crate::error::{Error, Result};
 use crate::ir::{self, FunctionId, GlobalId, GlobalQualifier, IndexVar, LaunchBounds};

@@ -1013,7 +1013,7 @@ fn helper_definition(helper: Helper, name: &str) -> Option<String> {
             );
         }
         // The lane is a kernel attribute (`chorus_lane`); clusters do not exist in Metal.
-        Helper::LaneId | Helper::ClusterBarrier => return None,
+        Helper::LaneId | Helper::ClusterBarrier | Helper::Tensor(_) => return None,
     }
     Some(out)
 }

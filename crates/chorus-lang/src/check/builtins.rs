@@ -33,6 +33,7 @@
 //! integers, `float` and `double`; an integer divisor of zero faults on the CPU executor and is
 //! undefined on a GPU, as C's `%`.
 
+use crate::ir::tensor::TensorOp;
 use crate::ir::{AtomicOp, Builtin, MathFn, WarpReduceOp};
 use crate::types::{ScalarType, Type, VectorType};
 use std::collections::HashMap;
@@ -731,6 +732,12 @@ pub fn has_effect(op: Builtin) -> bool {
             | Builtin::CurandUniform
             | Builtin::CurandNormal
             | Builtin::SurfWrite(..)
+            | Builtin::Tensor(
+                TensorOp::CpAsync { .. }
+                    | TensorOp::CpAsyncCommit
+                    | TensorOp::CpAsyncWait(_)
+                    | TensorOp::CpAsyncWaitAll
+            )
     )
 }
 

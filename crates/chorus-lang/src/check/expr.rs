@@ -284,10 +284,14 @@ impl FnCx<'_> {
         if builtins::is_texture_builtin(head) {
             return self.texture_builtin(head, args, f);
         }
+        if super::tensor::is_tensor_builtin(head) {
+            return self.tensor_builtin(head, args, f);
+        }
         if !builtins::signatures(head).is_empty() {
             return self.builtin(head, args, f);
         }
         let mut known: Vec<&str> = builtins::names().collect();
+        known.extend(super::tensor::NAMES);
         known.extend(self.m.functions.iter().map(|s| s.name.as_str()));
         known.extend(self.m.accessors.keys().map(String::as_str));
         known.extend(self.m.constructors.keys().map(String::as_str));

@@ -20,6 +20,7 @@ pub mod names;
 mod printf;
 mod shared;
 mod stmt;
+pub mod tensor;
 mod texture;
 mod toplevel;
 mod validate;

@@ -500,6 +500,7 @@ fn builtin_needs(op: Builtin, args: &[Expr]) -> Option<Capability> {
         Builtin::TexFetch | Builtin::Tex(_) | Builtin::SurfRead(..) | Builtin::SurfWrite(..) => {
             Capability::Textures
         }
+        Builtin::Tensor(op) => super::tensor::capability(op),
         Builtin::Atomic(_) => match args.first()?.ty.pointee()?.scalar()? {
             ScalarType::Int64 | ScalarType::UInt64 => Capability::Atomic64,
             ScalarType::Int16 | ScalarType::UInt16 => Capability::Atomic16,
@@ -547,6 +548,9 @@ fn returns_lane_mask(op: Builtin) -> bool {
 
 /// The kernel-language name of a built-in (`atomic-add`), for messages.
 fn builtin_name(op: Builtin) -> &'static str {
+    if let Builtin::Tensor(t) = op {
+        return super::tensor::name_of(t);
+    }
     builtins::signatures_of(op)
         .next()
         .map_or("a built-in", |(name, _)| name)

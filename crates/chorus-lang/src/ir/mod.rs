@@ -28,6 +28,7 @@ use crate::types::Type;
 use std::ops::Index;
 use std::sync::Arc;
 
+pub mod tensor;
 pub mod visit;
 
 /// Index into [`Function::locals`].
@@ -668,6 +669,9 @@ pub enum Builtin {
     SurfRead(u8, SurfaceBoundary),
     /// `surfNd-write value surf x [y [z]] [boundary]` → `surfNDwrite`: `x` in bytes.
     SurfWrite(u8, SurfaceBoundary),
+    // ---- warp-level tensor cores (sm_80): mma.sync, ldmatrix, cp.async (`ir/tensor.rs`)
+    /// A tensor-core operation: `mma-sync`, `ldmatrix`, `cp-async` and its groups.
+    Tensor(tensor::TensorOp),
 }
 
 /// What a surface access outside the surface does (CUDA's `cudaSurfaceBoundaryMode`).

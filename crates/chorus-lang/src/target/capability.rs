@@ -115,11 +115,23 @@ pub enum Capability {
     /// `texture2d<T>` arguments with samplers (a different binding model, for its printer to
     /// map or refuse).
     Textures,
+    /// Warp-level matrix multiply-accumulate and matrix loads: `mma-sync` (f16, bf16, tf32,
+    /// 8-bit integers) and `ldmatrix`. CUDA sm_80 (PTX ISA "Warp-level matrix instructions":
+    /// the bf16, tf32 and m16n8k32 integer shapes need sm_80); the CPU executor runs them over
+    /// the 32 lanes of a warp. HIP's MFMA and Metal's simdgroup matrices have other shapes
+    /// and layouts: not these built-ins.
+    TensorCores,
+    /// `mma-sync` on fp8 (`:e4m3`, `:e5m2`, m16n8k32). CUDA sm_89 and newer.
+    Fp8TensorCores,
+    /// `cp-async` (global → shared copies that bypass the registers) with
+    /// `cp-async-commit`, `cp-async-wait` and `cp-async-wait-all`. CUDA sm_80; the CPU
+    /// executor completes each copy at once.
+    AsyncCopy,
 }
 
 impl Capability {
     /// Every capability, in declaration order.
-    pub const ALL: [Capability; 28] = [
+    pub const ALL: [Capability; 31] = [
         Capability::Float64,
         Capability::Float16,
         Capability::BFloat16,
@@ -148,6 +160,9 @@ impl Capability {
         Capability::SystemFence,
         Capability::Recursion,
         Capability::Textures,
+        Capability::TensorCores,
+        Capability::Fp8TensorCores,
+        Capability::AsyncCopy,
     ];
 
     /// What the feature is, as error messages say it ("`cuda-asm` needs inline assembly, …").
@@ -181,6 +196,9 @@ impl Capability {
             Capability::SystemFence => "system-wide memory fences",
             Capability::Recursion => "recursion",
             Capability::Textures => "texture and surface objects",
+            Capability::TensorCores => "warp-level tensor cores (mma.sync, ldmatrix)",
+            Capability::Fp8TensorCores => "fp8 tensor cores",
+            Capability::AsyncCopy => "asynchronous copies to shared memory (cp.async)",
         }
     }
 

@@ -139,7 +139,10 @@ impl Target {
         .with_if(WarpMatch, at_least(7, 0))
         .with_if(BFloat16, at_least(8, 0))
         .with_if(WarpReduce, at_least(8, 0))
-        .with_if(Clusters, at_least(9, 0));
+        .with_if(Clusters, at_least(9, 0))
+        .with_if(TensorCores, at_least(8, 0))
+        .with_if(AsyncCopy, at_least(8, 0))
+        .with_if(Fp8TensorCores, at_least(8, 9));
         Target {
             kind: TargetKind::Cuda,
             arch: format!("sm_{major}{minor}"),

@@ -1,0 +1,205 @@
+//! The tensor-core corpus (`tensor/*.lisp`): `mma-sync` for every shape and input type,
+//! `ldmatrix` with and without `.trans`, `cp-async` with its groups. They need sm_80 (fp8:
+//! sm_89), so they are not in [`super::cases`], which every target runs; the CPU executor and
+//! CUDA run them ([`cases`]).
+//!
+//! Inputs are small integers, exactly representable in every input type, so that each product
+//! and each sum is exact in `f32`: the CPU executor and a GPU must then agree bit for bit, and
+//! the expectations (plain matrix products computed here, independently of the fragment
+//! layouts the kernels use) are exact bytes.
+
+use super::{Case, bytes, case, input, output, pseudo_random};
+use chorus_lang::host::{bf16, f16};
+
+/// A `rows × cols` matrix of small integers in -4..=4 (as `f32`), from `seed`.
+fn small(seed: u32, rows: usize, cols: usize) -> Vec<f32> {
+    pseudo_random(seed, rows * cols)
+        .iter()
+        .map(|x| (x % 9) as f32 - 4.0)
+        .collect()
+}
+
+/// `C + A·B` for row-major A (m×k), B (k×n), C (m×n).
+fn mma_reference(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    (0..m * n)
+        .map(|i| {
+            let (r, col) = (i / n, i % n);
+            c[i] + (0..k)
+                .map(|kk| a[r * k + kk] * b[kk * n + col])
+                .sum::<f32>()
+        })
+        .collect()
+}
+
+/// The transpose of a row-major `rows × cols` matrix.
+fn transpose<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    (0..rows * cols)
+        .map(|i| x[(i % rows) * cols + i / rows])
+        .collect()
+}
+
+/// The bits of a small integer in an 8-bit float with `man` mantissa bits and exponent bias
+/// `bias` (E4M3: 3 and 7; E5M2: 2 and 15).
+fn fp8_bits(v: f32, man: u32, bias: i32) -> u8 {
+    if v == 0.0 {
+        return 0;
+    }
+    let a = v.abs() as u32;
+    let e = 31 - a.leading_zeros();
+    let m = ((a << man) >> e) - (1 << man);
+    (u8::from(v < 0.0) << 7) | (((e as i32 + bias) as u8) << man) | m as u8
+}
+
+/// Every tensor-core case.
+pub fn cases() -> Vec<Case> {
+    let mut all = Vec::new();
+    let src16 = include_str!("tensor/mma_16bit.lisp");
+    // (kernel, k, bf16?)
+    for (kernel, k, brain) in [
+        ("mma-bf16-k16", 16, true),
+        ("mma-f16-k16", 16, false),
+        ("mma-bf16-k8", 8, true),
+        ("mma-f16-k8", 8, false),
+    ] {
+        let (a, b, c) = (small(k as u32, 16, k), small(7, k, 8), small(3, 16, 8));
+        let d = mma_reference(&a, &b, &c, 16, 8, k);
+        let bt = transpose(&b, k, 8);
+        let halves = |x: &[f32]| -> Vec<u8> {
+            if brain {
+                bytes(&x.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())
+            } else {
+                bytes(&x.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>())
+            }
+        };
+        all.push(case(
+            "mma_16bit",
+            src16,
+            kernel,
+            [1, 1, 1],
+            [32, 1, 1],
+            vec![raw(halves(&a)), raw(halves(&bt)), input(&c), output(&d)],
+        ));
+    }
+    let (a, b, c) = (small(11, 16, 8), small(12, 8, 8), small(13, 16, 8));
+    // Quarters are exact in tf32 too.
+    let a: Vec<f32> = a.iter().map(|x| x * 0.25).collect();
+    let d = mma_reference(&a, &b, &c, 16, 8, 8);
+    all.push(case(
+        "mma_tf32",
+        include_str!("tensor/mma_tf32.lisp"),
+        "mma-tf32",
+        [1, 1, 1],
+        [32, 1, 1],
+        vec![input(&a), input(&b), input(&c), output(&d)],
+    ));
+    let src8 = include_str!("tensor/mma_8bit.lisp");
+    for (kernel, man, bias) in [("mma-e4m3", 3, 7), ("mma-e5m2", 2, 15)] {
+        let (a, b, c) = (small(21, 16, 32), small(22, 32, 8), small(23, 16, 8));
+        let d = mma_reference(&a, &b, &c, 16, 8, 32);
+        let enc = |x: &[f32]| -> Vec<u8> { x.iter().map(|&v| fp8_bits(v, man, bias)).collect() };
+        all.push(case(
+            "mma_8bit",
+            src8,
+            kernel,
+            [1, 1, 1],
+            [32, 1, 1],
+            vec![
+                raw(enc(&a)),
+                raw(enc(&transpose(&b, 32, 8))),
+                input(&c),
+                output(&d),
+            ],
+        ));
+    }
+    for (kernel, signed) in [("mma-s8", true), ("mma-u8", false)] {
+        let value = |x: u32| -> i32 {
+            if signed {
+                (x as u8) as i8 as i32
+            } else {
+                (x as u8) as i32
+            }
+        };
+        let a: Vec<i32> = pseudo_random(31, 16 * 32).into_iter().map(value).collect();
+        let b: Vec<i32> = pseudo_random(32, 32 * 8).into_iter().map(value).collect();
+        let c: Vec<i32> = pseudo_random(33, 16 * 8)
+            .into_iter()
+            .map(|x| (x % 2001) as i32 - 1000)
+            .collect();
+        let d: Vec<i32> = (0..16 * 8)
+            .map(|i| {
+                let (r, col) = (i / 8, i % 8);
+                c[i] + (0..32).map(|k| a[r * 32 + k] * b[k * 8 + col]).sum::<i32>()
+            })
+            .collect();
+        let as_bytes = |x: &[i32]| -> Vec<u8> { x.iter().map(|&v| v as u8).collect() };
+        all.push(case(
+            "mma_8bit",
+            src8,
+            kernel,
+            [1, 1, 1],
+            [32, 1, 1],
+            vec![
+                raw(as_bytes(&a)),
+                raw(as_bytes(&transpose(&b, 32, 8))),
+                input(&c),
+                output(&d),
+            ],
+        ));
+    }
+    all.push(ldmatrix());
+    all.push(cp_async());
+    all
+}
+
+/// An input buffer of raw bytes.
+fn raw(data: Vec<u8>) -> super::Arg {
+    super::Arg::Buffer {
+        data,
+        expect: super::Expect::Any,
+    }
+}
+
+/// What lane `l` receives: per PTX's ldmatrix layout, from matrix `m` of the tile's quadrants.
+fn ldmatrix() -> Case {
+    let tile: Vec<u16> = pseudo_random(41, 256).iter().map(|&x| x as u16).collect();
+    // Matrix j's top-left corner: lanes 8j..8j+7 give rows (8j + r) % 16 at column 8 ((8j + r) / 16).
+    let corner = |j: usize| ((8 * j) % 16, 8 * ((8 * j) / 16));
+    let at = |j: usize, r: usize, c: usize| {
+        let (r0, c0) = corner(j);
+        u32::from(tile[(r0 + r) * 16 + c0 + c])
+    };
+    let plain =
+        |j: usize, l: usize| at(j, l / 4, 2 * (l % 4)) | at(j, l / 4, 2 * (l % 4) + 1) << 16;
+    let trans =
+        |j: usize, l: usize| at(j, 2 * (l % 4), l / 4) | at(j, 2 * (l % 4) + 1, l / 4) << 16;
+    let mut out = Vec::new();
+    for l in 0..32 {
+        out.push(plain(0, l));
+        out.extend((0..2).map(|j| plain(j, l)));
+        out.extend((0..4).map(|j| plain(j, l)));
+        out.push(trans(0, l));
+        out.extend((0..2).map(|j| trans(j, l)));
+        out.extend((0..4).map(|j| trans(j, l)));
+    }
+    case(
+        "ldmatrix",
+        include_str!("tensor/ldmatrix.lisp"),
+        "ld",
+        [1, 1, 1],
+        [32, 1, 1],
+        vec![input(&tile), output(&out)],
+    )
+}
+
+fn cp_async() -> Case {
+    let src: Vec<u32> = pseudo_random(51, 448);
+    let out: Vec<u32> = (0..448).map(|k| src[447 - k].wrapping_add(1)).collect();
+    case(
+        "cp_async",
+        include_str!("tensor/cp_async.lisp"),
+        "copy-async",
+        [1, 1, 1],
+        [64, 1, 1],
+        vec![input(&src), output(&out)],
+    )
+}

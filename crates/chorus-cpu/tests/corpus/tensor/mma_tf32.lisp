@@ -1,0 +1,15 @@
+;; mma.sync m16n8k8 on tf32 (floats) with f32 accumulators. A is 16×8 row-major, B 8×8
+;; row-major (K×N), C and D 16×8 row-major.
+(defkernel mma-tf32 (void ((a float*) (b float*) (c float*) (d float*)))
+  (let* ((g (/ thread-idx-x 4))
+         (q (mod thread-idx-x 4))
+         (fa (float4 (aref a (+ (* g 8) q)) (aref a (+ (* (+ g 8) 8) q))
+                     (aref a (+ (* g 8) q 4)) (aref a (+ (* (+ g 8) 8) q 4))))
+         (fb (float2 (aref b (+ (* q 8) g)) (aref b (+ (* (+ q 4) 8) g))))
+         (fc (float4 (aref c (+ (* g 8) (* 2 q))) (aref c (+ (* g 8) (* 2 q) 1))
+                     (aref c (+ (* (+ g 8) 8) (* 2 q))) (aref c (+ (* (+ g 8) 8) (* 2 q) 1))))
+         (r (mma-sync :m16n8k8 :tf32 fa fb fc)))
+    (set (aref d (+ (* g 8) (* 2 q))) (float4-x r))
+    (set (aref d (+ (* g 8) (* 2 q) 1)) (float4-y r))
+    (set (aref d (+ (* (+ g 8) 8) (* 2 q))) (float4-z r))
+    (set (aref d (+ (* (+ g 8) 8) (* 2 q) 1)) (float4-w r))))

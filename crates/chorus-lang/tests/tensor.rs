@@ -1,0 +1,205 @@
+//! The warp-level tensor-core built-ins (`mma-sync`, `ldmatrix`, `cp-async`): checking with
+//! located errors, validation against targets (sm_80 / sm_89, refused on HIP, Metal and older
+//! CUDA at the call), and the inline PTX the CUDA printer emits. The corpus kernels
+//! (`chorus-cpu/tests/corpus/tensor/`) run in chorus-cpu's and the GPU's corpus tests.
+
+use chorus_lang::check::validate;
+use chorus_lang::compile_str;
+use chorus_lang::cuda::print_module;
+use chorus_lang::target::{Capability, Target};
+
+/// The corpus kernels, by file name.
+fn corpus() -> Vec<(String, String)> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-cpu/tests/corpus/tensor");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the tensor corpus")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "lisp"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("readable");
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn the_corpus_prints_inline_ptx_for_every_instruction() {
+    let mut all = String::new();
+    for (name, text) in corpus() {
+        let module = compile_str(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+        all.push_str(&print_module(&module).unwrap().code);
+    }
+    for wanted in [
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32",
+        "ldmatrix.sync.aligned.m8n8.x1.shared.b16",
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+        "cp.async.cg.shared.global [%0], [%1], 16;",
+        "cp.async.ca.shared.global [%0], [%1], 8;",
+        "cp.async.ca.shared.global [%0], [%1], 4;",
+        "cp.async.commit_group;",
+        "cp.async.wait_group 1;",
+        "cp.async.wait_all;",
+        "__shared__ __align__(16) unsigned short",
+    ] {
+        assert!(all.contains(wanted), "no `{wanted}` in:\n{all}");
+    }
+}
+
+const MMA: &str = "(defkernel k (void ((a uint4*) (b uint2*) (c float4*)))
+  (set (aref c 0) (mma-sync :m16n8k16 :bf16 (aref a 0) (aref b 0) (aref c 0))))";
+
+const FP8: &str = "(defkernel k (void ((a uint4*) (b uint2*) (c float4*)))
+  (set (aref c 0) (mma-sync :m16n8k32 :e4m3 (aref a 0) (aref b 0) (aref c 0))))";
+
+const COPY: &str = "(defkernel k (void ((a uint*)))
+  (with-shared-memory ((s uint 4))
+    (cp-async (pointer (aref s 0)) a 16)
+    (cp-async-commit)
+    (cp-async-wait 0)))";
+
+#[test]
+fn targets_without_tensor_cores_refuse_them_at_the_call() {
+    let module = compile_str(MMA, "m.lisp").unwrap();
+    assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
+    let e = validate(&module, &Target::cuda(7, 5)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "m.lisp:2:19: `mma-sync` needs warp-level tensor cores (mma.sync, ldmatrix), which the CUDA target sm_75 does not have"
+    );
+    for target in [
+        Target::hip("gfx942").unwrap(),
+        Target::hip("gfx1100").unwrap(),
+        Target::metal(9).unwrap(),
+    ] {
+        let e = validate(&module, &target).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("m.lisp:2:19: `mma-sync` needs warp-level tensor cores"),
+            "{e}"
+        );
+    }
+    let fp8 = compile_str(FP8, "f.lisp").unwrap();
+    assert!(validate(&fp8, &Target::cuda(8, 9)).is_ok());
+    let e = validate(&fp8, &Target::cuda(8, 6)).unwrap_err();
+    assert!(e.to_string().contains("needs fp8 tensor cores"), "{e}");
+    let copy = compile_str(COPY, "c.lisp").unwrap();
+    let e = validate(&copy, &Target::cuda(7, 0)).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("c.lisp:3:5: `cp-async` needs asynchronous copies"),
+        "{e}"
+    );
+    assert!(Target::cpu().has(Capability::TensorCores) && Target::cpu().has(Capability::AsyncCopy));
+    assert!(!Target::hip("gfx90a").unwrap().has(Capability::AsyncCopy));
+}
+
+/// The error for `body` inside a kernel with fragment parameters.
+fn error(body: &str) -> String {
+    let text = format!(
+        "(defkernel k (void ((a uint4*) (b uint2*) (c float4*) (f float*) (i int4*)))\n  {body})"
+    );
+    match compile_str(&text, "e.lisp") {
+        Ok(_) => panic!("`{body}` compiled"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn wrong_uses_are_located_errors() {
+    assert_eq!(
+        error("(set (aref c 0) (mma-sync :m16n8k16 :bf16 (aref b 0) (aref b 0) (aref c 0)))"),
+        "e.lisp:2:45: `mma-sync :m16n8k16 :bf16` needs its a fragment as uint4, got a uint2"
+    );
+    assert_eq!(
+        error("(set (aref c 0) (mma-sync :m16n8k32 :bf16 (aref a 0) (aref b 0) (aref c 0)))"),
+        "e.lisp:2:19: `mma-sync` has no :m16n8k32 shape for :bf16; it has :m16n8k16, :m16n8k8"
+    );
+    assert!(
+        error("(set (aref c 0) (mma-sync :m16n8k16 :bf8 (aref a 0) (aref b 0) (aref c 0)))")
+            .starts_with("e.lisp:2:39: `mma-sync`: unknown keyword `:bf8`")
+    );
+    assert!(
+        error("(set (aref c 0) (mma-sync (aref a 0) (aref b 0) (aref c 0)))")
+            .contains("`mma-sync` needs a shape and an input type first")
+    );
+    // Integer accumulators are int4.
+    assert!(
+        error("(set (aref c 0) (mma-sync :m16n8k32 :s8 (aref a 0) (aref b 0) (aref c 0)))")
+            .contains("needs its c fragment as int4, got a float4")
+    );
+    assert!(
+        error("(ldmatrix :x3 f)").starts_with("e.lisp:2:13: `ldmatrix`: unknown keyword `:x3`")
+    );
+    assert!(error("(ldmatrix :x4 1)").contains("`ldmatrix` needs a pointer here, got an int"));
+    assert!(error("(ldmatrix f)").contains("`ldmatrix` needs the number of matrices first"));
+    assert_eq!(
+        error("(cp-async f f 12)"),
+        "e.lisp:2:17: `cp-async` copies 4, 8 or 16 bytes, not 12"
+    );
+    assert!(error("(cp-async f f 8 :cg)").contains("`cp-async :cg` copies 16 bytes only"));
+    assert!(error("(cp-async f f 16 :cx)").contains("unknown cache mode `:cx`"));
+    assert!(error("(cp-async-wait 9)").contains("an integer constant from 0 to 7"));
+    assert!(error("(cp-async-commit 1)").contains("`cp-async-commit` takes no arguments"));
+}
+
+#[test]
+fn fragments_are_vector_values_that_print_as_helper_calls() {
+    let printed = print_module(&compile_str(MMA, "m.lisp").unwrap())
+        .unwrap()
+        .code;
+    assert!(
+        printed.contains("static __device__ __forceinline__ float4 chorus_mma_m16n8k16_bf16(uint4 a, uint2 b, float4 c)"),
+        "{printed}"
+    );
+    assert!(printed.contains("chorus_mma_m16n8k16_bf16("), "{printed}");
+    let printed = print_module(&compile_str(COPY, "c.lisp").unwrap())
+        .unwrap()
+        .code;
+    assert!(
+        printed.contains("__cvta_generic_to_shared(dst)"),
+        "{printed}"
+    );
+    assert!(printed.contains("chorus_cp_async_wait_0();"), "{printed}");
+}
+
+/// The hgemm example's kernel, written with the tensor-core macro library.
+fn hgemm_unit() -> String {
+    let kernel = include_str!("../../../examples/kernels/hgemm.lisp");
+    format!("{}\n{kernel}", chorus_lang::library::TENSOR_CORE)
+}
+
+#[test]
+fn the_macro_library_writes_the_hgemm_main_loop() {
+    let module = compile_str(&hgemm_unit(), "hgemm.lisp").unwrap_or_else(|e| panic!("{e}"));
+    let code = print_module(&module).unwrap().code;
+    // 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step, 8 cp.async per tile.
+    assert_eq!(
+        code.matches("chorus_mma_m16n8k16_bf16(").count(),
+        64 + 1,
+        "{code}"
+    );
+    assert_eq!(code.matches("chorus_ldmatrix_x4(").count(), 8 + 1);
+    assert_eq!(code.matches("chorus_ldmatrix_x4_trans(").count(), 8 + 1);
+    // The prologue's two tiles and the loop's one: 3 × 8 copies.
+    assert_eq!(code.matches("chorus_cp_async_cg_16(").count(), 24 + 1);
+    assert!(code.contains("chorus_cp_async_wait_1();"), "{code}");
+    assert!(
+        code.contains("__shared__ __align__(16) __nv_bfloat16"),
+        "{code}"
+    );
+    // Static shared memory: exactly the 48 KiB CUDA allows.
+    assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
+    assert!(validate(&module, &Target::cuda(7, 5)).is_err());
+}
