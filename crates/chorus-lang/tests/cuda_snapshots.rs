@@ -72,6 +72,7 @@ snapshots! {
     builtin_warp => "warp.lisp",
     builtin_atomics => "atomics.lisp",
     builtin_cluster_and_fences => "cluster.lisp",
+    builtin_hopper => "hopper.lisp",
     builtin_curand => "curand.lisp",
     builtin_integer_types => "integer-types.lisp",
     edge_cases => "edge-cases.lisp",

@@ -1,6 +1,7 @@
 //! The helper functions a printed file may need, each emitted only when the module uses it.
 //! Their names are the printer's (all start with `chorus_`); their definitions the dialect's.
 
+use super::hopper::HopperHelper;
 use crate::types::{ScalarType, VectorType};
 
 /// Component-wise arithmetic on vectors.
@@ -67,6 +68,9 @@ pub enum Helper {
     /// `chorus_floor_mod_int(a, b)`: the flooring remainder (`floor-mod`) of a signed integer
     /// or floating type.
     FloorMod(ScalarType),
+    /// A helper of the Hopper built-ins (`cfamily/hopper.rs`): inline PTX, and the types
+    /// of tensor maps and wgmma accumulators.
+    Hopper(HopperHelper),
 }
 
 impl Helper {
@@ -88,6 +92,7 @@ impl Helper {
             Helper::LaneId => "chorus_lane_id".into(),
             Helper::ClusterBarrier => "chorus_cluster_barrier".into(),
             Helper::FloorMod(s) => format!("chorus_floor_mod_{}", s.name().replace('-', "_")),
+            Helper::Hopper(h) => h.name(),
         }
     }
 }

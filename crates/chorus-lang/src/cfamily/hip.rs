@@ -298,7 +298,7 @@ impl Dialect for Hip {
 
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String> {
         match helper {
-            Helper::ClusterBarrier => None,
+            Helper::ClusterBarrier | Helper::Hopper(_) => None,
             other => Some(cuda::helper_definition(other, name, self.warp_width())),
         }
     }

@@ -18,6 +18,7 @@
 pub mod cuda;
 mod expr;
 mod helpers;
+mod hopper;
 pub mod hip;
 pub mod msl;
 pub mod names;
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use helpers::{Helper, Operands, VectorOp};
+pub use hopper::{ARCH_SPECIFIC_GUARD, HopperHelper};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
 pub use spaces::{AddressSpace, FunctionUses};
 

@@ -710,6 +710,8 @@ fn build() -> Table {
         add(read, reads);
         add(write, writes);
     }
+    // Hopper: wgmma, TMA, mbarriers (`check/hopper.rs`).
+    super::hopper::add_signatures(&mut add);
     t
 }
 
@@ -731,7 +733,7 @@ pub fn has_effect(op: Builtin) -> bool {
             | Builtin::CurandUniform
             | Builtin::CurandNormal
             | Builtin::SurfWrite(..)
-    )
+    ) || matches!(op, Builtin::Hopper(h) if super::hopper::has_effect(h))
 }
 
 /// A short list of the accepted signatures for an error message: overloads that differ only in

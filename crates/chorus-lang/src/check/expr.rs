@@ -285,7 +285,9 @@ impl FnCx<'_> {
             return self.texture_builtin(head, args, f);
         }
         if !builtins::signatures(head).is_empty() {
-            return self.builtin(head, args, f);
+            let e = self.builtin(head, args, f)?;
+            super::hopper::check_constants(head, &e)?;
+            return Ok(e);
         }
         let mut known: Vec<&str> = builtins::names().collect();
         known.extend(self.m.functions.iter().map(|s| s.name.as_str()));

@@ -29,6 +29,9 @@ use std::ops::Index;
 use std::sync::Arc;
 
 pub mod visit;
+mod hopper;
+
+pub use hopper::{HopperOp, WgmmaInput, is_wgmma_n};
 
 /// Index into [`Function::locals`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -668,6 +671,8 @@ pub enum Builtin {
     SurfRead(u8, SurfaceBoundary),
     /// `surfNd-write value surf x [y [z]] [boundary]` → `surfNDwrite`: `x` in bytes.
     SurfWrite(u8, SurfaceBoundary),
+    /// A Hopper (sm_90) operation: wgmma, TMA, mbarriers (see [`HopperOp`]).
+    Hopper(HopperOp),
 }
 
 /// What a surface access outside the surface does (CUDA's `cudaSurfaceBoundaryMode`).

@@ -115,11 +115,22 @@ pub enum Capability {
     /// `texture2d<T>` arguments with samplers (a different binding model, for its printer to
     /// map or refuse).
     Textures,
+    /// Hopper's asynchronous data movement: `tensor-map` parameters and the `tma-*` bulk
+    /// tensor copies, transaction-counting mbarriers (`mbarrier-arrive-expect-tx`,
+    /// `mbarrier-try-wait` with a phase parity) and `fence-proxy-async`. CUDA sm_90 and newer
+    /// (PTX ISA 8.0, "cp.async.bulk.tensor", "mbarrier"); neither HIP nor MSL has them, and the
+    /// CPU executor does not model the async proxy.
+    TensorMemoryAccess,
+    /// Warpgroup matrix multiply-accumulate (`wgmma-*`, accumulators, matrix descriptors) and
+    /// register reallocation (`setmaxnreg-inc`/`-dec`): PTX's arch-specific features of
+    /// sm_90a, so CUDA compute capability 9.0 exactly (Blackwell has no `wgmma`), compiled for
+    /// `sm_90a`. No HIP, MSL or CPU equivalent.
+    WarpgroupMma,
 }
 
 impl Capability {
     /// Every capability, in declaration order.
-    pub const ALL: [Capability; 28] = [
+    pub const ALL: [Capability; 30] = [
         Capability::Float64,
         Capability::Float16,
         Capability::BFloat16,
@@ -148,6 +159,8 @@ impl Capability {
         Capability::SystemFence,
         Capability::Recursion,
         Capability::Textures,
+        Capability::TensorMemoryAccess,
+        Capability::WarpgroupMma,
     ];
 
     /// What the feature is, as error messages say it ("`cuda-asm` needs inline assembly, …").
@@ -181,6 +194,8 @@ impl Capability {
             Capability::SystemFence => "system-wide memory fences",
             Capability::Recursion => "recursion",
             Capability::Textures => "texture and surface objects",
+            Capability::TensorMemoryAccess => "tensor memory access (TMA) and transaction mbarriers",
+            Capability::WarpgroupMma => "warpgroup MMA (wgmma) and register reallocation (sm_90a)",
         }
     }
 
