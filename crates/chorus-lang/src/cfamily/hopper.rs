@@ -75,7 +75,8 @@ impl HopperHelper {
                     HopperOp::SetMaxNRegInc => "setmaxnreg_inc",
                     HopperOp::SetMaxNRegDec => "setmaxnreg_dec",
                     // Printed without a helper of their own (see `call`).
-                    HopperOp::WgmmaMma(_)
+                    HopperOp::SharedAddress
+                    | HopperOp::WgmmaMma(_)
                     | HopperOp::WgmmaFenceOperand
                     | HopperOp::WgmmaAccZero
                     | HopperOp::WgmmaAccRef => "wgmma",
@@ -143,6 +144,7 @@ pub(super) fn call(
             format!("{}{{}}", HopperHelper::Accumulator(n).name())
         }
         HopperOp::WgmmaAccRef => format!("{}.r[{}]", printed[0], printed[1]),
+        HopperOp::SharedAddress => format!("({})", shared(&printed[0])),
         HopperOp::WgmmaMma(input) => {
             let n = accumulator_n(&args[0]);
             let h = HopperHelper::Mma(input, n);
@@ -361,7 +363,8 @@ fn op_definition(op: HopperOp, name: &str) -> String {
              | (layout << 62);\n}}\n",
             shared("smem")
         ),
-        HopperOp::WgmmaMma(_)
+        HopperOp::SharedAddress
+        | HopperOp::WgmmaMma(_)
         | HopperOp::WgmmaFenceOperand
         | HopperOp::WgmmaAccZero
         | HopperOp::WgmmaAccRef => String::new(),

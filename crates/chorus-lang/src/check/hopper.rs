@@ -8,6 +8,7 @@
 //! | `(mbarrier-arrive-expect-tx bar bytes)` | `mbarrier.arrive.expect_tx.shared::cta.b64` |
 //! | `(mbarrier-try-wait bar parity)` → bool, `(mbarrier-wait bar parity)` | `mbarrier.try_wait.parity.shared::cta.b64` |
 //! | `(fence-proxy-async)` | `fence.proxy.async.shared::cta` |
+//! | `(shared-address p)` → uint | `__cvta_generic_to_shared`: to align a buffer |
 //! | `(tma-load-2d dst bar (pointer map) x y)` (1-D to 5-D) | `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes` |
 //! | `(tma-store-2d (pointer map) src x y)` (1-D to 5-D) | `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` |
 //! | `(tma-store-commit)`, `(tma-store-wait N)` | `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group.read N` |
@@ -141,6 +142,12 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Signature>)) 
     add("mbarrier-try-wait", counted(MbarrierTryWait, Type::Bool));
     add("mbarrier-wait", counted(MbarrierWait, Type::Void));
     add("fence-proxy-async", none(FenceProxyAsync));
+    add(
+        "shared-address",
+        smem.iter()
+            .map(|p| sig(SharedAddress, std::slice::from_ref(p), Type::UINT))
+            .collect(),
+    );
     for (load, store, dims) in TMA_NAMES {
         let coords = std::iter::repeat_n(int.clone(), usize::from(dims));
         add(
@@ -246,6 +253,7 @@ pub(super) fn has_effect(op: HopperOp) -> bool {
     !matches!(
         op,
         HopperOp::MbarrierTryWait
+            | HopperOp::SharedAddress
             | HopperOp::WgmmaDescriptor
             | HopperOp::WgmmaAccZero
             | HopperOp::WgmmaAccRef

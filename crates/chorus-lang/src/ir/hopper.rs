@@ -75,6 +75,10 @@ pub enum HopperOp {
     /// `fence-proxy-async`: orders this thread's shared-memory accesses with the async proxy's
     /// (TMA, wgmma) (`fence.proxy.async.shared::cta`).
     FenceProxyAsync,
+    /// `shared-address p` → uint: the 32-bit shared-window address of a pointer into shared
+    /// memory (`__cvta_generic_to_shared`), to align buffers (the TMA wants 128 bytes, the
+    /// 128-byte swizzle 1024).
+    SharedAddress,
     // ---- bulk tensor copies (TMA)
     /// `tma-load-Nd dst bar tensor-map c0 … cN-1`: global → shared, completing `bar`'s
     /// transactions (`cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`).
