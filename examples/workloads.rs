@@ -98,7 +98,16 @@ pub mod kernels {
     pub const SGEMM: (&str, &str) = ("sgemm.lisp", include_str!("kernels/sgemm.lisp"));
     /// Prefix scan.
     pub const SCAN: (&str, &str) = ("scan.lisp", include_str!("kernels/scan.lisp"));
+    /// BF16 GEMM on Hopper: TMA, mbarriers, warp-specialised wgmma (sm_90a).
+    pub const HGEMM_HOPPER: (&str, &str) = (
+        "hgemm-hopper.lisp",
+        include_str!("kernels/hgemm-hopper.lisp"),
+    );
 }
+
+/// The dynamic shared memory `hgemm-hopper` needs: four stages of a 128×64 A and a 256×64 B
+/// tile in BF16, and 1024 bytes to align them to the 128-byte swizzle's repeat.
+pub const HGEMM_HOPPER_SHARED_BYTES: u32 = 4 * 2 * (128 * 64 + 256 * 64) + 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Heat equation (diffuse0, diffuse1)

@@ -49,6 +49,12 @@ mod tempdir;
 pub mod testing;
 
 pub use chorus_driver::Error as DriverError;
+/// Tensor maps for the TMA built-ins (`tma-load-2d` …), passed with [`KernelArg::tensor_map`]
+/// (or `chorus::Arg::tensor_map`).
+pub use chorus_driver::{
+    Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
+    TensorOobFill, TensorSwizzle,
+};
 pub use chorus_driver::{
     BlockKind, Context, DeviceInfo, DeviceMemory, Direction, Event, Graph, GraphExec, MemoryBlock,
     MemsetValue, PinnedMemory, Stream, Timer, compute_capability, current_compute_capability,
