@@ -11,11 +11,11 @@
 //! `cargo run --release --example hgemm-hopper` (needs a CUDA device of compute capability 9.0
 //! and cuBLAS; elsewhere it says why it did not run).
 
-use chorus::cuda::{TensorDataType, TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
-use chorus::{Arg, Direction, Launch, MemoryBlock, bf16};
+use chorus::cuda::TensorDataType;
+use chorus::{Arg, Direction, MemoryBlock, bf16};
 use chorus_cuda_libs::Transpose;
 use chorus_cuda_libs::cublas::Blas;
-use chorus_examples::workloads::{self, HGEMM_HOPPER_SHARED_BYTES, kernels};
+use chorus_examples::workloads::{self, kernels};
 use chorus_examples::{Random, banner};
 use std::process::ExitCode;
 
@@ -31,58 +31,15 @@ fn random_bf16(count: usize, random: &mut Random) -> Vec<bf16> {
         .collect()
 }
 
-/// The tensor map of a K-major `rows`×`k` BF16 matrix at `address`, copied in boxes of
-/// `box_rows` rows × 64 columns (128 bytes, the 128-byte swizzle's span).
-fn k_major_map(
-    address: u64,
-    rows: usize,
-    k: usize,
-    box_rows: u32,
-) -> Result<TensorMap, Box<dyn std::error::Error>> {
-    let mut layout = TensorLayout::dense(TensorDataType::Bf16, address, &[k as u64, rows as u64]);
-    layout.swizzle = TensorSwizzle::B128;
-    layout.l2_promotion = TensorL2Promotion::B256;
-    Ok(TensorMap::encode_tiled(&layout, &[64, box_rows])?)
-}
-
 /// TFLOP/s of `iterations` products of size `SIZE` in `seconds`.
 fn tflops(seconds: f64, iterations: u32) -> f64 {
     2.0 * (SIZE as f64).powi(3) * f64::from(iterations) / seconds / 1e12
 }
 
-/// How many of 1024 sampled entries of `c` (M×N row-major) differ from the exact A·Bᵀ by more
-/// than half a BF16 ulp, and the largest relative difference.
-fn check(c: &[bf16], a: &[bf16], b: &[bf16]) -> (usize, f64) {
-    let (m, n, k) = (SIZE, SIZE, SIZE);
-    let (mut bad, mut worst) = (0, 0.0f64);
-    for s in 0..1024 {
-        let (i, j) = ((s * 7919 + 13) % m, (s * 104_729 + 5) % n);
-        let want: f64 = (0..k)
-            .map(|p| f64::from(a[i * k + p].to_f32()) * f64::from(b[j * k + p].to_f32()))
-            .sum();
-        let got = f64::from(c[i * n + j].to_f32());
-        let error = (got - want).abs();
-        if error > want.abs() / 256.0 + 1e-6 {
-            bad += 1;
-        }
-        worst = worst.max(error / want.abs().max(1.0));
-    }
-    (bad, worst)
-}
-
 fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let backend = banner("hgemm-hopper")?;
-    if backend != chorus::Backend::Cuda {
-        println!("skipped: wgmma and TMA need a CUDA device of compute capability 9.0");
-        return Ok(true);
-    }
-    let capability = chorus::cuda::current_compute_capability()
-        .map_or_else(|| chorus::cuda::compute_capability(0), Ok)?;
-    if capability != (9, 0) {
-        println!(
-            "skipped: wgmma needs compute capability 9.0 (sm_90a); this device is {}.{}",
-            capability.0, capability.1
-        );
+    if let Some(why) = workloads::hopper_unavailable(backend)? {
+        println!("skipped: {why}");
         return Ok(true);
     }
     let (m, n, k) = (SIZE, SIZE, SIZE);
@@ -95,13 +52,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut c = MemoryBlock::<bf16>::alloc(m * n)?;
     let mut c_blas = MemoryBlock::<bf16>::alloc(m * n)?;
     let address = |block: &MemoryBlock<bf16>| block.device_address().ok_or("no device address");
-    let a_map = k_major_map(address(&a)?, m, k, 128)?;
-    let b_map = k_major_map(address(&b)?, n, k, 256)?;
-    let launch = || {
-        Launch::grid((m / 128, n / 256))
-            .block(384)
-            .shared_mem(HGEMM_HOPPER_SHARED_BYTES)
-    };
+    let a_map = workloads::hopper_gemm_map(TensorDataType::Bf16, address(&a)?, m, k, 128)?;
+    let b_map = workloads::hopper_gemm_map(TensorDataType::Bf16, address(&b)?, n, k, 256)?;
     let hgemm = |c: &MemoryBlock<bf16>| {
         let args = [
             Arg::tensor_map(&a_map),
@@ -111,7 +63,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             Arg::value(n as i32),
             Arg::value(k as i32),
         ];
-        program.launch("hgemm-hopper", &args, launch())
+        program.launch("hgemm-hopper", &args, workloads::hopper_gemm_launch(m, n))
     };
     hgemm(&c)?; // compile and load outside the time
     chorus::synchronize()?;
@@ -154,8 +106,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
 
     c.sync(Direction::DeviceToHost)?;
     c_blas.sync(Direction::DeviceToHost)?;
-    let (bad, worst) = check(c.as_slice(), &a_host, &b_host);
-    let (bad_blas, worst_blas) = check(c_blas.as_slice(), &a_host, &b_host);
+    let a_at = |i: usize| f64::from(a_host[i].to_f32());
+    let b_at = |i: usize| f64::from(b_host[i].to_f32());
+    let (bad, worst) = workloads::check_gemm_samples(c.as_slice(), (m, n, k), a_at, b_at);
+    let (bad_blas, worst_blas) =
+        workloads::check_gemm_samples(c_blas.as_slice(), (m, n, k), a_at, b_at);
     println!("BF16 GEMM {m}×{n}×{k} (C = A·Bᵀ, f32 accumulation), {ITERATIONS} launches each");
     println!(
         "hgemm-hopper: {:.3} ms, {ours:.1} TFLOP/s; cuBLAS gemmEx: {theirs:.1} TFLOP/s; \

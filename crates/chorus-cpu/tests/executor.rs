@@ -152,7 +152,9 @@ fn hopper_builtins_are_refused_when_prepared() {
     assert!(
         matches!(err, Error::Unsupported { .. })
             && err.to_string().starts_with("test.lisp:1:1:")
-            && err.to_string().contains("`tensor-map` needs tensor memory access (TMA)"),
+            && err
+                .to_string()
+                .contains("`tensor-map` needs tensor memory access (TMA)"),
         "{err}"
     );
     // Past validation (a target that claims everything), the executor still refuses each, at

@@ -49,12 +49,6 @@ mod tempdir;
 pub mod testing;
 
 pub use chorus_driver::Error as DriverError;
-/// Tensor maps for the TMA built-ins (`tma-load-2d` …), passed with [`KernelArg::tensor_map`]
-/// (or `chorus::Arg::tensor_map`).
-pub use chorus_driver::{
-    Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
-    TensorOobFill, TensorSwizzle,
-};
 pub use chorus_driver::{
     BlockKind, Context, DeviceInfo, DeviceMemory, Direction, Event, Graph, GraphExec, MemoryBlock,
     MemsetValue, PinnedMemory, Stream, Timer, compute_capability, current_compute_capability,
@@ -62,6 +56,12 @@ pub use chorus_driver::{
     driver_version, ensure_driver, error_text, memcpy_device_to_device, memcpy_device_to_device_2d,
     memory_info, memset_device, reset_primary_context, retain_primary_context, sdk_not_found,
     synchronize_context, with_cuda, with_primary_cuda, with_stream,
+};
+/// Tensor maps for the TMA built-ins (`tma-load-2d` …), passed with [`KernelArg::tensor_map`]
+/// (or `chorus::Arg::tensor_map`).
+pub use chorus_driver::{
+    Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
+    TensorOobFill, TensorSwizzle,
 };
 pub use compile::{
     CompiledImage, Compiler, ImageKind, compile_and_load, is_arch_specific, source_excerpt,

@@ -73,7 +73,10 @@ pub(crate) fn nvrtc_options_for(
     let mut options = vec!["--std=c++17".to_owned()];
     if !user.iter().any(|o| crate::is_arch_option(o)) {
         let suffix = if arch_specific { "a" } else { "" };
-        options.push(format!("--gpu-architecture=sm_{}{}{suffix}", arch.0, arch.1));
+        options.push(format!(
+            "--gpu-architecture=sm_{}{}{suffix}",
+            arch.0, arch.1
+        ));
     }
     for dir in nvrtc_loader::toolkit_include_dirs() {
         options.push(format!("--include-path={}", dir.display()));

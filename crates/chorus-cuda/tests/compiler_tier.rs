@@ -10,7 +10,7 @@
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::Type;
-use chorus_lang::ir::{Builtin, FunctionId, FunctionKind, GlobalId, GlobalQualifier, HopperOp};
+use chorus_lang::ir::{Builtin, FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -94,23 +94,6 @@ enum Family {
     Hopper,
 }
 
-/// The constant a Hopper built-in needs as its argument `index` (`None`: any value).
-fn hopper_constant(op: Builtin, index: usize) -> Option<&'static str> {
-    let Builtin::Hopper(op) = op else {
-        return None;
-    };
-    match (op, index) {
-        (HopperOp::WgmmaWaitGroup | HopperOp::BulkWaitGroupRead, 0) => Some("1"),
-        (HopperOp::SetMaxNRegInc, 0) => Some("240"),
-        (HopperOp::SetMaxNRegDec, 0) => Some("40"),
-        (HopperOp::WgmmaDescriptor, 3) => Some("128"),
-        (HopperOp::WgmmaMma(_), 4) => Some("0"),
-        (HopperOp::WgmmaMma(_), 5) => Some("1"),
-        (HopperOp::WgmmaAccRef, 1) => Some("3"),
-        _ => None,
-    }
-}
-
 /// One kernel per signature of the checker's table (`(+ int int)`, `(atomic-cas uint16* uint16
 /// uint16)` …) of one [`Family`]: each argument is read from a pointer parameter (or is the
 /// pointer parameter, or the constant the built-in needs), and the result is stored through one.
@@ -134,7 +117,7 @@ fn every_signature_module(family: Family) -> String {
             let mut params = Vec::new();
             let mut args = Vec::new();
             for (i, ty) in signature.params.iter().enumerate() {
-                if let Some(constant) = hopper_constant(signature.op, i) {
+                if let Some(constant) = chorus_lang::check::constant_argument(signature.op, i) {
                     args.push(constant.to_string());
                 } else if ty.pointer_depth() > 0 {
                     params.push(format!("(p{i} {ty})"));

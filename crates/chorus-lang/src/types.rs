@@ -390,10 +390,7 @@ pub fn wgmma_accumulator_n(name: &str) -> Option<u16> {
     if digits.starts_with('0') {
         return None;
     }
-    digits
-        .parse()
-        .ok()
-        .filter(|n| crate::ir::is_wgmma_n(*n))
+    digits.parse().ok().filter(|n| crate::ir::is_wgmma_n(*n))
 }
 
 #[cfg(test)]

@@ -55,7 +55,10 @@ fn the_hopper_file_compiles_for_sm_90_only() {
         Target::metal(9).unwrap(),
     ] {
         let e = error_for(HOPPER, &target);
-        assert!(e.starts_with("4:1: `tensor-map` needs tensor memory access"), "{e}");
+        assert!(
+            e.starts_with("4:1: `tensor-map` needs tensor memory access"),
+            "{e}"
+        );
     }
 }
 
@@ -77,11 +80,14 @@ fn results_are_typed() {
         "5:21: cannot store a wgmma-f32-m64n64 in float element (aref out 0); a wgmma-f32-m64n64 cannot be used where a float is expected"
     );
     let e = error(&kernel("(wgmma-mma-async-bf16 acc 0 0 0)"));
-    assert!(e.starts_with("5:3: no overload of `wgmma-mma-async-bf16` takes (wgmma-f32-m64n64, int, int, int)"), "{e}");
+    assert!(
+        e.starts_with(
+            "5:3: no overload of `wgmma-mma-async-bf16` takes (wgmma-f32-m64n64, int, int, int)"
+        ),
+        "{e}"
+    );
     // The accumulator's shape is its type: an m64n64 is not an m64n128.
-    let e = error(&kernel(
-        "(let ((b (wgmma-f32-m64n128))) (set acc b))",
-    ));
+    let e = error(&kernel("(let ((b (wgmma-f32-m64n128))) (set acc b))"));
     assert!(e.contains("wgmma-f32-m64n128"), "{e}");
     // fp8 has no transposes.
     assert_eq!(
@@ -143,7 +149,9 @@ fn a_tensor_map_is_only_a_kernel_parameter() {
         "1:1: the parameter `m` of device function `f` is a `tensor-map`: a tensor map can only be a kernel's parameter; take a `tensor-map*` and pass `(pointer map)`"
     );
     assert_eq!(
-        error(&kernel("(let ((copy map)) (prefetch-tensor-map (pointer copy)))")),
+        error(&kernel(
+            "(let ((copy map)) (prefetch-tensor-map (pointer copy)))"
+        )),
         "5:15: `copy` would be a copy of a `tensor-map`, which the TMA cannot use: a tensor map can only be a kernel's parameter; bind `(pointer map)`, a `tensor-map*`"
     );
     assert_eq!(

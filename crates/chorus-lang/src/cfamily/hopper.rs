@@ -223,9 +223,9 @@ pub(super) fn definition(helper: HopperHelper, name: &str) -> String {
             "{ARCH_SPECIFIC_GUARD}\n#error \"this module uses wgmma or setmaxnreg, which need \
              sm_90a: compile with -arch=sm_90a\"\n#endif\n"
         ),
-        HopperHelper::TensorMap => format!(
-            "struct __align__(64) {name}\n{{\n  unsigned long long opaque[16];\n}};\n"
-        ),
+        HopperHelper::TensorMap => {
+            format!("struct __align__(64) {name}\n{{\n  unsigned long long opaque[16];\n}};\n")
+        }
         HopperHelper::Accumulator(n) => {
             format!("struct {name}\n{{\n  float r[{}];\n}};\n", n / 2)
         }
@@ -291,7 +291,10 @@ fn op_definition(op: HopperOp, name: &str) -> String {
             let inputs: Vec<String> = (0..dims).map(|i| format!("\"r\"(c{i})")).collect();
             asm_helper(
                 name,
-                &format!("void* dst, void* bar, const {map}* map, {}", coords.join(", ")),
+                &format!(
+                    "void* dst, void* bar, const {map}* map, {}",
+                    coords.join(", ")
+                ),
                 &format!(
                     "cp.async.bulk.tensor.{dims}d.shared::cluster.global.mbarrier::complete_tx::bytes \
                      [%0], [%1, {}], [%2];",
@@ -322,12 +325,9 @@ fn op_definition(op: HopperOp, name: &str) -> String {
                 ),
             )
         }
-        HopperOp::BulkCommitGroup => asm_helper(
-            name,
-            "",
-            "cp.async.bulk.commit_group;",
-            " ::: \"memory\"",
-        ),
+        HopperOp::BulkCommitGroup => {
+            asm_helper(name, "", "cp.async.bulk.commit_group;", " ::: \"memory\"")
+        }
         HopperOp::BulkWaitGroupRead => immediate_helper(name, "cp.async.bulk.wait_group.read %0;"),
         HopperOp::PrefetchTensorMap => asm_helper(
             name,
@@ -335,12 +335,9 @@ fn op_definition(op: HopperOp, name: &str) -> String {
             "prefetch.tensormap [%0];",
             " :: \"l\"((unsigned long long)map) : \"memory\"",
         ),
-        HopperOp::WgmmaFence => asm_helper(
-            name,
-            "",
-            "wgmma.fence.sync.aligned;",
-            " ::: \"memory\"",
-        ),
+        HopperOp::WgmmaFence => {
+            asm_helper(name, "", "wgmma.fence.sync.aligned;", " ::: \"memory\"")
+        }
         HopperOp::WgmmaCommitGroup => asm_helper(
             name,
             "",
@@ -413,4 +410,3 @@ fn mma_definition(name: &str, input: WgmmaInput, n: u16) -> String {
         k = input.k()
     )
 }
-

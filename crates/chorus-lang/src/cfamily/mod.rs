@@ -18,8 +18,8 @@
 pub mod cuda;
 mod expr;
 mod helpers;
-mod hopper;
 pub mod hip;
+mod hopper;
 pub mod msl;
 pub mod names;
 mod printer;

@@ -174,11 +174,19 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Signature>)) 
     add("tma-store-commit", none(BulkCommitGroup));
     add(
         "tma-store-wait",
-        vec![sig(BulkWaitGroupRead, std::slice::from_ref(&int), Type::Void)],
+        vec![sig(
+            BulkWaitGroupRead,
+            std::slice::from_ref(&int),
+            Type::Void,
+        )],
     );
     add(
         "prefetch-tensor-map",
-        vec![sig(PrefetchTensorMap, std::slice::from_ref(&map), Type::Void)],
+        vec![sig(
+            PrefetchTensorMap,
+            std::slice::from_ref(&map),
+            Type::Void,
+        )],
     );
     add("wgmma-fence", none(WgmmaFence));
     add("wgmma-commit-group", none(WgmmaCommitGroup));
@@ -278,6 +286,32 @@ pub(super) fn type_needs(ty: &Type) -> Option<Capability> {
     }
 }
 
+/// For a built-in whose argument `index` must be an integer constant, a value it accepts (the
+/// smallest); `None` for any other argument. Generators of calls (the signature sweeps of the
+/// tests, the compiler tier) use it to write valid calls.
+///
+/// ```
+/// use chorus_lang::check::constant_argument;
+/// use chorus_lang::ir::{Builtin, HopperOp};
+///
+/// assert_eq!(constant_argument(Builtin::Hopper(HopperOp::SetMaxNRegInc), 0), Some(24));
+/// assert_eq!(constant_argument(Builtin::Hopper(HopperOp::MbarrierInit), 1), None);
+/// assert_eq!(constant_argument(Builtin::Add, 0), None);
+/// ```
+pub fn constant_argument(op: Builtin, index: usize) -> Option<i128> {
+    let Builtin::Hopper(op) = op else {
+        return None;
+    };
+    match (op, index) {
+        (HopperOp::WgmmaWaitGroup | HopperOp::BulkWaitGroupRead, 0) => Some(0),
+        (HopperOp::SetMaxNRegInc | HopperOp::SetMaxNRegDec, 0) => Some(24),
+        (HopperOp::WgmmaDescriptor, 3) => Some(0),
+        (HopperOp::WgmmaMma(_), 4 | 5) => Some(0),
+        (HopperOp::WgmmaAccRef, 1) => Some(0),
+        _ => None,
+    }
+}
+
 /// Checks the constant arguments of a resolved call (`e`, named `name`); other built-ins pass.
 pub(super) fn check_constants(name: &str, e: &Expr) -> Result<()> {
     let ExprKind::Builtin {
@@ -295,7 +329,7 @@ pub(super) fn check_constants(name: &str, e: &Expr) -> Result<()> {
         }
         HopperOp::SetMaxNRegInc | HopperOp::SetMaxNRegDec => {
             constant(name, &args[0], "the register count", |v| {
-                ((24..=256).contains(&v) && v % 8 == 0)
+                ((24..=256).contains(&v) && v.rem_euclid(8) == 0)
                     .then_some(())
                     .ok_or("a multiple of 8 from 24 to 256")
             })
@@ -308,7 +342,9 @@ pub(super) fn check_constants(name: &str, e: &Expr) -> Result<()> {
         HopperOp::WgmmaMma(_) => {
             for (arg, what) in args[4..].iter().zip(["transpose-a", "transpose-b"]) {
                 constant(name, arg, what, |v| {
-                    matches!(v, 0 | 1).then_some(()).ok_or("0 (K-major) or 1 (MN-major)")
+                    matches!(v, 0 | 1)
+                        .then_some(())
+                        .ok_or("0 (K-major) or 1 (MN-major)")
                 })?;
             }
             Ok(())

@@ -32,7 +32,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::HashMap;
 
-pub use hopper::ACCUMULATOR_NAMES;
+pub use hopper::{ACCUMULATOR_NAMES, constant_argument};
 pub use toplevel::{STACK_SIZE, check_module, check_module_owned};
 pub use validate::validate;
 

@@ -28,8 +28,8 @@ use crate::types::Type;
 use std::ops::Index;
 use std::sync::Arc;
 
-pub mod visit;
 mod hopper;
+pub mod visit;
 
 pub use hopper::{HopperOp, WgmmaInput, is_wgmma_n};
 

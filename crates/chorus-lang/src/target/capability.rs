@@ -194,7 +194,9 @@ impl Capability {
             Capability::SystemFence => "system-wide memory fences",
             Capability::Recursion => "recursion",
             Capability::Textures => "texture and surface objects",
-            Capability::TensorMemoryAccess => "tensor memory access (TMA) and transaction mbarriers",
+            Capability::TensorMemoryAccess => {
+                "tensor memory access (TMA) and transaction mbarriers"
+            }
             Capability::WarpgroupMma => "warpgroup MMA (wgmma) and register reallocation (sm_90a)",
         }
     }

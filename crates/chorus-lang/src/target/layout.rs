@@ -69,7 +69,9 @@ impl LayoutRules {
             // CUDA's `CUtensorMap`: 16 64-bit words, 64-byte aligned.
             Type::TensorMap => (self == LayoutRules::C).then_some((128, 64)),
             // N/2 floats.
-            Type::WgmmaAccumulator(n) => (self == LayoutRules::C).then_some((usize::from(*n) * 2, 4)),
+            Type::WgmmaAccumulator(n) => {
+                (self == LayoutRules::C).then_some((usize::from(*n) * 2, 4))
+            }
             Type::Struct(name) => {
                 let def = structs.iter().find(|s| *s.name == **name)?;
                 let layout = self.struct_layout_within(def, structs, depth)?;

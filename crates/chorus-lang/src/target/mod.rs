@@ -331,7 +331,10 @@ mod tests {
         assert_eq!(Target::default(), hopper);
         assert!(hopper.has(Capability::WarpgroupMma) && hopper.has(Capability::TensorMemoryAccess));
         let blackwell = Target::cuda(10, 0);
-        assert!(blackwell.has(Capability::TensorMemoryAccess) && !blackwell.has(Capability::WarpgroupMma));
+        assert!(
+            blackwell.has(Capability::TensorMemoryAccess)
+                && !blackwell.has(Capability::WarpgroupMma)
+        );
         assert!(!Target::cuda(8, 9).has(Capability::TensorMemoryAccess));
     }
 
