@@ -281,7 +281,7 @@ pub enum Type {
     /// address.
     TensorMap,
     /// `wgmma-f32-m64nN`: one thread's part of a warpgroup's 64×N `f32` accumulator (N/2
-    /// registers), for N in 8, 16 … 256 ([`crate::ir::is_wgmma_n`]).
+    /// registers), for N in 8, 16 … 256 ([`is_wgmma_n`]).
     WgmmaAccumulator(u16),
 }
 
@@ -381,6 +381,12 @@ impl fmt::Display for Type {
     }
 }
 
+/// The N (columns of B and D) a `wgmma` accumulator may have: 8 to 256 in steps of 8, every
+/// shape PTX ISA 8.0 defines for `.f32` accumulation of `bf16`, `f16`, `e4m3` and `e5m2`.
+pub fn is_wgmma_n(n: u16) -> bool {
+    (8..=256).contains(&n) && n.is_multiple_of(8)
+}
+
 /// The start of the accumulator type names (`wgmma-f32-m64n256`).
 pub const WGMMA_ACCUMULATOR_PREFIX: &str = "wgmma-f32-m64n";
 
@@ -390,7 +396,7 @@ pub fn wgmma_accumulator_n(name: &str) -> Option<u16> {
     if digits.starts_with('0') {
         return None;
     }
-    digits.parse().ok().filter(|n| crate::ir::is_wgmma_n(*n))
+    digits.parse().ok().filter(|n| is_wgmma_n(*n))
 }
 
 #[cfg(test)]

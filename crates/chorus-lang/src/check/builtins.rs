@@ -711,7 +711,13 @@ fn build() -> Table {
         add(write, writes);
     }
     // Hopper: wgmma, TMA, mbarriers (`check/hopper.rs`).
-    super::hopper::add_signatures(&mut add);
+    super::hopper::add_signatures(&mut |name, overloads| {
+        let sigs = overloads
+            .into_iter()
+            .map(|(op, params, result)| Signature { op, params, result })
+            .collect();
+        add(name, sigs);
+    });
     t
 }
 

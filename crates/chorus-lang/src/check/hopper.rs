@@ -33,7 +33,6 @@
 //! swizzle (0, 32, 64 or 128 bytes), the transposes (0 or 1) and accumulator register numbers
 //! (0 to N/2 − 1: a register file cannot be indexed at run time, so unroll with a macro).
 
-use super::builtins::Signature;
 use super::{consts, err};
 use crate::error::Result;
 use crate::ir::{Builtin, Expr, ExprKind, Function, FunctionKind, HopperOp, WgmmaInput};
@@ -41,7 +40,7 @@ use crate::target::Capability;
 use crate::types::{ScalarType, Type};
 
 /// The accumulator type names, which are also the names of their zero constructors, for every
-/// N of [`crate::ir::is_wgmma_n`] in increasing order.
+/// N of [`crate::types::is_wgmma_n`] in increasing order.
 pub const ACCUMULATOR_NAMES: [&str; 32] = [
     "wgmma-f32-m64n8",
     "wgmma-f32-m64n16",
@@ -94,13 +93,13 @@ const TMA_NAMES: [(&str, &str, u8); 5] = [
     ("tma-load-5d", "tma-store-5d", 5),
 ];
 
-/// One signature of a Hopper operation.
-fn sig(op: HopperOp, params: &[Type], result: Type) -> Signature {
-    Signature {
-        op: Builtin::Hopper(op),
-        params: params.to_vec(),
-        result,
-    }
+/// One overload: the operation, the parameter types and the result type (the overload
+/// table's `Signature`, which `check/builtins.rs` makes of it).
+pub(super) type Overload = (Builtin, Vec<Type>, Type);
+
+/// One overload of a Hopper operation.
+fn sig(op: HopperOp, params: &[Type], result: Type) -> Overload {
+    (Builtin::Hopper(op), params.to_vec(), result)
 }
 
 /// The N of every accumulator type.
@@ -109,7 +108,7 @@ fn accumulator_ns() -> impl Iterator<Item = u16> {
 }
 
 /// Adds the Hopper built-ins to the overload table (`check/builtins.rs` calls this last).
-pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Signature>)) {
+pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
     use HopperOp::*;
     let uint = Type::UINT;
     let int = Type::INT;
@@ -124,7 +123,7 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Signature>)) 
     let none = |op| vec![sig(op, &[], Type::Void)];
 
     // Counts, byte counts and parities are 32-bit: `int` or `uint`, whichever the caller has.
-    let counted = |op, result: Type| -> Vec<Signature> {
+    let counted = |op, result: Type| -> Vec<Overload> {
         [int.clone(), uint.clone()]
             .into_iter()
             .map(|count| sig(op, &[bar.clone(), count], result.clone()))

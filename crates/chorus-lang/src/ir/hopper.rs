@@ -142,9 +142,3 @@ impl HopperOp {
         )
     }
 }
-
-/// The N (columns of B and D) a `wgmma` accumulator may have: 8 to 256 in steps of 8, every
-/// shape PTX ISA 8.0 defines for `.f32` accumulation of `bf16`, `f16`, `e4m3` and `e5m2`.
-pub fn is_wgmma_n(n: u16) -> bool {
-    (8..=256).contains(&n) && n.is_multiple_of(8)
-}

@@ -31,7 +31,7 @@ use std::sync::Arc;
 mod hopper;
 pub mod visit;
 
-pub use hopper::{HopperOp, WgmmaInput, is_wgmma_n};
+pub use hopper::{HopperOp, WgmmaInput};
 
 /// Index into [`Function::locals`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
