@@ -163,3 +163,37 @@ fn a_tensor_map_is_only_a_kernel_parameter() {
                (defkernel k (void ((m tensor-map)))\n  (pf (pointer m)))";
     compile_str(src, "h.lisp").unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn swizzles_move_16_byte_chunks_by_the_row() {
+    // Offsets through a shared array's size, which the checker folds to a constant. Byte 1440
+    // is in 128-byte row 11 at 16-byte chunk 2 (of 8): the 128-byte swizzle XORs the chunk
+    // with 11 % 8 = 3, giving chunk 1, 1424; the 64-byte one XORs chunk 2 % 4 with 11 % 4 = 3
+    // (1424 again), the 32-byte one chunk 0 % 2 with 11 % 2 = 1: 1456.
+    for (swizzle, offset, want) in [
+        ("swizzle-128b", 1440, 1424),
+        ("swizzle-128b", 128, 144),
+        ("swizzle-128b", 15, 15),
+        ("swizzle-64b", 1440, 1424),
+        ("swizzle-64b", 256 + 48, 256 + 16),
+        ("swizzle-32b", 1440, 1456),
+        ("swizzle-32b", 144, 128),
+    ] {
+        let src = format!(
+            "(defkernel k (void ((a int*)))\n  (with-shared-memory ((s uint8 ({swizzle} {offset})))\n    (set (aref a 0) (aref s 0))))"
+        );
+        let m = compile_str(&src, "h.lisp").unwrap_or_else(|e| panic!("{e}"));
+        let body = &m.functions[0].body.stmts;
+        let chorus_lang::ir::StmtKind::Block(b) = &body[0].kind else {
+            panic!("{body:?}")
+        };
+        let chorus_lang::ir::StmtKind::SharedArray { sizes, .. } = &b.stmts[0].kind else {
+            panic!("{b:?}")
+        };
+        assert_eq!(sizes, &[want], "({swizzle} {offset})");
+    }
+    assert_eq!(
+        error("(defkernel k (void ((a int*)))\n  (set (aref a 0) (swizzle-128b 1 2)))"),
+        "2:19: expected (swizzle-128b byte-offset), found `(swizzle-128b 1 2)`"
+    );
+}

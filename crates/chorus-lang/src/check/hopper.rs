@@ -20,7 +20,8 @@
 //! | `(wgmma-f32-m64n256)`, `(wgmma-acc-ref acc i)` | a zero accumulator; its register `i` |
 //! | `(setmaxnreg-inc N)`, `(setmaxnreg-dec N)` | `setmaxnreg.inc/dec.sync.aligned.u32 N` |
 //!
-//! Shared-memory operands (`bar`, `dst`, `src`, `smem`) are pointers into shared memory
+//! The swizzles of shared-memory layouts are built-in macros (`swizzle-128b` …,
+//! `expand/builtin.rs`). Shared-memory operands (`bar`, `dst`, `src`, `smem`) are pointers into shared memory
 //! (`with-shared-memory`, `with-dynamic-shared-memory`); an mbarrier is a `uint64`. A pointer
 //! into global memory there is undefined behaviour on the GPU, as in CUDA C: the language does
 //! not track address spaces. `wgmma-mma-async-f16`, `-e4m3` and `-e5m2` take the same operands
