@@ -98,6 +98,84 @@ pub mod kernels {
     pub const SGEMM: (&str, &str) = ("sgemm.lisp", include_str!("kernels/sgemm.lisp"));
     /// Prefix scan.
     pub const SCAN: (&str, &str) = ("scan.lisp", include_str!("kernels/scan.lisp"));
+    /// The Hopper GEMMs `hgemm-hopper` (BF16) and `fp8-gemm` (FP8 E4M3): TMA, mbarriers,
+    /// warp-specialised wgmma (sm_90a).
+    pub const HGEMM_HOPPER: (&str, &str) = (
+        "hgemm-hopper.lisp",
+        include_str!("kernels/hgemm-hopper.lisp"),
+    );
+}
+
+/// The dynamic shared memory of `hgemm-hopper` and `fp8-gemm`: four stages of a 128-row A and
+/// a 256-row B slice of 128 bytes a row, and 1024 bytes to align them to the 128-byte
+/// swizzle's repeat.
+pub const HOPPER_GEMM_SHARED_BYTES: u32 = 4 * (128 + 256) * 128 + 1024;
+
+/// The tensor map of a K-major `rows`×`k` matrix of `data_type` at `address` for the Hopper
+/// GEMMs: boxes of `box_rows` rows × 128 bytes (the 128-byte swizzle's span), swizzled.
+pub fn hopper_gemm_map(
+    data_type: chorus::cuda::TensorDataType,
+    address: u64,
+    rows: usize,
+    k: usize,
+    box_rows: u32,
+) -> Result<chorus::cuda::TensorMap, Box<dyn std::error::Error>> {
+    use chorus::cuda::{TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
+    let mut layout = TensorLayout::dense(data_type, address, &[k as u64, rows as u64]);
+    layout.swizzle = TensorSwizzle::B128;
+    layout.l2_promotion = TensorL2Promotion::B256;
+    let box_k = (128 / data_type.size()) as u32;
+    Ok(TensorMap::encode_tiled(&layout, &[box_k, box_rows])?)
+}
+
+/// The launch of a Hopper GEMM of an `m`×`n` C: 128×256 tiles, three warpgroups.
+pub fn hopper_gemm_launch(m: usize, n: usize) -> chorus::Launch<'static> {
+    chorus::Launch::grid((m / 128, n / 256))
+        .block(384)
+        .shared_mem(HOPPER_GEMM_SHARED_BYTES)
+}
+
+/// Checks 1024 sampled entries of `c` (M×N row-major BF16) against the exact A·Bᵀ, with A
+/// (M×K) and B (N×K) row-major, read through `a` and `b` (element index → value): how many
+/// differ by more than half a BF16 ulp (C's rounding, when every partial sum is exact in f32),
+/// and the largest relative difference.
+pub fn check_gemm_samples(
+    c: &[chorus::bf16],
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize) -> f64,
+    b: impl Fn(usize) -> f64,
+) -> (usize, f64) {
+    let (mut bad, mut worst) = (0, 0.0f64);
+    for s in 0..1024 {
+        let (i, j) = ((s * 7919 + 13) % m, (s * 104_729 + 5) % n);
+        let want: f64 = (0..k).map(|p| a(i * k + p) * b(j * k + p)).sum();
+        let got = f64::from(c[i * n + j].to_f32());
+        let error = (got - want).abs();
+        if error > want.abs() / 256.0 + 1e-6 {
+            bad += 1;
+        }
+        worst = worst.max(error / want.abs().max(1.0));
+    }
+    (bad, worst)
+}
+
+/// Why a Hopper example cannot run here (not CUDA, or not compute capability 9.0), or `None`.
+pub fn hopper_unavailable(backend: Backend) -> chorus::Result<Option<String>> {
+    if backend != Backend::Cuda {
+        return Ok(Some(
+            "wgmma and TMA need a CUDA device of compute capability 9.0".into(),
+        ));
+    }
+    let capability = match chorus::cuda::current_compute_capability() {
+        Some(c) => c,
+        None => chorus::cuda::compute_capability(0).map_err(chorus::cuda::Error::from)?,
+    };
+    Ok((capability != (9, 0)).then(|| {
+        format!(
+            "wgmma needs compute capability 9.0 (sm_90a); this device is {}.{}",
+            capability.0, capability.1
+        )
+    }))
 }
 
 // ---------------------------------------------------------------------------------------------

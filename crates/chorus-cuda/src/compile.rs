@@ -37,8 +37,8 @@ pub use crate::diagnostics::source_excerpt;
 use crate::error::{Error, Result};
 pub use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::module::Module;
-use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option};
-use crate::nvrtc::{nvrtc_compile, nvrtc_options, nvrtc_version};
+use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option_for};
+use crate::nvrtc::{nvrtc_compile, nvrtc_options_for, nvrtc_version};
 use crate::nvrtc_loader;
 use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
 use std::path::PathBuf;
@@ -125,6 +125,13 @@ pub(crate) fn target_arch() -> Option<(u32, u32)> {
         chorus_driver::device_count().ok().filter(|n| *n > 0)?;
         chorus_driver::compute_capability(0).ok()
     })
+}
+
+/// True when `source` (printed CUDA C) uses arch-specific features (`wgmma`, `setmaxnreg`), so
+/// that it must be compiled for `sm_90a`: the printer puts
+/// [`chorus_lang::cfamily::ARCH_SPECIFIC_GUARD`] in it.
+pub fn is_arch_specific(source: &str) -> bool {
+    source.contains(chorus_lang::cfamily::ARCH_SPECIFIC_GUARD)
 }
 
 /// True when the user's options name only virtual architectures (`-arch=compute_90`), for
@@ -229,15 +236,24 @@ fn compile_by(
         }
         return Ok(image);
     }
+    // wgmma and setmaxnreg exist only for the arch-specific `sm_90a`: the printer marks a
+    // source that uses them.
+    let specific = is_arch_specific(source);
     let options = match compiler {
-        Compiler::Nvrtc { .. } => nvrtc_options(arch.unwrap_or((7, 5)), &settings.nvcc_options),
-        Compiler::Nvcc { .. } if arch.is_none() && chorus_driver::sdk_not_found() => {
+        Compiler::Nvrtc { .. } => {
+            let default = if specific { (9, 0) } else { (7, 5) };
+            nvrtc_options_for(arch.unwrap_or(default), specific, &settings.nvcc_options)
+        }
+        Compiler::Nvcc { .. } if arch.is_none() && !specific && chorus_driver::sdk_not_found() => {
             settings.nvcc_options.clone()
         }
-        Compiler::Nvcc { .. } => with_arch_option(&settings.nvcc_options, arch),
+        Compiler::Nvcc { .. } => with_arch_option_for(&settings.nvcc_options, arch, specific),
     };
     let identity = compiler.identity();
-    let arch_text = arch.map(|(a, b)| format!("sm_{a}{b}")).unwrap_or_default();
+    let suffix = if specific { "a" } else { "" };
+    let arch_text = arch
+        .map(|(a, b)| format!("sm_{a}{b}{suffix}"))
+        .unwrap_or_default();
     let key = cache::key(&[
         b"chorus-cuda",
         env!("CARGO_PKG_VERSION").as_bytes(),

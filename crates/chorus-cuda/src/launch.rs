@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::module::{Function, Signature};
 use chorus_driver::MemoryBlock;
 use chorus_driver::sys::{self, CUdeviceptr};
-use chorus_driver::{Stream, current_stream};
+use chorus_driver::{Stream, TensorMap, current_stream};
 use chorus_lang::host::KernelValue;
 use chorus_lang::types::Type;
 use std::ffi::c_void;
@@ -218,6 +218,17 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             ty: ArgType::AnyPointer,
             data: ArgData::Pointer(ptr),
+        }
+    }
+
+    /// A tensor map, for a `tensor-map` parameter (passed by value, `__grid_constant__`): what
+    /// the kernel's `tma-*` built-ins read. The map names global memory by address, so it must
+    /// outlive the kernels that use it as the memory it describes must; the map itself is
+    /// copied into the launch.
+    pub fn tensor_map(map: &'a TensorMap) -> KernelArg<'a> {
+        KernelArg {
+            ty: ArgType::Typed(Type::TensorMap),
+            data: ArgData::Bytes(map.as_bytes()),
         }
     }
 

@@ -57,14 +57,22 @@ pub use chorus_driver::{
     memory_info, memset_device, reset_primary_context, retain_primary_context, sdk_not_found,
     synchronize_context, with_cuda, with_primary_cuda, with_stream,
 };
-pub use compile::{CompiledImage, Compiler, ImageKind, compile_and_load, source_excerpt};
+/// Tensor maps for the TMA built-ins (`tma-load-2d` …), passed with [`KernelArg::tensor_map`]
+/// (or `chorus::Arg::tensor_map`).
+pub use chorus_driver::{
+    Im2colBox, TensorDataType, TensorInterleave, TensorL2Promotion, TensorLayout, TensorMap,
+    TensorOobFill, TensorSwizzle,
+};
+pub use compile::{
+    CompiledImage, Compiler, ImageKind, compile_and_load, is_arch_specific, source_excerpt,
+};
 pub use error::{Error, Result};
 pub use launch::{Dim3, KernelArg, LaunchConfig, check_arguments, launch, launch_unchecked};
 pub use manager::{KernelManager, State, default_manager};
 pub use module::{Function, Module, Signature};
 pub use nvcc::{
     find_nvcc, find_nvcc_with, is_arch_option, nvcc_arch_option, nvcc_available, nvcc_compile,
-    nvcc_compile_with, nvcc_version, with_arch_option,
+    nvcc_compile_with, nvcc_version, with_arch_option, with_arch_option_for,
 };
 pub use nvrtc::{RelocatableOutput, nvrtc_compile, nvrtc_compile_relocatable, nvrtc_version};
 pub use nvrtc_loader::nvrtc_available;

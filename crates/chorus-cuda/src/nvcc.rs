@@ -56,12 +56,26 @@ pub fn is_arch_option(option: &str) -> bool {
 /// `options` with an architecture option first when none is there: `-arch=sm_XY` for the
 /// compute capability `arch`, or `-arch=native` when there is none (outside a context).
 pub fn with_arch_option(options: &[String], arch: Option<(u32, u32)>) -> Vec<String> {
+    with_arch_option_for(options, arch, false)
+}
+
+/// [`with_arch_option`] for a source that may use arch-specific features (`arch_specific`:
+/// it contains [`chorus_lang::cfamily::ARCH_SPECIFIC_GUARD`], printed for `wgmma` and
+/// `setmaxnreg`): then the architecture is `sm_XYa` (`-arch=sm_90a`), and `sm_90a` when no
+/// device is known, the only architecture with those features.
+pub fn with_arch_option_for(
+    options: &[String],
+    arch: Option<(u32, u32)>,
+    arch_specific: bool,
+) -> Vec<String> {
     if options.iter().any(|o| is_arch_option(o)) {
         return options.to_vec();
     }
-    let arch = match arch {
-        Some((major, minor)) => nvcc_arch_option(major, minor),
-        None => "-arch=native".to_owned(),
+    let arch = match (arch, arch_specific) {
+        (Some((major, minor)), false) => nvcc_arch_option(major, minor),
+        (Some((major, minor)), true) => format!("{}a", nvcc_arch_option(major, minor)),
+        (None, true) => "-arch=sm_90a".to_owned(),
+        (None, false) => "-arch=native".to_owned(),
     };
     std::iter::once(arch)
         .chain(options.iter().cloned())
@@ -252,6 +266,15 @@ mod tests {
         assert_eq!(with_arch_option(&user, None), ["-arch=native", "-lineinfo"]);
         let explicit = vec!["-lineinfo".to_owned(), "-arch=sm_120".to_owned()];
         assert_eq!(with_arch_option(&explicit, Some((9, 0))), explicit);
+        assert_eq!(
+            with_arch_option_for(&user, Some((9, 0)), true),
+            ["-arch=sm_90a", "-lineinfo"]
+        );
+        assert_eq!(
+            with_arch_option_for(&user, None, true),
+            ["-arch=sm_90a", "-lineinfo"]
+        );
+        assert_eq!(with_arch_option_for(&explicit, None, true), explicit);
     }
 
     #[test]

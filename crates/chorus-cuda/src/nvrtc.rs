@@ -60,9 +60,23 @@ impl Drop for Program {
 /// which lets NVRTC emit both PTX and cubin) and the toolkit's include directories (for
 /// `cuda_fp16.h`, `cuda_bf16.h` …).
 pub(crate) fn nvrtc_options(arch: (u32, u32), user: &[String]) -> Vec<String> {
+    nvrtc_options_for(arch, false, user)
+}
+
+/// [`nvrtc_options`], for the arch-specific variant (`sm_90a`) when `arch_specific` (see
+/// [`crate::with_arch_option_for`]).
+pub(crate) fn nvrtc_options_for(
+    arch: (u32, u32),
+    arch_specific: bool,
+    user: &[String],
+) -> Vec<String> {
     let mut options = vec!["--std=c++17".to_owned()];
     if !user.iter().any(|o| crate::is_arch_option(o)) {
-        options.push(format!("--gpu-architecture=sm_{}{}", arch.0, arch.1));
+        let suffix = if arch_specific { "a" } else { "" };
+        options.push(format!(
+            "--gpu-architecture=sm_{}{}{suffix}",
+            arch.0, arch.1
+        ));
     }
     for dir in nvrtc_loader::toolkit_include_dirs() {
         options.push(format!("--include-path={}", dir.display()));

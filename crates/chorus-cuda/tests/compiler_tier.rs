@@ -1,7 +1,9 @@
 //! The compiler tier: every kernel module of chorus-lang's printer tests (`tests/cuda/*.lisp`)
 //! and kernel corpus (`tests/corpus/*.lisp`, with `everything.lisp`; chorus-cpu's tensor-core
-//! corpus `tests/corpus/tensor/*.lisp`) is printed as CUDA C and
-//! compiled by a real nvcc to PTX and to a cubin for sm_90, and, when NVRTC loads, by NVRTC to
+//! corpus `tests/corpus/tensor/*.lisp`), and the examples' Hopper GEMM
+//! (`examples/kernels/hgemm-hopper.lisp`), is printed as CUDA C and
+//! compiled by a real nvcc to PTX and to a cubin for sm_90 (sm_90a for the modules that use
+//! wgmma or setmaxnreg), and, when NVRTC loads, by NVRTC to
 //! PTX as well, with the identifier sweep's modules (`tests/support/identifier_sweep.rs`).
 //!
 //! With no nvcc (PATH, `CUDA_PATH`, `CUDA_HOME`, /usr/local/cuda …) the tier says so and
@@ -9,7 +11,7 @@
 
 use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::Type;
-use chorus_lang::ir::{FunctionId, FunctionKind, GlobalId, GlobalQualifier};
+use chorus_lang::ir::{Builtin, FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -17,6 +19,9 @@ use std::sync::Mutex;
 mod identifier_sweep;
 
 const ARCH: &str = "-arch=sm_90";
+
+/// The architecture of a module that uses wgmma or setmaxnreg (`chorus_cuda::is_arch_specific`).
+const ARCH_SPECIFIC: &str = "-arch=sm_90a";
 
 /// A kernel module to compile: its name (a file name) and its text.
 #[derive(Debug)]
@@ -51,13 +56,26 @@ fn kernel_sources() -> Vec<Source> {
         })
         .collect();
     // cuRAND's signatures on their own, so that a toolkit without cuRAND still checks the rest.
-    for (name, curand) in [
-        ("every-signature.lisp", false),
-        ("every-curand-signature.lisp", true),
+    // The examples' Hopper GEMM (after the examples' prelude of macros): it must build for
+    // sm_90a offline, since only an H100/H200 runs it.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kernels");
+    let read = |name: &str| {
+        let path = examples.join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    sources.push(Source {
+        name: "example-hgemm-hopper.lisp".into(),
+        text: format!("{}\n{}", read("prelude.lisp"), read("hgemm-hopper.lisp")),
+    });
+    // The Hopper built-ins, whose module needs sm_90a, on their own too.
+    for (name, family) in [
+        ("every-signature.lisp", Family::Plain),
+        ("every-curand-signature.lisp", Family::Curand),
+        ("every-hopper-signature.lisp", Family::Hopper),
     ] {
         sources.push(Source {
             name: name.into(),
-            text: every_signature_module(curand),
+            text: every_signature_module(family),
         });
     }
     // The identifier sweep: C++ keywords, CUDA names, device math, non-ASCII names in every
@@ -67,10 +85,21 @@ fn kernel_sources() -> Vec<Source> {
     sources
 }
 
+/// The built-ins of one generated module.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Family {
+    /// Everything but cuRAND and Hopper.
+    Plain,
+    /// cuRAND's.
+    Curand,
+    /// The Hopper built-ins (sm_90a).
+    Hopper,
+}
+
 /// One kernel per signature of the checker's table (`(+ int int)`, `(atomic-cas uint16* uint16
-/// uint16)` …), those of cuRAND or all the others: each argument is read from a pointer
-/// parameter (or is the pointer parameter), and the result is stored through one.
-fn every_signature_module(curand: bool) -> String {
+/// uint16)` …) of one [`Family`]: each argument is read from a pointer parameter (or is the
+/// pointer parameter, or the constant the built-in needs), and the result is stored through one.
+fn every_signature_module(family: Family) -> String {
     let mut text = String::new();
     let mut n = 0;
     for name in chorus_lang::check::builtins::names() {
@@ -79,13 +108,20 @@ fn every_signature_module(curand: bool) -> String {
                 .params
                 .iter()
                 .any(|p| p.to_string().starts_with("curand"));
-            if uses_curand != curand {
+            let of = match signature.op {
+                Builtin::Hopper(_) => Family::Hopper,
+                _ if uses_curand => Family::Curand,
+                _ => Family::Plain,
+            };
+            if of != family {
                 continue;
             }
             let mut params = Vec::new();
             let mut args = Vec::new();
             for (i, ty) in signature.params.iter().enumerate() {
-                if ty.pointer_depth() > 0 {
+                if let Some(constant) = chorus_lang::check::constant_argument(signature.op, i) {
+                    args.push(constant.to_string());
+                } else if ty.pointer_depth() > 0 {
                     params.push(format!("(p{i} {ty})"));
                     args.push(format!("p{i}"));
                 } else {
@@ -170,7 +206,12 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
             };
         }
     }
-    let options = [ARCH.to_string()];
+    let arch = if chorus_cuda::is_arch_specific(&source.code) {
+        ARCH_SPECIFIC
+    } else {
+        ARCH
+    };
+    let options = [arch.to_string()];
     let ptx = match nvcc_compile(&source.code, name, ImageKind::Ptx, &options) {
         Ok(ptx) => String::from_utf8_lossy(&ptx).into_owned(),
         Err(e) => return Outcome::Failed(format!("PTX: {e}\n{}", source.code)),
@@ -213,7 +254,7 @@ fn compile_one(source: &Source, nvcc: &Path) -> Outcome {
     if nvrtc_available() {
         let mut options = vec![
             "--std=c++17".to_string(),
-            "--gpu-architecture=sm_90".to_string(),
+            format!("--gpu-architecture={}", arch.trim_start_matches("-arch=")),
         ];
         if let Some(root) = nvcc.parent().and_then(Path::parent) {
             for dir in [root.join("include"), root.join("include/cccl")] {
@@ -302,8 +343,9 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
         .map(|s| s.text.matches("(defkernel").count())
         .sum();
     println!(
-        "compiler tier: {compiled} of {} modules (two of them with a kernel for each \
-         of the {signatures} built-in signatures) compiled to PTX and cubin ({ARCH}) with {}{nvrtc}",
+        "compiler tier: {compiled} of {} modules (three of them with a kernel for each \
+         of the {signatures} built-in signatures) compiled to PTX and cubin ({ARCH}; \
+         {ARCH_SPECIFIC} for wgmma and setmaxnreg) with {}{nvrtc}",
         results.len(),
         nvcc.display()
     );

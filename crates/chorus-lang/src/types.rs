@@ -276,6 +276,13 @@ pub enum Type {
     /// `surface-object`: a surface object (CUDA's `cudaSurfaceObject_t`, a 64-bit handle), read
     /// and written with `surf1d-read` … `surf3d-write`.
     SurfaceObject,
+    /// `tensor-map`: a TMA tensor map (CUDA's `CUtensorMap`, 128 bytes, 64-byte aligned), only
+    /// as a kernel parameter (`__grid_constant__`), read by the `tma-*` built-ins through its
+    /// address.
+    TensorMap,
+    /// `wgmma-f32-m64nN`: one thread's part of a warpgroup's 64×N `f32` accumulator (N/2
+    /// registers), for N in 8, 16 … 256 ([`is_wgmma_n`]).
+    WgmmaAccumulator(u16),
 }
 
 impl Type {
@@ -304,8 +311,11 @@ impl Type {
             "curand-state-xorwow" => Type::CurandStateXorwow,
             "texture-object" => Type::TextureObject,
             "surface-object" => Type::SurfaceObject,
+            "tensor-map" => Type::TensorMap,
             _ => {
-                if let Some(s) = ScalarType::from_name(base) {
+                if let Some(n) = wgmma_accumulator_n(base) {
+                    Type::WgmmaAccumulator(n)
+                } else if let Some(s) = ScalarType::from_name(base) {
                     Type::Scalar(s)
                 } else if let Some(v) = VectorType::from_name(base) {
                     Type::Vector(v)
@@ -365,8 +375,28 @@ impl fmt::Display for Type {
             Type::CurandStateXorwow => write!(f, "curand-state-xorwow"),
             Type::TextureObject => write!(f, "texture-object"),
             Type::SurfaceObject => write!(f, "surface-object"),
+            Type::TensorMap => write!(f, "tensor-map"),
+            Type::WgmmaAccumulator(n) => write!(f, "{WGMMA_ACCUMULATOR_PREFIX}{n}"),
         }
     }
+}
+
+/// The N (columns of B and D) a `wgmma` accumulator may have: 8 to 256 in steps of 8, every
+/// shape PTX ISA 8.0 defines for `.f32` accumulation of `bf16`, `f16`, `e4m3` and `e5m2`.
+pub fn is_wgmma_n(n: u16) -> bool {
+    (8..=256).contains(&n) && n.is_multiple_of(8)
+}
+
+/// The start of the accumulator type names (`wgmma-f32-m64n256`).
+pub const WGMMA_ACCUMULATOR_PREFIX: &str = "wgmma-f32-m64n";
+
+/// The N of an accumulator type name (`wgmma-f32-m64n256` → 256), when it is one.
+pub fn wgmma_accumulator_n(name: &str) -> Option<u16> {
+    let digits = name.strip_prefix(WGMMA_ACCUMULATOR_PREFIX)?;
+    if digits.starts_with('0') {
+        return None;
+    }
+    digits.parse().ok().filter(|n| is_wgmma_n(*n))
 }
 
 #[cfg(test)]
@@ -387,6 +417,15 @@ mod tests {
             "pair*"
         );
         assert_eq!(Type::parse("nosuch", |_| false), None);
+        assert_eq!(
+            Type::parse("wgmma-f32-m64n256*", |_| false),
+            Some(Type::WgmmaAccumulator(256).pointer_to())
+        );
+        for bad in ["wgmma-f32-m64n12", "wgmma-f32-m64n264", "wgmma-f32-m64n064"] {
+            assert_eq!(Type::parse(bad, |_| false), None, "{bad}");
+        }
+        assert_eq!(Type::WgmmaAccumulator(64).to_string(), "wgmma-f32-m64n64");
+        assert_eq!(Type::parse("tensor-map", |_| false), Some(Type::TensorMap));
     }
 
     #[test]

@@ -705,7 +705,13 @@ fn every_built_in_signature_resolves_to_itself() {
                 .enumerate()
                 .map(|(i, t)| format!("(p{i} {t})"))
                 .collect();
-            let mut args: Vec<String> = (0..sig.params.len()).map(|i| format!("p{i}")).collect();
+            // Arguments that must be constants (the Hopper built-ins' immediates) are literals.
+            let mut args: Vec<String> = (0..sig.params.len())
+                .map(|i| match chorus_lang::check::constant_argument(sig.op, i) {
+                    Some(v) => v.to_string(),
+                    None => format!("p{i}"),
+                })
+                .collect();
             // Texture reads name their element type first; surface accesses end with their
             // boundary mode.
             if builtins::is_texture_builtin(name) {

@@ -69,6 +69,7 @@ snapshots! {
     hip_builtin_arithmetic => "arithmetic.lisp",
     hip_builtin_atomics => "atomics.lisp",
     hip_builtin_cluster_and_fences => "cluster.lisp",
+    hip_builtin_hopper => "hopper.lisp",
     hip_builtin_compare_logic_bitwise => "compare-logic-bitwise.lisp",
     hip_builtin_curand => "curand.lisp",
     hip_edge_cases => "edge-cases.lisp",

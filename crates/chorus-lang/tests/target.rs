@@ -190,6 +190,16 @@ fn uses() -> Vec<(Capability, &'static str, &'static str)> {
             "(defkernel k (void ())\n  (cp-async-commit))",
             "2:3",
         ),
+        (
+            TensorMemoryAccess,
+            "(defkernel k (void ())\n  (fence-proxy-async))",
+            "2:3",
+        ),
+        (
+            WarpgroupMma,
+            "(defkernel k (void ())\n  (wgmma-fence))",
+            "2:3",
+        ),
     ]
 }
 
@@ -209,7 +219,13 @@ fn each_capability_is_an_error_at_its_use_on_a_target_without_it() {
     );
     for (capability, src, at) in uses() {
         validate(&checked(src), &everything()).unwrap_or_else(|e| panic!("{src}\n{e}"));
-        let lacking = if matches!(capability, Capability::InlineAsm | Capability::Clusters) {
+        let lacking = if matches!(
+            capability,
+            Capability::InlineAsm
+                | Capability::Clusters
+                | Capability::TensorMemoryAccess
+                | Capability::WarpgroupMma
+        ) {
             Target::cpu()
         } else {
             cpu_without(capability)
@@ -268,7 +284,7 @@ fn real_targets_refuse_what_their_devices_lack() {
     let find = |c: Capability| uses().into_iter().find(|(u, ..)| *u == c).unwrap().1;
     let metal = Target::metal(8).unwrap();
     let gfx942 = Target::hip("gfx942").unwrap();
-    let cases: [(Capability, &Target, &str); 10] = [
+    let cases: [(Capability, &Target, &str); 15] = [
         (
             Capability::Float64,
             &metal,
@@ -313,6 +329,31 @@ fn real_targets_refuse_what_their_devices_lack() {
             Capability::Clusters,
             &Target::cuda(8, 0),
             "2:19: `cluster-rank` needs thread-block clusters, which the CUDA target sm_80 does not have",
+        ),
+        (
+            Capability::WarpgroupMma,
+            &Target::cuda(8, 9),
+            "2:3: `wgmma-fence` needs warpgroup MMA (wgmma) and register reallocation (sm_90a), which the CUDA target sm_89 does not have",
+        ),
+        (
+            Capability::WarpgroupMma,
+            &Target::cuda(10, 0),
+            "2:3: `wgmma-fence` needs warpgroup MMA (wgmma) and register reallocation (sm_90a), which the CUDA target sm_100 does not have",
+        ),
+        (
+            Capability::WarpgroupMma,
+            &gfx942,
+            "2:3: `wgmma-fence` needs warpgroup MMA (wgmma) and register reallocation (sm_90a), which the HIP target gfx942 does not have",
+        ),
+        (
+            Capability::TensorMemoryAccess,
+            &Target::cuda(8, 0),
+            "2:3: `fence-proxy-async` needs tensor memory access (TMA) and transaction mbarriers, which the CUDA target sm_80 does not have",
+        ),
+        (
+            Capability::TensorMemoryAccess,
+            &metal,
+            "2:3: `fence-proxy-async` needs tensor memory access (TMA) and transaction mbarriers, which the Metal target apple8 does not have",
         ),
         (
             Capability::DoubleAtomics,

@@ -139,6 +139,9 @@ fn value_type(module: &Module, ty: &Type) -> Option<TokenStream> {
         // Handles the host only makes through `chorus::Texture`/`chorus::Surface`, passed as
         // their `as_arg()`.
         Type::TextureObject | Type::SurfaceObject => return None,
+        // A tensor map is passed as `chorus::Arg::tensor_map(&map)`; an accumulator is never a
+        // kernel's parameter (the checker refuses it).
+        Type::TensorMap | Type::WgmmaAccumulator(_) => return None,
     })
 }
 

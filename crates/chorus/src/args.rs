@@ -26,6 +26,17 @@ impl<'a> Arg<'a> {
         })
     }
 
+    /// A tensor map (`chorus::cuda::TensorMap`, encoded over device memory), for a
+    /// `tensor-map` parameter: the map is copied into the launch, by value, as CUDA passes a
+    /// `__grid_constant__ CUtensorMap`. Only CUDA devices of compute capability 9.0 and newer
+    /// run kernels that take one (the checker refuses `tensor-map` for other targets).
+    pub fn tensor_map(map: &chorus_cuda::TensorMap) -> Arg<'static> {
+        Arg(ArgRef::Value {
+            ty: Type::TensorMap,
+            bytes: ValueBytes::new(map.as_bytes()),
+        })
+    }
+
     pub(crate) fn memory(memory: &'a DeviceMemory, element: Type) -> Arg<'a> {
         Arg(ArgRef::Memory { memory, element })
     }

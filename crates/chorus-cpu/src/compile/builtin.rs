@@ -310,6 +310,18 @@ impl FnCompiler<'_> {
             | Builtin::SurfRead(..)
             | Builtin::SurfWrite(..) => self.texture(e, op, args),
             Builtin::Tensor(t) => self.tensor(e, t, args),
+            // The async proxy (TMA, transaction mbarriers) and warpgroup MMA are the GPU's;
+            // Target::cpu() lacks their capabilities, so validation names them first.
+            Builtin::Hopper(h) => Err(unsupported(
+                &e.span,
+                format!(
+                    "the Hopper built-in `{}` (TMA, mbarrier transactions and wgmma need an \
+                     sm_90 CUDA device)",
+                    chorus_lang::check::builtins::signatures_of(op)
+                        .next()
+                        .map_or_else(|| format!("{h:?}"), |(name, _)| name.to_string())
+                ),
+            )),
             other => Err(unsupported(&e.span, format!("the built-in {other:?}"))),
         }
     }

@@ -552,7 +552,10 @@ impl Dialect for Cuda {
             Type::CurandStateXorwow => "curandStateXORWOW_t",
             Type::TextureObject => "cudaTextureObject_t",
             Type::SurfaceObject => "cudaSurfaceObject_t",
-            Type::Pointer(_) | Type::Struct(_) => return None,
+            // Spelled by the printer with their helper definitions (`cfamily/hopper.rs`).
+            Type::Pointer(_) | Type::Struct(_) | Type::TensorMap | Type::WgmmaAccumulator(_) => {
+                return None;
+            }
         })
     }
 
@@ -802,6 +805,7 @@ pub(super) fn helper_definition(helper: Helper, name: &str, warp: u32) -> String
             );
         }
         Helper::Tensor(op) => out.push_str(&super::tensor::cuda_definition(op, name, PREFIX)),
+        Helper::Hopper(h) => out = super::hopper::definition(h, name),
         Helper::ClusterBarrier => {
             // What cooperative_groups::this_cluster().sync() does, without the header.
             let _ = write!(

@@ -1047,6 +1047,17 @@ impl Emitter<'_> {
                 Self::returned_as(c, &c_result, result)
             }
             Builtin::Atomic(a) => self.atomic(a, args, result),
+            Builtin::Hopper(h) => {
+                let printed: Vec<String> = args
+                    .iter()
+                    .map(|a| self.exact(a).postfix_operand())
+                    .collect();
+                let (helpers, text) = super::hopper::call(h, args, &printed, result);
+                for helper in helpers {
+                    self.use_helper(Helper::Hopper(helper));
+                }
+                CExpr::atom(text)
+            }
             Builtin::ClusterRank => Self::returned_as(
                 self.call("__clusterRelativeBlockRank", &[]),
                 &Type::UINT,

@@ -2,6 +2,7 @@
 //! Their names are the printer's (all start with `chorus_`); their definitions the dialect's.
 
 use crate::ir::tensor::TensorOp;
+use super::hopper::HopperHelper;
 use crate::types::{ScalarType, VectorType};
 
 /// Component-wise arithmetic on vectors.
@@ -71,6 +72,9 @@ pub enum Helper {
     /// A tensor-core operation's inline PTX (`cfamily/tensor.rs`): `chorus_mma_m16n8k16_bf16`
     /// …, CUDA only.
     Tensor(TensorOp),
+    /// A helper of the Hopper built-ins (`cfamily/hopper.rs`): inline PTX, and the types
+    /// of tensor maps and wgmma accumulators.
+    Hopper(HopperHelper),
 }
 
 impl Helper {
@@ -93,6 +97,7 @@ impl Helper {
             Helper::ClusterBarrier => "chorus_cluster_barrier".into(),
             Helper::FloorMod(s) => format!("chorus_floor_mod_{}", s.name().replace('-', "_")),
             Helper::Tensor(op) => super::tensor::helper_name(op),
+            Helper::Hopper(h) => h.name(),
         }
     }
 }

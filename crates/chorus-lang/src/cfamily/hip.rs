@@ -298,8 +298,8 @@ impl Dialect for Hip {
 
     fn helper_definition(&self, helper: Helper, name: &str) -> Option<String> {
         match helper {
-            // Validation refuses both before printing (HIP has no such instructions).
-            Helper::ClusterBarrier | Helper::Tensor(_) => None,
+            // Validation refuses them all before printing (HIP has no such instructions).
+            Helper::ClusterBarrier | Helper::Tensor(_) | Helper::Hopper(_) => None,
             other => Some(cuda::helper_definition(other, name, self.warp_width())),
         }
     }

@@ -19,6 +19,7 @@ pub mod cuda;
 mod expr;
 mod helpers;
 pub mod hip;
+mod hopper;
 pub mod msl;
 pub mod names;
 mod printer;
@@ -33,6 +34,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use helpers::{Helper, Operands, VectorOp};
+pub use hopper::{ARCH_SPECIFIC_GUARD, HopperHelper};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
 pub use spaces::{AddressSpace, FunctionUses};
 

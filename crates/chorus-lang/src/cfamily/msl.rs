@@ -569,6 +569,8 @@ impl Dialect for Msl {
             Type::CurandStateXorwow
             | Type::TextureObject
             | Type::SurfaceObject
+            | Type::TensorMap
+            | Type::WgmmaAccumulator(_)
             | Type::Pointer(_)
             | Type::Struct(_) => return None,
         })
@@ -1013,7 +1015,7 @@ fn helper_definition(helper: Helper, name: &str) -> Option<String> {
             );
         }
         // The lane is a kernel attribute (`chorus_lane`); clusters do not exist in Metal.
-        Helper::LaneId | Helper::ClusterBarrier | Helper::Tensor(_) => return None,
+        Helper::LaneId | Helper::ClusterBarrier | Helper::Tensor(_) | Helper::Hopper(_) => return None,
     }
     Some(out)
 }

@@ -361,6 +361,13 @@ impl<'m> Emitter<'m> {
                     "void".into()
                 }
             },
+            Type::TensorMap | Type::WgmmaAccumulator(_) => {
+                let (helpers, name) = super::hopper::type_spelling(ty).unwrap_or_default();
+                self.needs
+                    .helpers
+                    .extend(helpers.into_iter().map(Helper::Hopper));
+                name
+            }
             other => match self.dialect.type_name(other) {
                 Some(name) => name.to_string(),
                 None => {
@@ -603,7 +610,8 @@ impl<'m> Emitter<'m> {
                 ""
             };
             let name = self.local_name(p.local);
-            let t = format!("{t}{restrict}");
+            let grid_constant = super::hopper::kernel_parameter_prefix(&ty);
+            let t = format!("{grid_constant}{t}{restrict}");
             params.push(match f.kind {
                 FunctionKind::Kernel => self.dialect.kernel_parameter(i, &t, &name),
                 FunctionKind::Device => format!("{t} {name}"),

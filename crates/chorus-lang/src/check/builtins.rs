@@ -711,6 +711,14 @@ fn build() -> Table {
         add(read, reads);
         add(write, writes);
     }
+    // Hopper: wgmma, TMA, mbarriers (`check/hopper.rs`).
+    super::hopper::add_signatures(&mut |name, overloads| {
+        let sigs = overloads
+            .into_iter()
+            .map(|(op, params, result)| Signature { op, params, result })
+            .collect();
+        add(name, sigs);
+    });
     t
 }
 
@@ -738,7 +746,7 @@ pub fn has_effect(op: Builtin) -> bool {
                     | TensorOp::CpAsyncWait(_)
                     | TensorOp::CpAsyncWaitAll
             )
-    )
+    ) || matches!(op, Builtin::Hopper(h) if super::hopper::has_effect(h))
 }
 
 /// A short list of the accepted signatures for an error message: overloads that differ only in

@@ -288,7 +288,9 @@ impl FnCx<'_> {
             return self.tensor_builtin(head, args, f);
         }
         if !builtins::signatures(head).is_empty() {
-            return self.builtin(head, args, f);
+            let e = self.builtin(head, args, f)?;
+            super::hopper::check_constants(head, &e)?;
+            return Ok(e);
         }
         let mut known: Vec<&str> = builtins::names().collect();
         known.extend(super::tensor::NAMES);

@@ -16,6 +16,7 @@ mod consts;
 pub mod convert;
 mod expr;
 mod flow;
+mod hopper;
 pub mod names;
 mod printf;
 mod shared;
@@ -32,6 +33,7 @@ use crate::span::Span;
 use crate::types::Type;
 use std::collections::HashMap;
 
+pub use hopper::{ACCUMULATOR_NAMES, constant_argument};
 pub use toplevel::{STACK_SIZE, check_module, check_module_owned};
 pub use validate::validate;
 

@@ -99,6 +99,7 @@ impl Validator<'_> {
             Type::Vector(v) => vector_needs(*v),
             Type::CurandStateXorwow => Some(Capability::DeviceRandom),
             Type::TextureObject | Type::SurfaceObject => Some(Capability::Textures),
+            Type::TensorMap | Type::WgmmaAccumulator(_) => super::hopper::type_needs(ty),
             Type::Void | Type::Bool | Type::Struct(_) => None,
         };
         match needs {
@@ -110,6 +111,7 @@ impl Validator<'_> {
     /// A function's signature, launch bounds and body.
     fn function(&self, f: &Function) -> Result<()> {
         self.ty(&f.ret, &f.span)?;
+        super::hopper::signature_rules(f)?;
         for p in &f.params {
             if let Some(local) = f.local(p.local) {
                 self.ty(&local.ty, &f.span)?;
@@ -198,8 +200,9 @@ impl Validator<'_> {
         let local_ty = |id: &LocalId| f.local(*id).map(|l| &l.ty);
         match &s.kind {
             StmtKind::Declare { local, .. } => {
-                if let Some(ty) = local_ty(local) {
-                    self.ty(ty, &s.span)?;
+                if let Some(l) = f.local(*local) {
+                    self.ty(&l.ty, &s.span)?;
+                    super::hopper::declared_local(&l.name, &l.ty, &s.span)?;
                 }
             }
             StmtKind::For { init, .. } => {
@@ -501,6 +504,7 @@ fn builtin_needs(op: Builtin, args: &[Expr]) -> Option<Capability> {
             Capability::Textures
         }
         Builtin::Tensor(op) => super::tensor::capability(op),
+        Builtin::Hopper(h) => super::hopper::needs(h),
         Builtin::Atomic(_) => match args.first()?.ty.pointee()?.scalar()? {
             ScalarType::Int64 | ScalarType::UInt64 => Capability::Atomic64,
             ScalarType::Int16 | ScalarType::UInt16 => Capability::Atomic16,

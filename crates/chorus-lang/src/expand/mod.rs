@@ -206,7 +206,8 @@ pub fn expand_str(text: &str, file: &str) -> Result<Vec<Form>> {
 }
 
 impl Expander {
-    /// An expander with the built-in macros `let*`, `when` and `unless`.
+    /// An expander with the built-in macros `let*`, `when`, `unless` and the swizzles
+    /// `swizzle-128b`, `swizzle-64b`, `swizzle-32b`.
     pub fn new() -> Expander {
         let mut expander = Expander {
             macros: HashMap::new(),
@@ -215,10 +216,14 @@ impl Expander {
             grown: AtomicU64::new(0),
             growth_budget: AtomicU64::new(MAX_EXPANSION_GROWTH),
         };
-        let builtins: [(&str, BuiltinMacro); 3] = [
+        let builtins: [(&str, BuiltinMacro); 6] = [
             ("let*", builtin::let_star),
             ("when", builtin::when),
             ("unless", builtin::unless),
+            // Shared-memory swizzles of the TMA and wgmma (Hopper), plain arithmetic.
+            ("swizzle-128b", builtin::swizzle),
+            ("swizzle-64b", builtin::swizzle),
+            ("swizzle-32b", builtin::swizzle),
         ];
         for (name, expand) in builtins {
             expander

@@ -29,7 +29,10 @@ use std::ops::Index;
 use std::sync::Arc;
 
 pub mod tensor;
+mod hopper;
 pub mod visit;
+
+pub use hopper::{HopperOp, WgmmaInput};
 
 /// Index into [`Function::locals`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -672,6 +675,8 @@ pub enum Builtin {
     // ---- warp-level tensor cores (sm_80): mma.sync, ldmatrix, cp.async (`ir/tensor.rs`)
     /// A tensor-core operation: `mma-sync`, `ldmatrix`, `cp-async` and its groups.
     Tensor(tensor::TensorOp),
+    /// A Hopper (sm_90) operation: wgmma, TMA, mbarriers (see [`HopperOp`]).
+    Hopper(HopperOp),
 }
 
 /// What a surface access outside the surface does (CUDA's `cudaSurfaceBoundaryMode`).

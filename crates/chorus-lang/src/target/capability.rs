@@ -127,11 +127,22 @@ pub enum Capability {
     /// `cp-async-commit`, `cp-async-wait` and `cp-async-wait-all`. CUDA sm_80; the CPU
     /// executor completes each copy at once.
     AsyncCopy,
+    /// Hopper's asynchronous data movement: `tensor-map` parameters and the `tma-*` bulk
+    /// tensor copies, transaction-counting mbarriers (`mbarrier-arrive-expect-tx`,
+    /// `mbarrier-try-wait` with a phase parity) and `fence-proxy-async`. CUDA sm_90 and newer
+    /// (PTX ISA 8.0, "cp.async.bulk.tensor", "mbarrier"); neither HIP nor MSL has them, and the
+    /// CPU executor does not model the async proxy.
+    TensorMemoryAccess,
+    /// Warpgroup matrix multiply-accumulate (`wgmma-*`, accumulators, matrix descriptors) and
+    /// register reallocation (`setmaxnreg-inc`/`-dec`): PTX's arch-specific features of
+    /// sm_90a, so CUDA compute capability 9.0 exactly (Blackwell has no `wgmma`), compiled for
+    /// `sm_90a`. No HIP, MSL or CPU equivalent.
+    WarpgroupMma,
 }
 
 impl Capability {
     /// Every capability, in declaration order.
-    pub const ALL: [Capability; 31] = [
+    pub const ALL: [Capability; 33] = [
         Capability::Float64,
         Capability::Float16,
         Capability::BFloat16,
@@ -163,6 +174,8 @@ impl Capability {
         Capability::TensorCores,
         Capability::Fp8TensorCores,
         Capability::AsyncCopy,
+        Capability::TensorMemoryAccess,
+        Capability::WarpgroupMma,
     ];
 
     /// What the feature is, as error messages say it ("`cuda-asm` needs inline assembly, …").
@@ -199,6 +212,10 @@ impl Capability {
             Capability::TensorCores => "warp-level tensor cores (mma.sync, ldmatrix)",
             Capability::Fp8TensorCores => "fp8 tensor cores",
             Capability::AsyncCopy => "asynchronous copies to shared memory (cp.async)",
+            Capability::TensorMemoryAccess => {
+                "tensor memory access (TMA) and transaction mbarriers"
+            }
+            Capability::WarpgroupMma => "warpgroup MMA (wgmma) and register reallocation (sm_90a)",
         }
     }
 

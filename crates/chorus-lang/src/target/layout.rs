@@ -66,6 +66,12 @@ impl LayoutRules {
             Type::CurandStateXorwow => (self == LayoutRules::C).then_some((48, 8)),
             // 64-bit handles (`cudaTextureObject_t`, `cudaSurfaceObject_t`).
             Type::TextureObject | Type::SurfaceObject => (self == LayoutRules::C).then_some((8, 8)),
+            // CUDA's `CUtensorMap`: 16 64-bit words, 64-byte aligned.
+            Type::TensorMap => (self == LayoutRules::C).then_some((128, 64)),
+            // N/2 floats.
+            Type::WgmmaAccumulator(n) => {
+                (self == LayoutRules::C).then_some((usize::from(*n) * 2, 4))
+            }
             Type::Struct(name) => {
                 let def = structs.iter().find(|s| *s.name == **name)?;
                 let layout = self.struct_layout_within(def, structs, depth)?;

@@ -142,7 +142,9 @@ impl Target {
         .with_if(Clusters, at_least(9, 0))
         .with_if(TensorCores, at_least(8, 0))
         .with_if(AsyncCopy, at_least(8, 0))
-        .with_if(Fp8TensorCores, at_least(8, 9));
+        .with_if(Fp8TensorCores, at_least(8, 9))
+        .with_if(TensorMemoryAccess, at_least(9, 0))
+        .with_if(WarpgroupMma, (major, minor) == (9, 0));
         Target {
             kind: TargetKind::Cuda,
             arch: format!("sm_{major}{minor}"),
@@ -169,7 +171,8 @@ impl Target {
         Target::cuda(9, 0)
     }
 
-    /// Chorus's CPU executor (`chorus-cpu`): everything but inline CUDA C/PTX and clusters,
+    /// Chorus's CPU executor (`chorus-cpu`): everything but inline CUDA C/PTX, clusters and
+    /// the Hopper features (TMA, transaction mbarriers, wgmma),
     /// with a CUDA device's limits (48 KiB static shared memory, 1024 threads per block,
     /// 32 764 bytes of parameters) so that a kernel it accepts also runs on a GPU.
     pub fn cpu() -> Target {
@@ -185,7 +188,9 @@ impl Target {
             max_threads_per_block: MAX_THREADS_PER_BLOCK,
             capabilities: Capabilities::all()
                 .without(Capability::InlineAsm)
-                .without(Capability::Clusters),
+                .without(Capability::Clusters)
+                .without(Capability::TensorMemoryAccess)
+                .without(Capability::WarpgroupMma),
             layout_rules: LayoutRules::C,
         }
     }
@@ -327,15 +332,30 @@ mod tests {
         assert_eq!(Target::cuda(6, 1).max_kernel_param_bytes, 4096);
         assert_eq!(hopper.to_string(), "CUDA target sm_90");
         assert_eq!(Target::default(), hopper);
+        assert!(hopper.has(Capability::WarpgroupMma) && hopper.has(Capability::TensorMemoryAccess));
+        let blackwell = Target::cuda(10, 0);
+        assert!(
+            blackwell.has(Capability::TensorMemoryAccess)
+                && !blackwell.has(Capability::WarpgroupMma)
+        );
+        assert!(!Target::cuda(8, 9).has(Capability::TensorMemoryAccess));
     }
 
     #[test]
-    fn the_cpu_lacks_only_inline_asm_and_clusters() {
+    fn the_cpu_lacks_only_inline_asm_clusters_and_hopper() {
         let missing: Vec<Capability> = Capability::ALL
             .into_iter()
             .filter(|c| !Target::cpu().has(*c))
             .collect();
-        assert_eq!(missing, [Capability::Clusters, Capability::InlineAsm]);
+        assert_eq!(
+            missing,
+            [
+                Capability::Clusters,
+                Capability::InlineAsm,
+                Capability::TensorMemoryAccess,
+                Capability::WarpgroupMma
+            ]
+        );
     }
 
     #[test]

@@ -529,6 +529,13 @@ impl CompiledImpl for CudaCompiled {
                 name: self.module.functions[kernel].name.to_string(),
             },
         })?;
+        // Past 48 KiB a kernel must opt in to its dynamic shared memory (Hopper's TMA pipelines
+        // take up to 227 KiB); the attribute is the kernel's, so raising it again is harmless.
+        if launch.shared_mem > 48 * 1024 {
+            function
+                .set_max_dynamic_shared_memory(launch.shared_mem as i32)
+                .map_err(|e| generation.fail(e, None))?;
+        }
         let mut config = chorus_cuda::LaunchConfig::grid(launch.grid)
             .block(launch.block)
             .shared_mem(launch.shared_mem);

@@ -1,0 +1,103 @@
+;;;; C = A·Bᵀ with f32 accumulation on Hopper's tensor cores (sm_90a), BF16 in (`hgemm-hopper`)
+;;;; or FP8 E4M3 in (`fp8-gemm`), BF16 out: A is M×K and B is N×K, both row-major (K innermost,
+;;;; "K-major"), C is M×N row-major. Both kernels are one skeleton, `define-hopper-gemm`.
+;;;;
+;;;; One block computes a 128×256 tile of C with three warpgroups (384 threads):
+;;;; * warpgroup 0, the producer, gives its registers back (setmaxnreg-dec 40) and one of its
+;;;;   threads streams 128-byte K slices (64 BF16 or 128 FP8) of A (128 rows) and B (256 rows) into shared memory with
+;;;;   TMA, 128-byte swizzled, through a ring of `stages` buffers: it waits for a buffer's
+;;;;   `empty` mbarrier, announces the bytes on its `full` mbarrier and starts both copies;
+;;;; * warpgroups 1 and 2, the consumers, take more registers (setmaxnreg-inc 232) and each
+;;;;   own 64 rows of the tile in one m64n256 f32 accumulator (128 registers a thread): for
+;;;;   every slice they wait for `full`, issue four wgmma m64n256k16 (k32 for FP8) straight from
+;;;;   the swizzled buffers (shared-memory descriptors, 32 bytes further along K each), commit, wait, and
+;;;;   release the buffer (while one consumer waits, the other's wgmmas run);
+;;;; * the epilogue converts the accumulators to BF16 and stores them.
+;;;; M must be a multiple of 128, N of 256, K of one slice (64 BF16, 128 FP8: the maps' boxes).
+
+;;; The pipeline's depth, and the bytes of one stage: a 128-row A and a 256-row B slice of
+;;; 128 bytes a row, whatever the element type.
+(defkernel-symbol-macro stages 4)
+(defkernel-symbol-macro stage-bytes (* (+ 128 256) 128))
+
+;;; The descriptor of a K-major, 128-byte-swizzled tile at `tile` (a 1024-byte aligned run of
+;;; 128-byte rows): 8-row groups 1024 bytes apart (the stride), the leading offset unused by
+;;; swizzled K-major layouts (16 by convention), and `k` elements further along K.
+(defkernelmacro k-major-sw128 (tile k)
+  `(wgmma-descriptor (pointer (aref ,tile ,k)) 16 1024 128))
+
+;;; Four wgmmas (`mma`, K = `mma-k` elements each) over one 128-byte K slice.
+(defkernelmacro mma-slice (mma mma-k acc a b)
+  `(unroll (kk 0 1 4)
+     (,mma (pointer ,acc) (k-major-sw128 ,a (* kk ,mma-k)) (k-major-sw128 ,b (* kk ,mma-k)) 1)))
+
+;;; Stores register i of the accumulator (a row and a column of the warpgroup's 64×256 tile,
+;;; PTX's m64nN f32 fragment layout) as BF16.
+(defkernelmacro store-register (acc i row0 col0 tid)
+  `(let ((row (+ ,row0 (* 16 (/ ,tid 32)) (/ (mod ,tid 32) 4) (* 8 (mod (/ ,i 2) 2))))
+         (col (+ ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)) (mod ,i 2))))
+     (set (aref c (+ (* row n) col)) (float-to-bfloat16 (wgmma-acc-ref ,acc ,i)))))
+
+;;; (define-hopper-gemm name element slice-k mma mma-k): the kernel `name` over inputs of
+;;; `element` (`slice-k` of them in 128 bytes), multiplying with `mma` (K = `mma-k`).
+(defkernelmacro define-hopper-gemm (name element slice-k mma mma-k)
+  `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map) (c bfloat16*)
+                           (m int) (n int) (k int)))
+     (declare (launch-bounds 384 1))
+     (with-shared-memory ((full uint64 4)
+                          (empty uint64 4))
+       ;; Dynamic shared memory: the stages of A, then of B, from the first 1024-byte boundary
+       ;; (the 128-byte swizzle repeats every 1024 bytes; the launch adds 1024 bytes for this).
+       (with-dynamic-shared-memory ((raw ,element))
+         (let* ((pad (logand (- 1024 (logand (shared-address raw) 1023)) 1023))
+                (a-tiles (pointer (aref raw (/ pad ,(/ 128 slice-k)))))
+                (b-tiles (pointer (aref a-tiles (* stages 128 ,slice-k))))
+                (warpgroup (/ thread-idx-x 128))
+                (tid (mod thread-idx-x 128))
+                (m0 (* block-idx-x 128))
+                (n0 (* block-idx-y 256))
+                (slices (/ k ,slice-k)))
+           (when (= thread-idx-x 0)
+             (unroll (s 0 1 4)                  ; every stage
+               (mbarrier-init (pointer (aref full s)) 1)
+               (mbarrier-init (pointer (aref empty s)) 2)))
+           (syncthreads)
+           (if (= warpgroup 0)
+               ;; The producer.
+               (progn
+                 (setmaxnreg-dec 40)
+                 (when (= tid 0)
+                   (for (kb 0 (< kb slices) (+ kb 1))
+                     (let ((s (mod kb stages)))
+                       (when (>= kb stages)
+                         (mbarrier-wait (pointer (aref empty s)) (mod (- (/ kb stages) 1) 2)))
+                       (mbarrier-arrive-expect-tx (pointer (aref full s)) stage-bytes)
+                       (tma-load-2d (pointer (aref a-tiles (* s 128 ,slice-k)))
+                                    (pointer (aref full s)) (pointer a-map) (* kb ,slice-k) m0)
+                       (tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
+                                    (pointer (aref full s)) (pointer b-map) (* kb ,slice-k) n0)))))
+               ;; The consumers: warpgroup w owns rows 64 (w - 1) … of the tile.
+               (progn
+                 (setmaxnreg-inc 232)
+                 (let ((acc (wgmma-f32-m64n256))
+                       (rows (* (- warpgroup 1) 64)))
+                   (for (kb 0 (< kb slices) (+ kb 1))
+                     (let ((s (mod kb stages)))
+                       (mbarrier-wait (pointer (aref full s)) (mod (/ kb stages) 2))
+                       (wgmma-fence)
+                       (let ((a (pointer (aref a-tiles (+ (* s 128 ,slice-k) (* rows ,slice-k)))))
+                             (b (pointer (aref b-tiles (* s 256 ,slice-k)))))
+                         (mma-slice ,mma ,mma-k acc a b))
+                       (wgmma-commit-group)
+                       ;; Done with the slice: its buffer may be refilled. (Keeping one group
+                       ;; in flight, wait-group 1, makes ptxas serialise the wgmmas, C7514; the
+                       ;; other consumer keeps the tensor cores busy meanwhile.)
+                       (wgmma-wait-group 0)
+                       (when (= tid 0)
+                         (mbarrier-arrive (pointer (aref empty s))))))
+                   (wgmma-fence-operand (pointer acc))
+                   (unroll (i 0 1 128)
+                     (store-register acc i (+ m0 rows) n0 tid))))))))))
+
+(define-hopper-gemm hgemm-hopper bfloat16 64 wgmma-mma-async-bf16 16)
+(define-hopper-gemm fp8-gemm fp8 128 wgmma-mma-async-e4m3 32)
