@@ -35,6 +35,13 @@ pub use helpers::{Helper, Operands, VectorOp};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
 pub use spaces::{AddressSpace, FunctionUses};
 
+/// The structure type holding a module's globals, for a dialect that passes them as a parameter
+/// ([`Dialect::globals_parameter`]); its fields have the globals' printed names.
+pub const GLOBALS_TYPE: &str = "chorus_globals_t";
+
+/// The parameter holding a module's globals ([`Dialect::globals_parameter`]).
+pub const GLOBALS: &str = "chorus_globals";
+
 /// How a dialect spells an index variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IndexSpelling {
@@ -145,6 +152,20 @@ pub trait Dialect {
         Vec::new()
     }
 
+    /// The parameter through which functions reach the module's globals, for a dialect whose
+    /// host cannot write program-scope variables (MSL's `constant` ones are fixed when the
+    /// library is compiled): the globals are then the fields of one structure, type
+    /// [`GLOBALS_TYPE`], that the host passes by reference, and a function that reads one (itself
+    /// or through its callees, [`FunctionUses::globals`]) takes it as parameter [`GLOBALS`],
+    /// after its own parameters and before the other implicit ones; calls pass it on.
+    /// `kernel_params` is `Some(n)` for a kernel with `n` parameters of its own (MSL binds the
+    /// structure at `[[buffer(n)]]`), `None` for a device function. `None` (the default): globals
+    /// are program-scope variables with their initializers.
+    fn globals_parameter(&self, kernel_params: Option<usize>) -> Option<String> {
+        let _ = kernel_params;
+        None
+    }
+
     /// Whether pointer types carry an address space (MSL). When they do, the printer infers one
     /// for every pointer ([`spaces`]) and spells pointer types with [`Dialect::pointer_type`];
     /// a pointer that would need two is an error at its form. False by default.
@@ -189,14 +210,6 @@ pub trait Dialect {
     /// MSL leaves out-of-range conversions undefined. `None` (the default) keeps the C cast.
     fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
         let _ = (integer, value);
-        None
-    }
-
-    /// A constant initializer (a global's) of the `half` or `bfloat16` `scalar` whose exact
-    /// value is the float literal `literal`. `None` (the default) gives the raw bits as CUDA's
-    /// aggregates do (`__half_raw{0x3E00}`), which are constant where the conversion is not.
-    fn half_constant(&self, scalar: crate::types::ScalarType, literal: &str) -> Option<String> {
-        let _ = (scalar, literal);
         None
     }
 

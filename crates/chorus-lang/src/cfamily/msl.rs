@@ -7,7 +7,7 @@
 //! functions MSL lacks, all named `chorus_…`; the atomics are defined once per address space,
 //! or once when `CHORUS_SHIM_ONE_ADDRESS_SPACE` is defined, as the Linux conformance shim of
 //! `chorus-metal` does, whose address spaces are all one); the printer's helpers (vector arithmetic as
-//! `static inline` functions); structures; `constant` globals; a prototype of every function;
+//! `static inline` functions); structures; the globals' structure; a prototype of every function;
 //! the definitions.
 //!
 //! # Kernels and their arguments
@@ -63,9 +63,16 @@
 //!   not CUDA's correctly-rounded-within-2-ulp functions).
 //! * Vectors: `float2`, `float3` (16 bytes, aligned to 16, unlike CUDA's 12), `float4`,
 //!   `int2`, `int4`, `uint2`, `uint4`, `half2`, with MSL's constructors (`float3(x, y, z)`).
-//! * Globals: only `:constant` globals (program-scope `constant` variables, initialized in the
-//!   source; the host cannot write them). `:device`, `:shared` and `:managed` globals are
-//!   capability errors.
+//! * Globals: only `:constant` globals, and not as program-scope variables (MSL requires those
+//!   to be initialized in the source, so the host could change one only by compiling the
+//!   library again). They are the fields of one structure, `struct chorus_globals_t`, that a
+//!   kernel reading any of them takes by reference after its own parameters,
+//!   `constant chorus_globals_t& chorus_globals [[buffer(N)]]` with `N` its parameter count; the
+//!   device functions that read them take `constant chorus_globals_t& chorus_globals` and every
+//!   call passes it on, and `bar` is `chorus_globals.bar`. The host keeps the structure's bytes
+//!   (the initializers first, in MSL's layout) and binds them at each dispatch (`setBytes`), so
+//!   a write from the host is a copy, as with CUDA's `cudaMemcpyToSymbol`. `:device`, `:shared`
+//!   and `:managed` globals are capability errors.
 
 use super::{AddressSpace, Dialect, FunctionUses, Helper, IndexSpelling, Operands};
 use crate::ir::{Axis, Builtin, FunctionKind, GlobalQualifier, IndexVar, LaunchBounds};
@@ -625,14 +632,12 @@ impl Dialect for Msl {
         true
     }
 
-    fn half_constant(&self, scalar: ScalarType, literal: &str) -> Option<String> {
-        // A conversion of a float literal is a constant expression in MSL (its `half` and
-        // `bfloat` are arithmetic types), and the value is exact.
-        match scalar {
-            ScalarType::Half => Some(format!("half({literal})")),
-            ScalarType::BFloat16 => Some(format!("bfloat({literal})")),
-            _ => None,
-        }
+    fn globals_parameter(&self, kernel_params: Option<usize>) -> Option<String> {
+        let (ty, name) = (super::GLOBALS_TYPE, super::GLOBALS);
+        Some(match kernel_params {
+            Some(index) => format!("constant {ty}& {name} [[buffer({index})]]"),
+            None => format!("constant {ty}& {name}"),
+        })
     }
 
     fn kernel_parameter(&self, index: usize, ty: &str, name: &str) -> String {
@@ -1093,20 +1098,45 @@ mod tests {
     }
 
     #[test]
-    fn half_constant_globals_are_msl_conversions() {
+    fn globals_are_fields_of_a_structure_the_host_binds_after_the_arguments() {
         let metal = crate::target::Target::metal(8).unwrap();
-        let text = "(defglobal h (half 1.5) :constant)\n(defglobal b (bfloat16 -2.0) :constant)\n\
-                    (defkernel k (void ((out float*)))\n  (set (aref out 0) (+ (float h) (float b))))";
-        let module = crate::compile_str_for(text, "h.lisp", &metal).unwrap();
-        let printed =
+        let text = "(defglobal h (half 1.5) :constant)\n(defglobal bar 2 :constant)\n\
+                    (defkernel (get-bar :device) (int ()) (return bar))\n\
+                    (defkernel (twice :device) (int ()) (return (* 2 (get-bar))))\n\
+                    (defkernel (pure :device) (int ((x int))) (return x))\n\
+                    (defkernel k (void ((out float*) (n int)))\n  \
+                    (set (aref out 0) (+ (float h) (float (twice)) (float (pure n)))))\n\
+                    (defkernel none (void ((out float*)))\n  (set (aref out 0) 1.0))";
+        let module = crate::compile_str_for(text, "g.lisp", &metal).unwrap();
+        let code =
             super::super::print_for_target(&module, &metal, &super::super::PrintOptions::default())
-                .unwrap();
-        assert!(printed.code.contains("= half(1.5f);"), "{}", printed.code);
+                .unwrap()
+                .code;
         assert!(
-            printed.code.contains("= bfloat(-2.0f);"),
-            "{}",
-            printed.code
+            code.contains("struct chorus_globals_t {\n  half h;\n  int bar;\n};"),
+            "{code}"
         );
-        assert!(!printed.code.contains("_raw"), "{}", printed.code);
+        // No program-scope variables: the host stores the initializers.
+        assert!(!code.contains("constant half h"), "{code}");
+        assert!(
+            code.contains(
+                "kernel void k(device float* out [[buffer(0)]], constant int& n [[buffer(1)]], \
+                 constant chorus_globals_t& chorus_globals [[buffer(2)]]"
+            ),
+            "{code}"
+        );
+        // Through two calls to the function that reads it; not to one that reads none.
+        assert!(
+            code.contains("int get_bar(constant chorus_globals_t& chorus_globals)"),
+            "{code}"
+        );
+        assert!(code.contains("return chorus_globals.bar;"), "{code}");
+        assert!(code.contains("get_bar(chorus_globals)"), "{code}");
+        assert!(code.contains("twice(chorus_globals)"), "{code}");
+        assert!(code.contains("int pure(int x)"), "{code}");
+        assert!(
+            code.contains("kernel void none(device float* out [[buffer(0)]])"),
+            "{code}"
+        );
     }
 }

@@ -209,12 +209,16 @@ impl<'m> ModulePrinter<'m> {
         let module = e.module;
         // Sections are printed first so that what they use is known before the top is written.
         let structs = e.structs();
-        let globals: Vec<String> = module
-            .globals
-            .iter()
-            .enumerate()
-            .map(|(i, g)| e.global(i, g))
-            .collect();
+        let globals: Vec<String> = if e.dialect.globals_parameter(None).is_some() {
+            e.globals_structure().into_iter().collect()
+        } else {
+            module
+                .globals
+                .iter()
+                .enumerate()
+                .map(|(i, g)| e.global(i, g))
+                .collect()
+        };
         let linkage = e.dialect.linkage();
         let prototypes: Vec<String> = module
             .functions
@@ -530,10 +534,10 @@ impl<'m> Emitter<'m> {
         out
     }
 
-    /// One global: `extern "C" __device__ int foo = 0;`.
-    fn global(&mut self, id: usize, g: &Global) -> String {
+    /// The qualifiers of global `g` as the dialect spells them, without repetition; one the
+    /// dialect lacks is an error at the global.
+    fn global_qualifiers(&mut self, g: &Global) -> Vec<&'static str> {
         self.span = g.span.clone();
-        let pointer = matches!(g.ty, Type::Pointer(_));
         let mut qualifiers: Vec<&str> = Vec::new();
         for q in &g.qualifiers {
             if *q == crate::ir::GlobalQualifier::Restrict {
@@ -550,6 +554,31 @@ impl<'m> Emitter<'m> {
                 None => self.unsupported(&format!("the global qualifier `{q:?}`")),
             }
         }
+        qualifiers
+    }
+
+    /// For a dialect that passes the globals as a parameter ([`Dialect::globals_parameter`]):
+    /// the structure holding them, a field per global with its printed name, in the module's
+    /// order (`struct chorus_globals_t {\n  int bar;\n};`); `None` without globals. The
+    /// initializers are the host's to store (the structure's first value).
+    fn globals_structure(&mut self) -> Option<String> {
+        if self.module.globals.is_empty() {
+            return None;
+        }
+        let mut text = format!("struct {} {{\n", super::GLOBALS_TYPE);
+        for (id, g) in self.module.globals.iter().enumerate() {
+            self.global_qualifiers(g);
+            let t = self.c_type(&g.ty);
+            let _ = writeln!(text, "  {t} {};", self.names.globals[id]);
+        }
+        text.push_str("};\n");
+        Some(text)
+    }
+
+    /// One global: `extern "C" __device__ int foo = 0;`.
+    fn global(&mut self, id: usize, g: &Global) -> String {
+        let pointer = matches!(g.ty, Type::Pointer(_));
+        let qualifiers = self.global_qualifiers(g);
         let restrict = if pointer && g.qualifiers.contains(&crate::ir::GlobalQualifier::Restrict) {
             self.dialect.restrict()
         } else {
@@ -610,6 +639,15 @@ impl<'m> Emitter<'m> {
             });
         }
         if let Some(uses) = self.uses.get(index) {
+            let own = match f.kind {
+                FunctionKind::Kernel => Some(f.params.len()),
+                FunctionKind::Device => None,
+            };
+            if uses.globals
+                && let Some(globals) = self.dialect.globals_parameter(own)
+            {
+                params.push(globals);
+            }
             params.extend(self.dialect.implicit_parameters(f.kind, uses));
         }
         let _ = write!(

@@ -59,6 +59,11 @@ pub struct FunctionUses {
     pub builtins: Vec<Builtin>,
     /// Whether it uses `with-dynamic-shared-memory`.
     pub dynamic_shared: bool,
+    /// Whether it reads a module global or takes its address (a dialect that passes the
+    /// globals as a parameter, [`Dialect::globals_parameter`], declares it only then).
+    ///
+    /// [`Dialect::globals_parameter`]: super::Dialect::globals_parameter
+    pub globals: bool,
 }
 
 impl FunctionUses {
@@ -95,6 +100,10 @@ impl FunctionUses {
             self.dynamic_shared = true;
             changed = true;
         }
+        if other.globals && !self.globals {
+            self.globals = true;
+            changed = true;
+        }
         changed
     }
 }
@@ -113,6 +122,7 @@ pub fn function_uses(module: &Module) -> Vec<FunctionUses> {
                     own.builtins.push(*op)
                 }
                 ExprKind::Call { function, .. } => callees.push(function.index()),
+                ExprKind::Global(_) => own.globals = true,
                 _ => {}
             },
             Node::Stmt(s) => {
