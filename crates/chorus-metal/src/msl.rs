@@ -1,10 +1,13 @@
 //! MSL for a module, with what a dispatch must bind: runs on every host (the Linux conformance
 //! shim uses it as the Metal runtime does).
 
+use crate::error::{Error, Result};
 use chorus_lang::cfamily::{self, NameTable, PrintOptions};
-use chorus_lang::ir::{FunctionKind, Module};
-use chorus_lang::target::Target;
+use chorus_lang::ir::{FunctionKind, Module, StructDef, StructField};
+use chorus_lang::span::Span;
+use chorus_lang::target::{LayoutRules, Target};
 use chorus_lang::types::Type;
+use std::sync::Arc;
 
 /// A module printed as MSL, with the binding of every kernel.
 #[derive(Clone, Debug)]
@@ -15,6 +18,8 @@ pub struct MslProgram {
     pub names: NameTable,
     /// One per kernel, in the module's order.
     pub kernels: Vec<KernelBinding>,
+    /// The module's globals as the host stores them (empty for MSL written by hand).
+    pub globals: GlobalsLayout,
 }
 
 impl MslProgram {
@@ -37,6 +42,175 @@ pub struct KernelBinding {
     /// Whether the kernel takes dynamic threadgroup memory (`[[threadgroup(0)]]`), sized by
     /// the launch's dynamic shared memory.
     pub dynamic_threadgroup_memory: bool,
+    /// The buffer index of the globals' structure ([`GlobalsLayout`]) when the kernel reads a
+    /// global, itself or through the functions it calls: `params.len()`, after its arguments.
+    pub globals: Option<usize>,
+}
+
+/// Where a module's globals lie in the structure that a Metal kernel reads them from
+/// (`chorus_globals_t`, MSL's layout), and their initializers' bytes.
+///
+/// The host owns the structure's bytes: a program starts from [`GlobalsLayout::initial`], a
+/// global is read and written there in C's layout ([`GlobalsLayout::read`],
+/// [`GlobalsLayout::write`], which convert as a memory block's sync does), and every dispatch of
+/// a kernel that reads globals binds the bytes at [`KernelBinding::globals`]. Metal compiles
+/// nothing again when a global changes: program-scope `constant` variables are fixed in the
+/// library, so they are not used.
+#[derive(Clone, Debug, Default)]
+pub struct GlobalsLayout {
+    /// The globals: name, type, offset in the structure.
+    fields: Vec<(Arc<str>, Type, usize)>,
+    /// The structure's size under MSL's rules.
+    size: usize,
+    /// The initializers, laid out.
+    initial: Vec<u8>,
+    /// The module's structure definitions (C layout; MSL's is computed from them).
+    structs: Vec<StructDef>,
+}
+
+impl GlobalsLayout {
+    /// The layout of `module`'s globals, and their initializers' bytes: an error at a global's
+    /// span when MSL cannot lay out its type or its initializer is no constant.
+    fn of(module: &Module) -> chorus_lang::Result<GlobalsLayout> {
+        if module.globals.is_empty() {
+            return Ok(GlobalsLayout::default());
+        }
+        let span = |g: &chorus_lang::ir::Global| g.span.clone();
+        let def = StructDef {
+            name: Arc::from(cfamily::GLOBALS_TYPE),
+            fields: module
+                .globals
+                .iter()
+                .map(|g| StructField {
+                    name: g.name.clone(),
+                    ty: g.ty.clone(),
+                    // The C offsets are not used: only MSL's layout is computed from `def`.
+                    offset: 0,
+                })
+                .collect(),
+            size: 0,
+            align: 1,
+            span: module.globals.first().map_or_else(Span::generated, span),
+        };
+        // With `def` among the structures, so that it may hold every one of them.
+        let mut structs = module.structs.clone();
+        structs.push(def.clone());
+        let layout = LayoutRules::Msl
+            .struct_layout(&def, &structs)
+            .ok_or_else(|| {
+                let bad = module
+                    .globals
+                    .iter()
+                    .find(|g| LayoutRules::Msl.layout(&g.ty, &module.structs).is_none())
+                    .map_or_else(|| def.span.clone(), span);
+                chorus_lang::Error::new(&bad, "this global's type has no MSL layout")
+            })?;
+        let mut initial = vec![0u8; layout.size];
+        for (g, &offset) in module.globals.iter().zip(&layout.offsets) {
+            let bytes = LayoutRules::Msl
+                .constant_bytes(&g.init, &g.ty, &module.structs)
+                .ok_or_else(|| {
+                    chorus_lang::Error::new(
+                        &g.span,
+                        format!("the initializer of `{}` has no MSL constant value", g.name),
+                    )
+                })?;
+            initial[offset..offset + bytes.len()].copy_from_slice(&bytes);
+        }
+        Ok(GlobalsLayout {
+            fields: module
+                .globals
+                .iter()
+                .zip(&layout.offsets)
+                .map(|(g, &o)| (g.name.clone(), g.ty.clone(), o))
+                .collect(),
+            size: layout.size,
+            initial,
+            structs: module.structs.clone(),
+        })
+    }
+
+    /// The structure's first bytes: every global's initializer, in MSL's layout.
+    pub fn initial(&self) -> &[u8] {
+        &self.initial
+    }
+
+    /// True when the module has no globals.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The global `name`'s type, and its bytes in `values` (the structure's).
+    fn field(&self, name: &str, values_len: usize) -> Result<(&Type, usize, usize)> {
+        let access = |message: String| Error::GlobalAccess {
+            name: name.to_string(),
+            message,
+        };
+        let (_, ty, offset) = self
+            .fields
+            .iter()
+            .find(|(n, _, _)| &**n == name)
+            .ok_or_else(|| access("the program has no such global".into()))?;
+        if values_len != self.size {
+            return Err(access(format!(
+                "the globals' structure has {} bytes, {values_len} were given",
+                self.size
+            )));
+        }
+        let (size, _) = LayoutRules::Msl
+            .layout(ty, &self.structs)
+            .ok_or_else(|| access(format!("a `{ty}` has no MSL layout")))?;
+        Ok((ty, *offset, size))
+    }
+
+    /// Copies global `name` out of `values` (the structure's bytes) into `dst`, in C's layout
+    /// (exactly the type's C size).
+    pub fn read(&self, values: &[u8], name: &str, dst: &mut [u8]) -> Result<()> {
+        let (ty, offset, size) = self.field(name, values.len())?;
+        self.check_host_size(name, ty, dst.len())?;
+        dst.fill(0);
+        LayoutRules::Msl
+            .convert(
+                LayoutRules::C,
+                ty,
+                &self.structs,
+                &values[offset..offset + size],
+                dst,
+            )
+            .ok_or_else(|| Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("a `{ty}` has no C layout"),
+            })
+    }
+
+    /// Stores `src` (a value of global `name`'s type in C's layout) into `values` (the
+    /// structure's bytes), in MSL's layout.
+    pub fn write(&self, values: &mut [u8], name: &str, src: &[u8]) -> Result<()> {
+        let (ty, offset, size) = self.field(name, values.len())?;
+        self.check_host_size(name, ty, src.len())?;
+        let dst = &mut values[offset..offset + size];
+        dst.fill(0);
+        LayoutRules::C
+            .convert(LayoutRules::Msl, ty, &self.structs, src, dst)
+            .ok_or_else(|| Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("a `{ty}` has no MSL layout"),
+            })
+    }
+
+    fn check_host_size(&self, name: &str, ty: &Type, len: usize) -> Result<()> {
+        match LayoutRules::C.layout(ty, &self.structs) {
+            Some((size, _)) if size == len => Ok(()),
+            Some((size, _)) => Err(Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("a `{ty}` has {size} bytes on the host, {len} were given"),
+            }),
+            None => Err(Error::GlobalAccess {
+                name: name.to_string(),
+                message: format!("a `{ty}` has no C layout"),
+            }),
+        }
+    }
 }
 
 /// Validates `module` for `target` (a Metal target) and prints it as MSL. A feature the target
@@ -58,11 +232,16 @@ pub fn print_msl(module: &Module, target: &Target) -> chorus_lang::Result<MslPro
                 .map(|p| f.local(p.local).map_or(Type::Void, |l| l.ty.clone()))
                 .collect(),
             dynamic_threadgroup_memory: uses.get(i).is_some_and(|u| u.dynamic_shared),
+            globals: uses
+                .get(i)
+                .is_some_and(|u| u.globals)
+                .then_some(f.params.len()),
         })
         .collect();
     Ok(MslProgram {
         source: printed.code,
         names: printed.names,
         kernels,
+        globals: GlobalsLayout::of(module)?,
     })
 }

@@ -3,14 +3,16 @@
 //! the corpus's expected results; and every example's kernels printed as MSL and compiled.
 //!
 //! Cases that Metal cannot run are refused when they are checked for the Metal target (a
-//! capability error at a span) or cannot be expressed by its host API (a `:constant` global the
-//! host sets): [`REFUSED`] lists them with the reason, and the test fails when the list changes.
+//! capability error at a span): [`REFUSED`] lists them with the reason, and the test fails when
+//! the list changes. Globals are the host's, as on a Metal device: the driver gets the bytes of
+//! the globals' structure ([`chorus_metal::GlobalsLayout`]) as one more argument, with the
+//! values the case sets from the host written in.
 //! Without a C++ compiler the test skips, except under `CI`, where it fails.
 
 #[path = "../../chorus-cpu/tests/corpus/mod.rs"]
 mod corpus;
 
-use chorus_lang::ir::StructDef;
+use chorus_lang::ir::{Module, StructDef};
 use chorus_lang::target::{LayoutRules, Target};
 use chorus_lang::types::{Type, VectorType};
 use chorus_metal::{MslProgram, print_msl};
@@ -145,6 +147,11 @@ struct Prepared<'c> {
     buffers: Vec<Option<Type>>,
     /// The module's structure definitions (C layout; MSL's is recomputed from them).
     structs: Vec<StructDef>,
+    /// The module, for its globals' types.
+    module: Module,
+    /// The bytes of the globals' structure, as the Metal backend keeps them for a program:
+    /// the initializers, then what the host writes.
+    globals: Vec<u8>,
 }
 
 /// `bytes` of `ty` elements in C's layout, laid out under MSL's (what the facade does when it
@@ -185,30 +192,18 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
         let [bx, by, bz] = p.case.block;
         let _ = writeln!(
             out,
-            "namespace case_{i} {{\nstatic void run_case_{i}(std::vector<void*>& chorus_args, std::vector<std::vector<unsigned char>>& chorus_globals)\n{{\n  \
+            "namespace case_{i} {{\nstatic void run_case_{i}(std::vector<void*>& chorus_args)\n{{\n  \
              metal::shim::dispatch(metal::uint3({gx}u, {gy}u, {gz}u), metal::uint3({bx}u, {by}u, {bz}u), {}, \
              [&](const metal::shim::Position& p) {{ (void)p; case_{i}::{}({}); }});",
             p.case.shared_mem,
             binding.function,
             args.join(", ")
         );
-        for g in &p.case.globals {
-            let name = p
-                .program
-                .names
-                .global(g.name)
-                .expect("the global's MSL name");
-            let _ = writeln!(
-                out,
-                "  {{ const unsigned char* b = reinterpret_cast<const unsigned char*>(&case_{i}::{name}); \
-                 chorus_globals.emplace_back(b, b + sizeof(case_{i}::{name})); }}"
-            );
-        }
         out.push_str("}\n}\n\n");
     }
     out.push_str(
-        "// Each case: DIR/N.in holds, per argument, an 8-byte length then the bytes; DIR/N.out\n\
-         // gets the same for every argument, then for every global.\n\
+        "// Each case: DIR/N.in holds, per argument (the globals' structure last, for a kernel\n\
+         // that reads globals), an 8-byte length then the bytes; DIR/N.out gets the same.\n\
          int main(int argc, char** argv)\n{\n  if (argc != 3) return 2;\n  int which = std::atoi(argv[2]);\n  \
          std::string dir = argv[1];\n  std::ifstream in(dir + \"/\" + argv[2] + \".in\", std::ios::binary);\n  \
          std::vector<unsigned char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());\n  \
@@ -216,27 +211,23 @@ fn translation_unit(prepared: &[Prepared<'_>]) -> String {
          unsigned long long n; std::memcpy(&n, &data[at], 8); at += 8;\n    \
          void* p = std::aligned_alloc(64, (n + 64) / 64 * 64); std::memset(p, 0, (n + 64) / 64 * 64);\n    \
          std::memcpy(p, &data[at], n); at += n; args.push_back(p); sizes.push_back(n);\n  }\n  \
-         std::vector<std::vector<unsigned char>> globals;\n  switch (which) {\n",
+         switch (which) {\n",
     );
     for i in 0..prepared.len() {
-        let _ = writeln!(
-            out,
-            "    case {i}: case_{i}::run_case_{i}(args, globals); break;"
-        );
+        let _ = writeln!(out, "    case {i}: case_{i}::run_case_{i}(args); break;");
     }
     out.push_str(
         "    default: return 2;\n  }\n  std::ofstream o(dir + \"/\" + argv[2] + \".out\", std::ios::binary);\n  \
          for (size_t k = 0; k < args.size(); k++) {\n    unsigned long long n = sizes[k];\n    \
          o.write(reinterpret_cast<const char*>(&n), 8); o.write(static_cast<const char*>(args[k]), n);\n  }\n  \
-         for (auto& g : globals) {\n    unsigned long long n = g.size();\n    \
-         o.write(reinterpret_cast<const char*>(&n), 8); o.write(reinterpret_cast<const char*>(g.data()), n);\n  }\n  \
          return 0;\n}\n",
     );
     out
 }
 
 /// Writes case `p`'s arguments for the driver, in MSL's layout (buffers as the facade stores
-/// them on a Metal device, values as the Metal backend passes them).
+/// them on a Metal device, values as the Metal backend passes them, the globals' structure
+/// after them as the Metal backend binds it).
 fn write_input(p: &Prepared<'_>, path: &Path) {
     let mut bytes = Vec::new();
     let mut data = p.case.buffer_data();
@@ -253,10 +244,17 @@ fn write_input(p: &Prepared<'_>, path: &Path) {
         bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&payload);
     }
+    let binding = p.program.kernel(p.case.kernel).expect("the case's kernel");
+    if let Some(index) = binding.globals {
+        assert_eq!(index, p.case.args.len(), "the globals follow the arguments");
+        bytes.extend_from_slice(&(p.globals.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&p.globals);
+    }
     std::fs::write(path, bytes).expect("write the case's input");
 }
 
-/// Reads what the driver left: the buffers (in C layout again) and the globals.
+/// Reads what the driver left: the buffers (in C layout again), and the globals as the host
+/// reads them (a kernel cannot write a `:constant` global, the only kind Metal has).
 fn read_output(p: &Prepared<'_>, path: &Path) -> corpus::Outcome {
     let bytes = std::fs::read(path).expect("the case's output");
     let mut chunks = Vec::new();
@@ -272,10 +270,22 @@ fn read_output(p: &Prepared<'_>, path: &Path) -> corpus::Outcome {
         .zip(&p.buffers)
         .filter_map(|(c, element)| element.as_ref().map(|ty| from_msl_array(ty, &p.structs, c)))
         .collect();
-    corpus::Outcome {
-        buffers,
-        globals: chunks[args..].to_vec(),
-    }
+    let globals = p
+        .case
+        .globals
+        .iter()
+        .map(|g| {
+            let (_, global) = p.module.global(g.name).expect("the case's global");
+            let (size, _) = global.ty.layout(&p.structs).expect("a C layout");
+            let mut value = vec![0; size];
+            p.program
+                .globals
+                .read(&p.globals, g.name, &mut value)
+                .expect("read the global");
+            value
+        })
+        .collect();
+    corpus::Outcome { buffers, globals }
 }
 
 /// Compiles `source` with the shim's include directory; the error is the compiler's output.
@@ -331,10 +341,6 @@ fn the_corpus_runs_through_the_msl_shim() {
                 continue;
             }
         };
-        if case.globals.iter().any(|g| g.init.is_some()) {
-            refused.push((case.name, "sets a global from the host".into()));
-            continue;
-        }
         prepared.push(prepare(case, program, &file));
     }
     // The refusals are the expected ones, each for its reason.
@@ -366,16 +372,28 @@ fn prepare<'c>(case: &'c corpus::Case, program: MslProgram, file: &str) -> Prepa
             corpus::Arg::Value { .. } => None,
         })
         .collect();
+    let mut globals = program.globals.initial().to_vec();
+    for g in &case.globals {
+        if let Some(init) = &g.init {
+            program
+                .globals
+                .write(&mut globals, g.name, init)
+                .expect("set the global from the host");
+        }
+    }
     Prepared {
         case,
         program,
         buffers,
-        structs: module.structs,
+        structs: module.structs.clone(),
+        module,
+        globals,
     }
 }
 
-/// Compiles `prepared` into one driver, runs each case and checks its expected results.
-fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
+/// The driver of `prepared` (one translation unit), built in a fresh directory: the
+/// directory and the binary.
+fn build_driver(cxx: &str, prepared: &[Prepared<'_>], label: &str) -> (PathBuf, PathBuf) {
     let dir = tempfile_dir(label);
     let source = dir.join("corpus.cpp");
     std::fs::write(&source, translation_unit(prepared)).expect("write the C++");
@@ -386,25 +404,39 @@ fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
             source.display()
         );
     }
+    (dir, binary)
+}
+
+/// Runs case `i` of a driver once, with the arguments and globals `p` holds now.
+fn run_case(
+    binary: &Path,
+    dir: &Path,
+    i: usize,
+    p: &Prepared<'_>,
+) -> Result<corpus::Outcome, String> {
+    write_input(p, &dir.join(format!("{i}.in")));
+    let run = Command::new(binary)
+        .arg(dir)
+        .arg(i.to_string())
+        .output()
+        .expect("run the shim");
+    if !run.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            run.status.code(),
+            String::from_utf8_lossy(&run.stderr)
+        ));
+    }
+    Ok(read_output(p, &dir.join(format!("{i}.out"))))
+}
+
+/// Compiles `prepared` into one driver, runs each case and checks its expected results.
+fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
+    let (dir, binary) = build_driver(cxx, prepared, label);
     let mut failures = Vec::new();
     for (i, p) in prepared.iter().enumerate() {
-        write_input(p, &dir.join(format!("{i}.in")));
-        let run = Command::new(&binary)
-            .arg(&dir)
-            .arg(i.to_string())
-            .output()
-            .expect("run the shim");
-        if !run.status.success() {
-            failures.push(format!(
-                "{}: exit {:?}: {}",
-                p.case.name,
-                run.status.code(),
-                String::from_utf8_lossy(&run.stderr)
-            ));
-            continue;
-        }
-        let outcome = read_output(p, &dir.join(format!("{i}.out")));
-        if let Err(e) = corpus::check(p.case, &outcome) {
+        let checked = run_case(&binary, &dir, i, p).and_then(|o| corpus::check(p.case, &o));
+        if let Err(e) = checked {
             failures.push(format!("{}: {e}", p.case.name));
         }
     }
@@ -418,38 +450,176 @@ fn run_through_the_shim(cxx: &str, prepared: &[Prepared<'_>], label: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `half` and `bfloat` constant globals print as MSL conversions (`half(1.5f)`) and keep their
-/// values.
+/// `:constant` globals set from the host between dispatches, as the Metal backend does it: the
+/// host keeps the globals' structure (its initializers first), writes a value in C's layout
+/// into it, and binds it after the kernel's arguments at each dispatch, so the next dispatch
+/// reads the new value with nothing compiled again. Scalars, `half`, `bfloat`, a `float3` and a
+/// structure holding one (both laid out again for MSL), read in the kernel, through a device
+/// function and through two calls.
 #[test]
-fn half_and_bfloat_constant_globals_keep_their_values_through_the_shim() {
+fn constant_globals_set_from_the_host_between_dispatches_through_the_shim() {
     let Some(cxx) = compiler() else {
         return skip_or_fail("no C++ compiler (set CXX, or install clang++ or g++)");
     };
     const SOURCE: &str = "
+        (defkernel-struct rec (k int) (p float3))
+        (defglobal scale 2.0 :constant)
+        (defglobal origin (float3 1.0 (- 2.0) 3) :constant)
         (defglobal h (half 1.5) :constant)
         (defglobal b (bfloat16 -2.0) :constant)
-        (defkernel read-halves (void ((out float*)))
-          (set (aref out 0) (float h))
-          (set (aref out 1) (float b)))";
+        (defglobal r (make-rec 4 (float3 0.5 0.25 0.125)) :constant)
+        (defkernel (scaled :device) (float ((x float))) (return (* x scale)))
+        (defkernel (twice-scaled :device) (float ((x float))) (return (scaled (scaled x))))
+        (defkernel read-globals (void ((out float*) (n int)))
+          (let ((i thread-idx-x))
+            (if (< i n)
+                (let ((o (* i 9)))
+                  (set (aref out o) (scaled (float i)))
+                  (set (aref out (+ o 1)) (twice-scaled 1.0))
+                  (set (aref out (+ o 2)) scale)
+                  (set (aref out (+ o 3)) (+ (float3-x origin) (float i)))
+                  (set (aref out (+ o 4)) (* (float3-y origin) (float3-z origin)))
+                  (set (aref out (+ o 5)) (float h))
+                  (set (aref out (+ o 6)) (float b))
+                  (set (aref out (+ o 7)) (float (rec-k r)))
+                  (set (aref out (+ o 8)) (float3-z (rec-p r)))))))";
+    let n = 4usize;
+    let floats = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|f| f.to_le_bytes()).collect() };
+    // C layout of `rec`: k at 0, p at 4..16.
+    let rec = |k: i32, p: [f32; 3]| -> Vec<u8> {
+        let mut bytes = k.to_le_bytes().to_vec();
+        bytes.extend(floats(&p));
+        bytes
+    };
+    struct Values {
+        scale: f32,
+        origin: [f32; 3],
+        h: f32,
+        b: f32,
+        k: i32,
+        p: [f32; 3],
+    }
+    let expected = |v: &Values| -> Vec<f32> {
+        (0..n)
+            .flat_map(|i| {
+                [
+                    i as f32 * v.scale,
+                    v.scale * v.scale,
+                    v.scale,
+                    v.origin[0] + i as f32,
+                    v.origin[1] * v.origin[2],
+                    v.h,
+                    v.b,
+                    v.k as f32,
+                    v.p[2],
+                ]
+            })
+            .collect()
+    };
     let case = corpus::Case {
-        name: "half_constants",
+        name: "constant_globals_from_the_host",
         source: SOURCE,
-        kernel: "read-halves",
+        kernel: "read-globals",
         grid: [1, 1, 1],
-        block: [1, 1, 1],
+        block: [n as u32, 1, 1],
         shared_mem: 0,
-        args: vec![corpus::Arg::Buffer {
-            data: vec![0; 8],
-            expect: corpus::Expect::F32(vec![1.5, -2.0], 0.0),
-        }],
+        args: vec![
+            corpus::Arg::Buffer {
+                data: vec![0; 4 * 9 * n],
+                expect: corpus::Expect::Any,
+            },
+            corpus::Arg::Value {
+                ty: Type::Scalar(chorus_lang::types::ScalarType::Int),
+                bytes: (n as i32).to_le_bytes().to_vec(),
+            },
+        ],
         globals: Vec::new(),
     };
-    let program = chorus_lang::compile_str_for(SOURCE, "halves.lisp", &metal())
+    let program = chorus_lang::compile_str_for(SOURCE, "globals.lisp", &metal())
         .and_then(|m| print_msl(&m, &metal()))
         .expect("prints as MSL");
-    assert!(program.source.contains("half(1.5f)"), "{}", program.source);
-    let prepared = prepare(&case, program, "halves.lisp");
-    run_through_the_shim(&cxx, &[prepared], "chorus-msl-halves");
+    assert!(
+        !program.source.contains("constant float scale"),
+        "no program-scope constants: {}",
+        program.source
+    );
+    assert_eq!(
+        program.kernel("read-globals").and_then(|k| k.globals),
+        Some(2)
+    );
+    let mut p = prepare(&case, program, "globals.lisp");
+    let layout = p.program.globals.clone();
+    let read = |p: &Prepared<'_>, name: &str, size: usize| -> Vec<u8> {
+        let mut value = vec![0; size];
+        layout.read(&p.globals, name, &mut value).expect("read");
+        value
+    };
+    let (dir, binary) = build_driver(&cxx, std::slice::from_ref(&p), "chorus-msl-globals");
+    let dispatch = |p: &Prepared<'_>, v: &Values, step: &str| {
+        let outcome = run_case(&binary, &dir, 0, p).unwrap_or_else(|e| panic!("{step}: {e}"));
+        corpus::Expect::F32(expected(v), 0.0)
+            .check(&outcome.buffers[0])
+            .unwrap_or_else(|e| panic!("{step}: {e}"));
+    };
+
+    // Before any write: the initializers, on the host and in the kernel.
+    let mut v = Values {
+        scale: 2.0,
+        origin: [1.0, -2.0, 3.0],
+        h: 1.5,
+        b: -2.0,
+        k: 4,
+        p: [0.5, 0.25, 0.125],
+    };
+    assert_eq!(read(&p, "scale", 4), floats(&[2.0]));
+    assert_eq!(read(&p, "origin", 12), floats(&[1.0, -2.0, 3.0]));
+    assert_eq!(read(&p, "r", 16), rec(4, [0.5, 0.25, 0.125]));
+    dispatch(&p, &v, "the initializers");
+
+    // Every global written from the host, then dispatched again.
+    v = Values {
+        scale: 3.0,
+        origin: [4.0, 5.0, 6.0],
+        h: 0.25,
+        b: 8.0,
+        k: -7,
+        p: [1.0, 2.0, 3.5],
+    };
+    layout
+        .write(&mut p.globals, "scale", &floats(&[v.scale]))
+        .unwrap();
+    layout
+        .write(&mut p.globals, "origin", &floats(&v.origin))
+        .unwrap();
+    let h = chorus_lang::host::f16::from_f32(v.h).to_le_bytes();
+    layout.write(&mut p.globals, "h", &h).unwrap();
+    let b = chorus_lang::host::bf16::from_f32(v.b).to_le_bytes();
+    layout.write(&mut p.globals, "b", &b).unwrap();
+    layout.write(&mut p.globals, "r", &rec(v.k, v.p)).unwrap();
+    assert_eq!(read(&p, "origin", 12), floats(&v.origin));
+    assert_eq!(read(&p, "r", 16), rec(v.k, v.p));
+    assert_eq!(read(&p, "h", 2), h);
+    dispatch(&p, &v, "after the first writes");
+
+    // One global changed again; the others keep what was written.
+    v.scale = -0.5;
+    layout
+        .write(&mut p.globals, "scale", &floats(&[v.scale]))
+        .unwrap();
+    dispatch(&p, &v, "after the second write");
+    assert_eq!(read(&p, "scale", 4), floats(&[-0.5]));
+
+    // Wrong sizes and unknown names are errors that name the global.
+    let e = layout
+        .write(&mut p.globals, "origin", &floats(&[1.0]))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("`origin`") && e.to_string().contains("12 bytes"),
+        "{e}"
+    );
+    let e = layout.read(&p.globals, "nothing", &mut [0; 4]).unwrap_err();
+    assert!(e.to_string().contains("`nothing`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// MSL lays out `float3` in 16 bytes and a structure holding one with its fields moved: memory

@@ -12,7 +12,7 @@ use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use chorus_metal::{Argument, Buffer, Device, Program};
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The Metal backend.
 pub(crate) struct Metal;
@@ -96,10 +96,14 @@ impl DeviceImpl for MetalDevice {
 
     fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
         let program = self.0.program(module).map_err(metal)?;
+        // Each compiled program has globals of its own, as a CUDA module has, even where the
+        // device's cache gives two of them one library.
+        let globals = Mutex::new(program.msl().globals.initial().to_vec());
         Ok(Box::new(MetalCompiled {
             device: self.0.clone(),
             program,
             module: module.clone(),
+            globals,
         }))
     }
 
@@ -163,10 +167,20 @@ impl StreamImpl for MetalStream {
     }
 }
 
+/// A program on a Metal device, with the bytes of its globals' structure
+/// ([`chorus_metal::GlobalsLayout`]): the host's to read and write, bound at each dispatch of a
+/// kernel that reads them.
 struct MetalCompiled {
     device: Arc<Device>,
     program: Arc<Program>,
     module: Arc<Module>,
+    globals: Mutex<Vec<u8>>,
+}
+
+impl MetalCompiled {
+    fn globals(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.globals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl CompiledImpl for MetalCompiled {
@@ -232,6 +246,25 @@ impl CompiledImpl for MetalCompiled {
                 }
             });
         }
+        // The globals as they are now (`setBytes` copies them when the dispatch is encoded):
+        // a write from the host after this launch is seen by the next one.
+        let globals = match self.program.binding(&name).and_then(|b| b.globals) {
+            Some(index) if index == bound.len() => Some(self.globals().clone()),
+            // The facade checked the arguments against the kernel's parameters.
+            Some(index) => {
+                return Err(metal(chorus_metal::Error::Dispatch {
+                    kernel: name,
+                    message: format!(
+                        "{} arguments; the globals are at buffer {index}",
+                        bound.len()
+                    ),
+                }));
+            }
+            None => None,
+        };
+        if let Some(globals) = &globals {
+            bound.push(Argument::Bytes(globals));
+        }
         self.device
             .dispatch(
                 &self.program,
@@ -244,17 +277,19 @@ impl CompiledImpl for MetalCompiled {
             .map_err(metal)
     }
 
-    fn read_global(&self, global: &Global, _dst: &mut [u8]) -> Result<()> {
-        Err(metal(chorus_metal::Error::Unsupported(format!(
-            "Metal has no host access to the program-scope constant `{}`",
-            global.name
-        ))))
+    fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
+        self.program
+            .msl()
+            .globals
+            .read(&self.globals(), &global.name, dst)
+            .map_err(metal)
     }
 
-    fn write_global(&self, global: &Global, _src: &[u8]) -> Result<()> {
-        Err(metal(chorus_metal::Error::Unsupported(format!(
-            "Metal cannot change the program-scope constant `{}` from the host",
-            global.name
-        ))))
+    fn write_global(&self, global: &Global, src: &[u8]) -> Result<()> {
+        self.program
+            .msl()
+            .globals
+            .write(&mut self.globals(), &global.name, src)
+            .map_err(metal)
     }
 }
