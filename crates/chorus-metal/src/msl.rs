@@ -237,11 +237,74 @@ pub fn print_msl(module: &Module, target: &Target) -> chorus_lang::Result<MslPro
                 .is_some_and(|u| u.globals)
                 .then_some(f.params.len()),
         })
-        .collect();
+        .collect::<Vec<KernelBinding>>();
+    // The globals' structure takes the buffer index after a kernel's arguments.
+    let kernel_functions = module
+        .functions
+        .iter()
+        .filter(|f| f.kind == FunctionKind::Kernel);
+    for (k, f) in kernels.iter().zip(kernel_functions) {
+        if let (Some(index), Some(max)) = (k.globals, target.max_kernel_params)
+            && index >= max as usize
+        {
+            return Err(chorus_lang::Error::new(
+                &f.span,
+                format!(
+                    "kernel `{}` takes {index} parameters and reads globals, which the {target} \
+                     passes after them at buffer index {index}, beyond its {max} buffers; pass \
+                     the parameters in a structure or through a pointer",
+                    k.name
+                ),
+            ));
+        }
+    }
     Ok(MslProgram {
         source: printed.code,
         names: printed.names,
         kernels,
         globals: GlobalsLayout::of(module)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::print_msl;
+    use chorus_lang::target::Target;
+
+    fn kernel_with(params: usize, reads_global: bool) -> String {
+        let list: Vec<String> = (0..params).map(|i| format!("(p{i} int)")).collect();
+        let value = if reads_global { "g" } else { "p0" };
+        format!(
+            "(defglobal g 5 :constant)\n(defkernel k (void ((out int*) {}))\n  \
+             (set (aref out 0) {value}))",
+            list.join(" ")
+        )
+    }
+
+    #[test]
+    fn the_globals_take_the_buffer_after_the_arguments_within_metals_31() {
+        let metal = Target::metal(8).unwrap();
+        let print = |text: &str| {
+            chorus_lang::compile_str_for(text, "k.lisp", &metal).and_then(|m| print_msl(&m, &metal))
+        };
+        let ok = print(&kernel_with(29, true)).unwrap();
+        assert_eq!(ok.kernel("k").unwrap().globals, Some(30));
+        assert_eq!(ok.globals.initial(), 5i32.to_le_bytes());
+        assert_eq!(
+            print(&kernel_with(29, false))
+                .unwrap()
+                .kernel("k")
+                .unwrap()
+                .globals,
+            None
+        );
+        // 31 arguments fit only without globals.
+        assert!(print(&kernel_with(30, false)).is_ok());
+        let e = print(&kernel_with(30, true)).unwrap_err();
+        assert_eq!((e.span.line, e.span.column), (2, 1), "{e}");
+        assert!(
+            e.message.contains("buffer index 31") && e.message.contains("kernel `k`"),
+            "{e}"
+        );
+    }
 }
