@@ -326,9 +326,13 @@ impl Emitter<'_> {
         match &e.kind {
             ExprKind::Literal(lit) => self.literal(*lit, &e.ty),
             ExprKind::Local(id) => CExpr::atom(self.local_name(*id)),
-            ExprKind::Global(id) => match self.dialect.globals_parameter(None) {
-                Some(_) => CExpr::atom(format!("{}.{}", super::GLOBALS, self.global_name(*id))),
-                None => CExpr::atom(self.global_name(*id)),
+            ExprKind::Global(id) => match self.global_structure(id.index()) {
+                Some((_, structure)) if self.globals_passed() => {
+                    CExpr::atom(format!("{structure}.{}", self.global_name(*id)))
+                }
+                // A `:shared` global where globals are passed: the globals' structures
+                // report it.
+                _ => CExpr::atom(self.global_name(*id)),
             },
             ExprKind::Index(var) => self.index_var(*var),
             ExprKind::Aref { base, indices } => {
@@ -351,8 +355,12 @@ impl Emitter<'_> {
                 let name = self.function_name(*function);
                 let mut args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
                 if let Some(uses) = self.uses_of(function.index()) {
-                    if uses.globals && self.dialect.globals_parameter(None).is_some() {
-                        args.push(CExpr::atom(super::GLOBALS.to_string()));
+                    if self.globals_passed() {
+                        for space in uses.global_spaces() {
+                            if let Some((_, structure)) = super::globals_structure(space) {
+                                args.push(CExpr::atom(structure.to_string()));
+                            }
+                        }
                     }
                     let implicit = self.dialect.implicit_arguments(uses);
                     args.extend(implicit.into_iter().map(CExpr::atom));

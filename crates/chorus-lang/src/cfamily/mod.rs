@@ -35,12 +35,32 @@ pub use helpers::{Helper, Operands, VectorOp};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
 pub use spaces::{AddressSpace, FunctionUses};
 
-/// The structure type holding a module's globals, for a dialect that passes them as a parameter
-/// ([`Dialect::globals_parameter`]); its fields have the globals' printed names.
+/// The structure type holding a module's `:constant` globals, for a dialect that passes them as
+/// a parameter ([`Dialect::globals_parameter`]); its fields have the globals' printed names.
 pub const GLOBALS_TYPE: &str = "chorus_globals_t";
 
-/// The parameter holding a module's globals ([`Dialect::globals_parameter`]).
+/// The parameter holding a module's `:constant` globals ([`Dialect::globals_parameter`]).
 pub const GLOBALS: &str = "chorus_globals";
+
+/// The structure type holding a module's `:device` globals (device memory the kernels write),
+/// for a dialect that passes globals as parameters ([`Dialect::globals_parameter`]).
+pub const DEVICE_GLOBALS_TYPE: &str = "chorus_device_globals_t";
+
+/// The parameter holding a module's `:device` globals ([`Dialect::globals_parameter`]).
+pub const DEVICE_GLOBALS: &str = "chorus_device_globals";
+
+/// The structure type and parameter name of the globals whose storage is in `space`
+/// ([`spaces::global_space`]), for a dialect that passes globals as parameters: `constant`
+/// ones in [`GLOBALS_TYPE`] [`GLOBALS`], `device` ones in [`DEVICE_GLOBALS_TYPE`]
+/// [`DEVICE_GLOBALS`]; `None` for `threadgroup` and `thread`, which no structure the host
+/// passes can hold.
+pub fn globals_structure(space: AddressSpace) -> Option<(&'static str, &'static str)> {
+    match space {
+        AddressSpace::Constant => Some((GLOBALS_TYPE, GLOBALS)),
+        AddressSpace::Device => Some((DEVICE_GLOBALS_TYPE, DEVICE_GLOBALS)),
+        AddressSpace::Threadgroup | AddressSpace::Thread => None,
+    }
+}
 
 /// How a dialect spells an index variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,17 +172,20 @@ pub trait Dialect {
         Vec::new()
     }
 
-    /// The parameter through which functions reach the module's globals, for a dialect whose
-    /// host cannot write program-scope variables (MSL's `constant` ones are fixed when the
-    /// library is compiled): the globals are then the fields of one structure, type
-    /// [`GLOBALS_TYPE`], that the host passes by reference, and a function that reads one (itself
-    /// or through its callees, [`FunctionUses::globals`]) takes it as parameter [`GLOBALS`],
-    /// after its own parameters and before the other implicit ones; calls pass it on.
-    /// `kernel_params` is `Some(n)` for a kernel with `n` parameters of its own (MSL binds the
-    /// structure at `[[buffer(n)]]`), `None` for a device function. `None` (the default): globals
-    /// are program-scope variables with their initializers.
-    fn globals_parameter(&self, kernel_params: Option<usize>) -> Option<String> {
-        let _ = kernel_params;
+    /// The parameter through which functions reach the module's globals in `space`, for a
+    /// dialect whose host cannot write program-scope variables (MSL's `constant` ones are fixed
+    /// when the library is compiled, and it has no mutable ones): the globals are then the
+    /// fields of one structure per space ([`globals_structure`]: the `:constant` ones, the
+    /// `:device` ones) that the host passes by reference, and a function that reads or writes
+    /// one (itself or through its callees, [`FunctionUses::global_spaces`]) takes each structure
+    /// it needs as a parameter, the constant one first, after its own parameters and before the
+    /// other implicit ones; calls pass them on. `buffer` is `Some(i)` for a kernel, the buffer
+    /// index the structure is bound at (after the kernel's own parameters: MSL's
+    /// `[[buffer(i)]]`), `None` for a device function. `None` (the default): globals are
+    /// program-scope variables with their initializers. The printer asks with
+    /// [`AddressSpace::Constant`] and no buffer to learn whether the dialect passes globals.
+    fn globals_parameter(&self, space: AddressSpace, buffer: Option<usize>) -> Option<String> {
+        let _ = (space, buffer);
         None
     }
 

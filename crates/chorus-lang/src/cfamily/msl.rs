@@ -7,7 +7,7 @@
 //! functions MSL lacks, all named `chorus_…`; the atomics are defined once per address space,
 //! or once when `CHORUS_SHIM_ONE_ADDRESS_SPACE` is defined, as the Linux conformance shim of
 //! `chorus-metal` does, whose address spaces are all one); the printer's helpers (vector arithmetic as
-//! `static inline` functions); structures; the globals' structure; a prototype of every function;
+//! `static inline` functions); structures; the globals' structures; a prototype of every function;
 //! the definitions.
 //!
 //! # Kernels and their arguments
@@ -63,16 +63,25 @@
 //!   not CUDA's correctly-rounded-within-2-ulp functions).
 //! * Vectors: `float2`, `float3` (16 bytes, aligned to 16, unlike CUDA's 12), `float4`,
 //!   `int2`, `int4`, `uint2`, `uint4`, `half2`, with MSL's constructors (`float3(x, y, z)`).
-//! * Globals: only `:constant` globals, and not as program-scope variables (MSL requires those
-//!   to be initialized in the source, so the host could change one only by compiling the
-//!   library again). They are the fields of one structure, `struct chorus_globals_t`, that a
-//!   kernel reading any of them takes by reference after its own parameters,
-//!   `constant chorus_globals_t& chorus_globals [[buffer(N)]]` with `N` its parameter count; the
-//!   device functions that read them take `constant chorus_globals_t& chorus_globals` and every
-//!   call passes it on, and `bar` is `chorus_globals.bar`. The host keeps the structure's bytes
-//!   (the initializers first, in MSL's layout) and binds them at each dispatch (`setBytes`), so
-//!   a write from the host is a copy, as with CUDA's `cudaMemcpyToSymbol`. `:device`, `:shared`
-//!   and `:managed` globals are capability errors.
+//! * Globals: `:constant` and `:device` globals, not as program-scope variables (MSL has only
+//!   `constant` ones, which must be initialized in the source, so the host could change one
+//!   only by compiling the library again). The `:constant` ones are the fields of one
+//!   structure, `struct chorus_globals_t`, that a kernel reading any of them takes by reference
+//!   after its own parameters, `constant chorus_globals_t& chorus_globals [[buffer(N)]]` with
+//!   `N` its parameter count; the `:device` ones are the fields of a second structure,
+//!   `struct chorus_device_globals_t`, in device memory, which a kernel reading or writing any
+//!   of them takes after that,
+//!   `device chorus_device_globals_t& chorus_device_globals [[buffer(M)]]` (`M` is `N + 1`
+//!   when the kernel also reads constant globals, else `N`). Device functions that use them
+//!   take the same references (`constant chorus_globals_t& chorus_globals`, then
+//!   `device chorus_device_globals_t& chorus_device_globals`) and every call passes them on;
+//!   `bar` is `chorus_globals.bar`, `foo` is `chorus_device_globals.foo`, and
+//!   `(pointer foo)` is a `device` pointer, so atomics on a device global work as on a buffer.
+//!   The host keeps the constant structure's bytes (the initializers first, in MSL's layout)
+//!   and binds them at each dispatch (`setBytes`), so a write from the host is a copy, as with
+//!   CUDA's `cudaMemcpyToSymbol`; it keeps the device structure in one buffer per loaded
+//!   program, made from the initializers, which kernels and host read and write.
+//!   `:shared` and `:managed` globals are capability errors.
 
 use super::{AddressSpace, Dialect, FunctionUses, Helper, IndexSpelling, Operands};
 use crate::ir::{Axis, Builtin, FunctionKind, GlobalQualifier, IndexVar, LaunchBounds};
@@ -599,12 +608,11 @@ impl Dialect for Msl {
 
     fn global_qualifier(&self, qualifier: GlobalQualifier) -> Option<&'static str> {
         match qualifier {
+            // Spaces of the structures that hold the globals (`globals_parameter`): MSL 3.2 §4
+            // has program-scope variables in the constant address space only.
             GlobalQualifier::Constant => Some("constant"),
-            // MSL 3.2 §4: program-scope variables live in the constant address space only.
-            GlobalQualifier::Device
-            | GlobalQualifier::Shared
-            | GlobalQualifier::Managed
-            | GlobalQualifier::Restrict => None,
+            GlobalQualifier::Device => Some("device"),
+            GlobalQualifier::Shared | GlobalQualifier::Managed | GlobalQualifier::Restrict => None,
         }
     }
 
@@ -632,11 +640,12 @@ impl Dialect for Msl {
         true
     }
 
-    fn globals_parameter(&self, kernel_params: Option<usize>) -> Option<String> {
-        let (ty, name) = (super::GLOBALS_TYPE, super::GLOBALS);
-        Some(match kernel_params {
-            Some(index) => format!("constant {ty}& {name} [[buffer({index})]]"),
-            None => format!("constant {ty}& {name}"),
+    fn globals_parameter(&self, space: AddressSpace, buffer: Option<usize>) -> Option<String> {
+        let (ty, name) = super::globals_structure(space)?;
+        let space = space.keyword();
+        Some(match buffer {
+            Some(index) => format!("{space} {ty}& {name} [[buffer({index})]]"),
+            None => format!("{space} {ty}& {name}"),
         })
     }
 
@@ -1101,11 +1110,16 @@ mod tests {
     fn globals_are_fields_of_a_structure_the_host_binds_after_the_arguments() {
         let metal = crate::target::Target::metal(8).unwrap();
         let text = "(defglobal h (half 1.5) :constant)\n(defglobal bar 2 :constant)\n\
+                    (defglobal foo 0)\n(defglobal hits 0 :device)\n\
                     (defkernel (get-bar :device) (int ()) (return bar))\n\
                     (defkernel (twice :device) (int ()) (return (* 2 (get-bar))))\n\
+                    (defkernel (bump :device) (void ()) (set foo (+ foo (twice))))\n\
                     (defkernel (pure :device) (int ((x int))) (return x))\n\
                     (defkernel k (void ((out float*) (n int)))\n  \
                     (set (aref out 0) (+ (float h) (float (twice)) (float (pure n)))))\n\
+                    (defkernel both (void ((out int*)))\n  (bump)\n  \
+                    (atomic-add (pointer hits) 1)\n  (set (aref out 0) foo))\n\
+                    (defkernel only-device (void ((out int*)))\n  (set (aref out 0) hits))\n\
                     (defkernel none (void ((out float*)))\n  (set (aref out 0) 1.0))";
         let module = crate::compile_str_for(text, "g.lisp", &metal).unwrap();
         let code =
@@ -1114,6 +1128,10 @@ mod tests {
                 .code;
         assert!(
             code.contains("struct chorus_globals_t {\n  half h;\n  int bar;\n};"),
+            "{code}"
+        );
+        assert!(
+            code.contains("struct chorus_device_globals_t {\n  int foo;\n  int hits;\n};"),
             "{code}"
         );
         // No program-scope variables: the host stores the initializers.
@@ -1134,6 +1152,44 @@ mod tests {
         assert!(code.contains("get_bar(chorus_globals)"), "{code}");
         assert!(code.contains("twice(chorus_globals)"), "{code}");
         assert!(code.contains("int pure(int x)"), "{code}");
+        // The device structure after the constant one, in device functions and kernels; a
+        // device global's address is a device pointer, for atomics.
+        assert!(
+            code.contains(
+                "void bump(constant chorus_globals_t& chorus_globals, \
+                 device chorus_device_globals_t& chorus_device_globals)"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "chorus_device_globals.foo = (chorus_device_globals.foo + twice(chorus_globals));"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "kernel void both(device int* out [[buffer(0)]], \
+                 constant chorus_globals_t& chorus_globals [[buffer(1)]], \
+                 device chorus_device_globals_t& chorus_device_globals [[buffer(2)]])"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("bump(chorus_globals, chorus_device_globals);"),
+            "{code}"
+        );
+        assert!(
+            code.contains("chorus_atomic_add(&(chorus_device_globals.hits), 1)"),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "kernel void only_device(device int* out [[buffer(0)]], \
+                 device chorus_device_globals_t& chorus_device_globals [[buffer(1)]])"
+            ),
+            "{code}"
+        );
         assert!(
             code.contains("kernel void none(device float* out [[buffer(0)]])"),
             "{code}"

@@ -59,11 +59,13 @@ pub struct FunctionUses {
     pub builtins: Vec<Builtin>,
     /// Whether it uses `with-dynamic-shared-memory`.
     pub dynamic_shared: bool,
-    /// Whether it reads a module global or takes its address (a dialect that passes the
-    /// globals as a parameter, [`Dialect::globals_parameter`], declares it only then).
+    /// Whether it reads a `:constant` global (a dialect that passes the globals as parameters,
+    /// [`Dialect::globals_parameter`], declares their structure only then).
     ///
     /// [`Dialect::globals_parameter`]: super::Dialect::globals_parameter
-    pub globals: bool,
+    pub constant_globals: bool,
+    /// Whether it reads or writes a `:device` global, or takes one's address.
+    pub device_globals: bool,
 }
 
 impl FunctionUses {
@@ -80,6 +82,18 @@ impl FunctionUses {
     /// True when the function calls `builtin`.
     pub fn calls(&self, builtin: Builtin) -> bool {
         self.builtins.contains(&builtin)
+    }
+
+    /// The spaces of the globals it uses, in the order their structures are passed
+    /// ([`super::globals_structure`]): `constant`, then `device`.
+    pub fn global_spaces(&self) -> Vec<AddressSpace> {
+        [
+            (self.constant_globals, AddressSpace::Constant),
+            (self.device_globals, AddressSpace::Device),
+        ]
+        .into_iter()
+        .filter_map(|(used, space)| used.then_some(space))
+        .collect()
     }
 
     fn merge(&mut self, other: &FunctionUses) -> bool {
@@ -100,9 +114,14 @@ impl FunctionUses {
             self.dynamic_shared = true;
             changed = true;
         }
-        if other.globals && !self.globals {
-            self.globals = true;
-            changed = true;
+        for (theirs, ours) in [
+            (other.constant_globals, &mut self.constant_globals),
+            (other.device_globals, &mut self.device_globals),
+        ] {
+            if theirs && !*ours {
+                *ours = true;
+                changed = true;
+            }
         }
         changed
     }
@@ -122,7 +141,19 @@ pub fn function_uses(module: &Module) -> Vec<FunctionUses> {
                     own.builtins.push(*op)
                 }
                 ExprKind::Call { function, .. } => callees.push(function.index()),
-                ExprKind::Global(_) => own.globals = true,
+                ExprKind::Global(id) => {
+                    match module
+                        .globals
+                        .get(id.index())
+                        .map(|g| global_space(&g.qualifiers))
+                    {
+                        Some(AddressSpace::Constant) => own.constant_globals = true,
+                        Some(AddressSpace::Device) => own.device_globals = true,
+                        // `threadgroup` globals are in no structure: a dialect that passes
+                        // globals refuses them.
+                        _ => {}
+                    }
+                }
                 _ => {}
             },
             Node::Stmt(s) => {
@@ -267,8 +298,9 @@ impl Spaces {
     }
 }
 
-/// The space of a global's storage.
-fn global_space(qualifiers: &[GlobalQualifier]) -> AddressSpace {
+/// The space of the storage of a global with `qualifiers`: `constant` for a `:constant` one,
+/// `threadgroup` for a `:shared` one, else `device`.
+pub fn global_space(qualifiers: &[GlobalQualifier]) -> AddressSpace {
     if qualifiers.contains(&GlobalQualifier::Constant) {
         AddressSpace::Constant
     } else if qualifiers.contains(&GlobalQualifier::Shared) {
