@@ -256,7 +256,8 @@ impl Device {
             source: source.to_string(),
             names: Default::default(),
             kernels: Vec::new(),
-            globals: Default::default(),
+            constant_globals: Default::default(),
+            device_globals: Default::default(),
         })
     }
 
@@ -317,9 +318,10 @@ impl Device {
 
     /// Runs kernel `kernel` of `program` over `grid` threadgroups of `block` threads, with
     /// `args` bound to buffer indices 0, 1, … and `dynamic_threadgroup_bytes` of dynamic
-    /// threadgroup memory, and waits for it. A kernel that reads globals takes their
-    /// structure's bytes as one more argument, at [`KernelBinding::globals`] (after its own).
-    /// Errors of the command buffer are returned.
+    /// threadgroup memory, and waits for it. A kernel that uses globals takes their structures
+    /// as more arguments after its own: the constant globals' bytes at
+    /// [`KernelBinding::constant_globals`], the program's device globals' buffer at
+    /// [`KernelBinding::device_globals`]. Errors of the command buffer are returned.
     pub fn dispatch(
         &self,
         program: &Program,
@@ -478,8 +480,8 @@ impl Buffer {
 
 /// A kernel argument: a buffer, or bytes passed by value (`setBytes` up to 4 KiB, a buffer
 /// made for the dispatch beyond), laid out as MSL lays out the parameter's type
-/// ([`crate::layout::to_msl`]); the globals' structure is passed as bytes
-/// ([`crate::GlobalsLayout`]).
+/// ([`crate::layout::to_msl`]); the constant globals' structure is passed as bytes, the device
+/// globals' as a buffer ([`crate::GlobalsLayout`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Argument<'a> {
     /// A buffer (a pointer parameter).
