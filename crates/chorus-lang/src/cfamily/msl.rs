@@ -1107,6 +1107,22 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_global_printed_without_validation_is_an_error_at_it() {
+        // Validation refuses it first for the Metal target; the printer still never prints
+        // what no structure holds.
+        let module = crate::compile_str(
+            "(defglobal c 1 :constant)\n(defglobal s 0 :shared)\n\
+             (defkernel k (void ((out int*)))\n  (set (aref out 0) (+ c s)))",
+            "s.lisp",
+        )
+        .unwrap();
+        let e = super::super::print_module(&module, &Msl, &super::super::PrintOptions::default())
+            .unwrap_err();
+        assert_eq!(e.span.line, 2, "{e}");
+        assert!(e.message.contains("`:shared` global"), "{e}");
+    }
+
+    #[test]
     fn globals_are_fields_of_a_structure_the_host_binds_after_the_arguments() {
         let metal = crate::target::Target::metal(8).unwrap();
         let text = "(defglobal h (half 1.5) :constant)\n(defglobal bar 2 :constant)\n\
