@@ -158,9 +158,9 @@ fn metal_refuses_what_it_lacks_at_the_form() {
             "64-bit integer atomics",
         ),
         (
-            "(defglobal counter 0)\n(defkernel k (void ((a int*)))\n  (set (aref a 0) counter))",
+            "(defglobal counter 0 :shared)\n(defkernel k (void ((a int*)))\n  (set (aref a 0) counter))",
             1,
-            "device globals",
+            "shared-memory globals",
         ),
         (
             "(defkernel k (void ((a uint*)))\n  (set (aref a 0) (match-any-sync (uint -1) 3)))",

@@ -301,9 +301,9 @@ fn real_targets_refuse_what_their_devices_lack() {
             "4:11: this call of `f` makes `g` recursive, and the Metal target apple8 does not have recursion",
         ),
         (
-            Capability::DeviceGlobals,
+            Capability::SharedGlobals,
             &metal,
-            "2:1: the :device global `g` needs mutable device globals, which the Metal target apple8 does not have",
+            "2:1: the :shared global `h` needs shared-memory globals at program scope, which the Metal target apple8 does not have",
         ),
         (
             Capability::WarpMatch,

@@ -256,6 +256,8 @@ impl Device {
             source: source.to_string(),
             names: Default::default(),
             kernels: Vec::new(),
+            constant_globals: Default::default(),
+            device_globals: Default::default(),
         })
     }
 
@@ -316,7 +318,10 @@ impl Device {
 
     /// Runs kernel `kernel` of `program` over `grid` threadgroups of `block` threads, with
     /// `args` bound to buffer indices 0, 1, … and `dynamic_threadgroup_bytes` of dynamic
-    /// threadgroup memory, and waits for it. Errors of the command buffer are returned.
+    /// threadgroup memory, and waits for it. A kernel that uses globals takes their structures
+    /// as more arguments after its own: the constant globals' bytes at
+    /// [`KernelBinding::constant_globals`], the program's device globals' buffer at
+    /// [`KernelBinding::device_globals`]. Errors of the command buffer are returned.
     pub fn dispatch(
         &self,
         program: &Program,
@@ -353,12 +358,22 @@ impl Device {
             .computeCommandEncoder()
             .ok_or_else(|| fail("no compute command encoder".into()))?;
         encoder.setComputePipelineState(&pipeline);
+        // Values over `setBytes`'s 4 KiB (a large structure, many globals) go in buffers of
+        // their own, kept until the dispatch completes.
+        let mut staged = Vec::new();
         for (index, arg) in args.iter().enumerate() {
             match arg {
                 // SAFETY: the buffer outlives the dispatch, which is waited for below.
                 Argument::Buffer(buffer) => unsafe {
                     encoder.setBuffer_offset_atIndex(Some(&buffer.raw), 0, index)
                 },
+                Argument::Bytes(bytes) if bytes.len() > SET_BYTES_LIMIT => {
+                    let buffer = self.alloc(bytes.len())?;
+                    self.upload(&buffer, 0, bytes)?;
+                    // SAFETY: as for a buffer argument: `staged` keeps it past the wait.
+                    unsafe { encoder.setBuffer_offset_atIndex(Some(&buffer.raw), 0, index) };
+                    staged.push(buffer);
+                }
                 Argument::Bytes(bytes) => {
                     let pointer = NonNull::new(bytes.as_ptr() as *mut c_void)
                         .unwrap_or(NonNull::<u64>::dangling().cast());
@@ -381,9 +396,14 @@ impl Device {
         };
         encoder.dispatchThreadgroups_threadsPerThreadgroup(size(grid), size(block));
         encoder.endEncoding();
-        complete(&commands)
+        let done = complete(&commands);
+        drop(staged);
+        done
     }
 }
+
+/// The most bytes `setBytes:length:atIndex:` takes (Apple: "for data smaller than 4 KB").
+const SET_BYTES_LIMIT: usize = 4096;
 
 /// Commits `commands`, waits for them, and turns a failure into an error.
 fn complete(commands: &ProtocolObject<dyn MTLCommandBuffer>) -> Result<()> {
@@ -458,8 +478,10 @@ impl Buffer {
     }
 }
 
-/// A kernel argument: a buffer, or bytes passed by value (`setBytes`, at most 4 KiB), laid out
-/// as MSL lays out the parameter's type ([`crate::layout::to_msl`]).
+/// A kernel argument: a buffer, or bytes passed by value (`setBytes` up to 4 KiB, a buffer
+/// made for the dispatch beyond), laid out as MSL lays out the parameter's type
+/// ([`crate::layout::to_msl`]); the constant globals' structure is passed as bytes, the device
+/// globals' as a buffer ([`crate::GlobalsLayout`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Argument<'a> {
     /// A buffer (a pointer parameter).

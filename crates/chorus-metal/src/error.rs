@@ -60,9 +60,14 @@ pub enum Error {
     /// A command buffer completed with an error.
     #[error("a Metal command buffer failed: {0}")]
     Execution(String),
-    /// Something the Metal backend does not do (the message says what).
-    #[error("{0}")]
-    Unsupported(String),
+    /// A global read or written from the host that the program lacks, or with the wrong size.
+    #[error("cannot access the global `{name}`: {message}")]
+    GlobalAccess {
+        /// The global's kernel-language name.
+        name: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// A `Result` with the Metal backend's [`Error`].

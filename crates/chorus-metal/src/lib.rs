@@ -3,7 +3,11 @@
 //! On every host: [`print_msl`] validates a checked module for a Metal target
 //! ([`chorus_lang::target::Target::metal`]) and prints it as MSL with each kernel's argument
 //! binding ([`KernelBinding`]); [`layout`] lays values out as MSL does (`float3` is 16 bytes);
-//! [`cache`] keys programs as the CUDA backend does. The conformance shim (`shim/msl_shim.h`, run
+//! [`cache`] keys programs as the CUDA backend does; [`GlobalsLayout`] is where the module's
+//! globals lie in the structures the host keeps and binds after a kernel's arguments: the
+//! `:constant` ones in bytes bound at each dispatch, the `:device` ones in a buffer per loaded
+//! program that kernels write (MSL's program-scope variables are constants the host cannot
+//! write). The conformance shim (`shim/msl_shim.h`, run
 //! by `tests/msl_shim.rs`) compiles that MSL as C++ on Linux and runs it on the CPU.
 //!
 //! On Apple targets (`target_vendor = "apple"`): the runtime through `objc2-metal` —
@@ -24,7 +28,7 @@ pub mod layout;
 mod msl;
 
 pub use error::{Error, Result};
-pub use msl::{KernelBinding, MslProgram, print_msl};
+pub use msl::{GlobalsLayout, KernelBinding, MslProgram, print_msl};
 
 #[cfg(target_vendor = "apple")]
 mod device;

@@ -326,7 +326,14 @@ impl Emitter<'_> {
         match &e.kind {
             ExprKind::Literal(lit) => self.literal(*lit, &e.ty),
             ExprKind::Local(id) => CExpr::atom(self.local_name(*id)),
-            ExprKind::Global(id) => CExpr::atom(self.global_name(*id)),
+            ExprKind::Global(id) => match self.global_structure(id.index()) {
+                Some((_, structure)) if self.globals_passed() => {
+                    CExpr::atom(format!("{structure}.{}", self.global_name(*id)))
+                }
+                // A `:shared` global where globals are passed: the globals' structures
+                // report it.
+                _ => CExpr::atom(self.global_name(*id)),
+            },
             ExprKind::Index(var) => self.index_var(*var),
             ExprKind::Aref { base, indices } => {
                 let mut text = self.exact(base).postfix_operand();
@@ -348,6 +355,13 @@ impl Emitter<'_> {
                 let name = self.function_name(*function);
                 let mut args: Vec<CExpr> = args.iter().map(|a| self.converted(a)).collect();
                 if let Some(uses) = self.uses_of(function.index()) {
+                    if self.globals_passed() {
+                        for space in uses.global_spaces() {
+                            if let Some((_, structure)) = super::globals_structure(space) {
+                                args.push(CExpr::atom(structure.to_string()));
+                            }
+                        }
+                    }
                     let implicit = self.dialect.implicit_arguments(uses);
                     args.extend(implicit.into_iter().map(CExpr::atom));
                 }
@@ -536,12 +550,8 @@ impl Emitter<'_> {
                 };
                 let f = float_text(f64::from(exact), "f", "__builtin_huge_valf()");
                 if self.constant {
-                    // Initializers of device variables must be constant: the dialect's
-                    // constant form (MSL's `half(1.5f)`), else the bits.
-                    match self.dialect.half_constant(*s, &f.text) {
-                        Some(text) => CExpr::atom(text),
-                        None => CExpr::atom(format!("{raw}{{0x{bits:04X}}}")),
-                    }
+                    // Initializers of device variables must be constant: the bits.
+                    CExpr::atom(format!("{raw}{{0x{bits:04X}}}"))
                 } else {
                     CExpr::atom(self.call_text(from_float, &[f.text]))
                 }

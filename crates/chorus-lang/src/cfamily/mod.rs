@@ -38,6 +38,33 @@ pub use hopper::{ARCH_SPECIFIC_GUARD, HopperHelper};
 pub use names::{C_KEYWORDS, HELPER_PREFIX, Namer, legal_identifier};
 pub use spaces::{AddressSpace, FunctionUses};
 
+/// The structure type holding a module's `:constant` globals, for a dialect that passes them as
+/// a parameter ([`Dialect::globals_parameter`]); its fields have the globals' printed names.
+pub const GLOBALS_TYPE: &str = "chorus_globals_t";
+
+/// The parameter holding a module's `:constant` globals ([`Dialect::globals_parameter`]).
+pub const GLOBALS: &str = "chorus_globals";
+
+/// The structure type holding a module's `:device` globals (device memory the kernels write),
+/// for a dialect that passes globals as parameters ([`Dialect::globals_parameter`]).
+pub const DEVICE_GLOBALS_TYPE: &str = "chorus_device_globals_t";
+
+/// The parameter holding a module's `:device` globals ([`Dialect::globals_parameter`]).
+pub const DEVICE_GLOBALS: &str = "chorus_device_globals";
+
+/// The structure type and parameter name of the globals whose storage is in `space`
+/// ([`spaces::global_space`]), for a dialect that passes globals as parameters: `constant`
+/// ones in [`GLOBALS_TYPE`] [`GLOBALS`], `device` ones in [`DEVICE_GLOBALS_TYPE`]
+/// [`DEVICE_GLOBALS`]; `None` for `threadgroup` and `thread`, which no structure the host
+/// passes can hold.
+pub fn globals_structure(space: AddressSpace) -> Option<(&'static str, &'static str)> {
+    match space {
+        AddressSpace::Constant => Some((GLOBALS_TYPE, GLOBALS)),
+        AddressSpace::Device => Some((DEVICE_GLOBALS_TYPE, DEVICE_GLOBALS)),
+        AddressSpace::Threadgroup | AddressSpace::Thread => None,
+    }
+}
+
 /// How a dialect spells an index variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IndexSpelling {
@@ -148,6 +175,23 @@ pub trait Dialect {
         Vec::new()
     }
 
+    /// The parameter through which functions reach the module's globals in `space`, for a
+    /// dialect whose host cannot write program-scope variables (MSL's `constant` ones are fixed
+    /// when the library is compiled, and it has no mutable ones): the globals are then the
+    /// fields of one structure per space ([`globals_structure`]: the `:constant` ones, the
+    /// `:device` ones) that the host passes by reference, and a function that reads or writes
+    /// one (itself or through its callees, [`FunctionUses::global_spaces`]) takes each structure
+    /// it needs as a parameter, the constant one first, after its own parameters and before the
+    /// other implicit ones; calls pass them on. `buffer` is `Some(i)` for a kernel, the buffer
+    /// index the structure is bound at (after the kernel's own parameters: MSL's
+    /// `[[buffer(i)]]`), `None` for a device function. `None` (the default): globals are
+    /// program-scope variables with their initializers. The printer asks with
+    /// [`AddressSpace::Constant`] and no buffer to learn whether the dialect passes globals.
+    fn globals_parameter(&self, space: AddressSpace, buffer: Option<usize>) -> Option<String> {
+        let _ = (space, buffer);
+        None
+    }
+
     /// Whether pointer types carry an address space (MSL). When they do, the printer infers one
     /// for every pointer ([`spaces`]) and spells pointer types with [`Dialect::pointer_type`];
     /// a pointer that would need two is an error at its form. False by default.
@@ -192,14 +236,6 @@ pub trait Dialect {
     /// MSL leaves out-of-range conversions undefined. `None` (the default) keeps the C cast.
     fn float_to_integer(&self, integer: &str, value: &str) -> Option<String> {
         let _ = (integer, value);
-        None
-    }
-
-    /// A constant initializer (a global's) of the `half` or `bfloat16` `scalar` whose exact
-    /// value is the float literal `literal`. `None` (the default) gives the raw bits as CUDA's
-    /// aggregates do (`__half_raw{0x3E00}`), which are constant where the conversion is not.
-    fn half_constant(&self, scalar: crate::types::ScalarType, literal: &str) -> Option<String> {
-        let _ = (scalar, literal);
         None
     }
 

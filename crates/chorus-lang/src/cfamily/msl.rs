@@ -7,7 +7,7 @@
 //! functions MSL lacks, all named `chorus_…`; the atomics are defined once per address space,
 //! or once when `CHORUS_SHIM_ONE_ADDRESS_SPACE` is defined, as the Linux conformance shim of
 //! `chorus-metal` does, whose address spaces are all one); the printer's helpers (vector arithmetic as
-//! `static inline` functions); structures; `constant` globals; a prototype of every function;
+//! `static inline` functions); structures; the globals' structures; a prototype of every function;
 //! the definitions.
 //!
 //! # Kernels and their arguments
@@ -63,9 +63,25 @@
 //!   not CUDA's correctly-rounded-within-2-ulp functions).
 //! * Vectors: `float2`, `float3` (16 bytes, aligned to 16, unlike CUDA's 12), `float4`,
 //!   `int2`, `int4`, `uint2`, `uint4`, `half2`, with MSL's constructors (`float3(x, y, z)`).
-//! * Globals: only `:constant` globals (program-scope `constant` variables, initialized in the
-//!   source; the host cannot write them). `:device`, `:shared` and `:managed` globals are
-//!   capability errors.
+//! * Globals: `:constant` and `:device` globals, not as program-scope variables (MSL has only
+//!   `constant` ones, which must be initialized in the source, so the host could change one
+//!   only by compiling the library again). The `:constant` ones are the fields of one
+//!   structure, `struct chorus_globals_t`, that a kernel reading any of them takes by reference
+//!   after its own parameters, `constant chorus_globals_t& chorus_globals [[buffer(N)]]` with
+//!   `N` its parameter count; the `:device` ones are the fields of a second structure,
+//!   `struct chorus_device_globals_t`, in device memory, which a kernel reading or writing any
+//!   of them takes after that,
+//!   `device chorus_device_globals_t& chorus_device_globals [[buffer(M)]]` (`M` is `N + 1`
+//!   when the kernel also reads constant globals, else `N`). Device functions that use them
+//!   take the same references (`constant chorus_globals_t& chorus_globals`, then
+//!   `device chorus_device_globals_t& chorus_device_globals`) and every call passes them on;
+//!   `bar` is `chorus_globals.bar`, `foo` is `chorus_device_globals.foo`, and
+//!   `(pointer foo)` is a `device` pointer, so atomics on a device global work as on a buffer.
+//!   The host keeps the constant structure's bytes (the initializers first, in MSL's layout)
+//!   and binds them at each dispatch (`setBytes`), so a write from the host is a copy, as with
+//!   CUDA's `cudaMemcpyToSymbol`; it keeps the device structure in one buffer per loaded
+//!   program, made from the initializers, which kernels and host read and write.
+//!   `:shared` and `:managed` globals are capability errors.
 
 use super::{AddressSpace, Dialect, FunctionUses, Helper, IndexSpelling, Operands};
 use crate::ir::{Axis, Builtin, FunctionKind, GlobalQualifier, IndexVar, LaunchBounds};
@@ -594,12 +610,11 @@ impl Dialect for Msl {
 
     fn global_qualifier(&self, qualifier: GlobalQualifier) -> Option<&'static str> {
         match qualifier {
+            // Spaces of the structures that hold the globals (`globals_parameter`): MSL 3.2 §4
+            // has program-scope variables in the constant address space only.
             GlobalQualifier::Constant => Some("constant"),
-            // MSL 3.2 §4: program-scope variables live in the constant address space only.
-            GlobalQualifier::Device
-            | GlobalQualifier::Shared
-            | GlobalQualifier::Managed
-            | GlobalQualifier::Restrict => None,
+            GlobalQualifier::Device => Some("device"),
+            GlobalQualifier::Shared | GlobalQualifier::Managed | GlobalQualifier::Restrict => None,
         }
     }
 
@@ -627,14 +642,13 @@ impl Dialect for Msl {
         true
     }
 
-    fn half_constant(&self, scalar: ScalarType, literal: &str) -> Option<String> {
-        // A conversion of a float literal is a constant expression in MSL (its `half` and
-        // `bfloat` are arithmetic types), and the value is exact.
-        match scalar {
-            ScalarType::Half => Some(format!("half({literal})")),
-            ScalarType::BFloat16 => Some(format!("bfloat({literal})")),
-            _ => None,
-        }
+    fn globals_parameter(&self, space: AddressSpace, buffer: Option<usize>) -> Option<String> {
+        let (ty, name) = super::globals_structure(space)?;
+        let space = space.keyword();
+        Some(match buffer {
+            Some(index) => format!("{space} {ty}& {name} [[buffer({index})]]"),
+            None => format!("{space} {ty}& {name}"),
+        })
     }
 
     fn kernel_parameter(&self, index: usize, ty: &str, name: &str) -> String {
@@ -1095,20 +1109,108 @@ mod tests {
     }
 
     #[test]
-    fn half_constant_globals_are_msl_conversions() {
+    fn a_shared_global_printed_without_validation_is_an_error_at_it() {
+        // Validation refuses it first for the Metal target; the printer still never prints
+        // what no structure holds.
+        let module = crate::compile_str(
+            "(defglobal c 1 :constant)\n(defglobal s 0 :shared)\n\
+             (defkernel k (void ((out int*)))\n  (set (aref out 0) (+ c s)))",
+            "s.lisp",
+        )
+        .unwrap();
+        let e = super::super::print_module(&module, &Msl, &super::super::PrintOptions::default())
+            .unwrap_err();
+        assert_eq!(e.span.line, 2, "{e}");
+        assert!(e.message.contains("`:shared` global"), "{e}");
+    }
+
+    #[test]
+    fn globals_are_fields_of_a_structure_the_host_binds_after_the_arguments() {
         let metal = crate::target::Target::metal(8).unwrap();
-        let text = "(defglobal h (half 1.5) :constant)\n(defglobal b (bfloat16 -2.0) :constant)\n\
-                    (defkernel k (void ((out float*)))\n  (set (aref out 0) (+ (float h) (float b))))";
-        let module = crate::compile_str_for(text, "h.lisp", &metal).unwrap();
-        let printed =
+        let text = "(defglobal h (half 1.5) :constant)\n(defglobal bar 2 :constant)\n\
+                    (defglobal foo 0)\n(defglobal hits 0 :device)\n\
+                    (defkernel (get-bar :device) (int ()) (return bar))\n\
+                    (defkernel (twice :device) (int ()) (return (* 2 (get-bar))))\n\
+                    (defkernel (bump :device) (void ()) (set foo (+ foo (twice))))\n\
+                    (defkernel (pure :device) (int ((x int))) (return x))\n\
+                    (defkernel k (void ((out float*) (n int)))\n  \
+                    (set (aref out 0) (+ (float h) (float (twice)) (float (pure n)))))\n\
+                    (defkernel both (void ((out int*)))\n  (bump)\n  \
+                    (atomic-add (pointer hits) 1)\n  (set (aref out 0) foo))\n\
+                    (defkernel only-device (void ((out int*)))\n  (set (aref out 0) hits))\n\
+                    (defkernel none (void ((out float*)))\n  (set (aref out 0) 1.0))";
+        let module = crate::compile_str_for(text, "g.lisp", &metal).unwrap();
+        let code =
             super::super::print_for_target(&module, &metal, &super::super::PrintOptions::default())
-                .unwrap();
-        assert!(printed.code.contains("= half(1.5f);"), "{}", printed.code);
+                .unwrap()
+                .code;
         assert!(
-            printed.code.contains("= bfloat(-2.0f);"),
-            "{}",
-            printed.code
+            code.contains("struct chorus_globals_t {\n  half h;\n  int bar;\n};"),
+            "{code}"
         );
-        assert!(!printed.code.contains("_raw"), "{}", printed.code);
+        assert!(
+            code.contains("struct chorus_device_globals_t {\n  int foo;\n  int hits;\n};"),
+            "{code}"
+        );
+        // No program-scope variables: the host stores the initializers.
+        assert!(!code.contains("constant half h"), "{code}");
+        assert!(
+            code.contains(
+                "kernel void k(device float* out [[buffer(0)]], constant int& n [[buffer(1)]], \
+                 constant chorus_globals_t& chorus_globals [[buffer(2)]]"
+            ),
+            "{code}"
+        );
+        // Through two calls to the function that reads it; not to one that reads none.
+        assert!(
+            code.contains("int get_bar(constant chorus_globals_t& chorus_globals)"),
+            "{code}"
+        );
+        assert!(code.contains("return chorus_globals.bar;"), "{code}");
+        assert!(code.contains("get_bar(chorus_globals)"), "{code}");
+        assert!(code.contains("twice(chorus_globals)"), "{code}");
+        assert!(code.contains("int pure(int x)"), "{code}");
+        // The device structure after the constant one, in device functions and kernels; a
+        // device global's address is a device pointer, for atomics.
+        assert!(
+            code.contains(
+                "void bump(constant chorus_globals_t& chorus_globals, \
+                 device chorus_device_globals_t& chorus_device_globals)"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "chorus_device_globals.foo = (chorus_device_globals.foo + twice(chorus_globals));"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "kernel void both(device int* out [[buffer(0)]], \
+                 constant chorus_globals_t& chorus_globals [[buffer(1)]], \
+                 device chorus_device_globals_t& chorus_device_globals [[buffer(2)]])"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("bump(chorus_globals, chorus_device_globals);"),
+            "{code}"
+        );
+        assert!(
+            code.contains("chorus_atomic_add(&(chorus_device_globals.hits), 1)"),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "kernel void only_device(device int* out [[buffer(0)]], \
+                 device chorus_device_globals_t& chorus_device_globals [[buffer(1)]])"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("kernel void none(device float* out [[buffer(0)]])"),
+            "{code}"
+        );
     }
 }

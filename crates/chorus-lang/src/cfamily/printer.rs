@@ -209,12 +209,19 @@ impl<'m> ModulePrinter<'m> {
         let module = e.module;
         // Sections are printed first so that what they use is known before the top is written.
         let structs = e.structs();
-        let globals: Vec<String> = module
-            .globals
-            .iter()
-            .enumerate()
-            .map(|(i, g)| e.global(i, g))
-            .collect();
+        let globals: Vec<String> = if e.globals_passed() {
+            [AddressSpace::Constant, AddressSpace::Device]
+                .into_iter()
+                .filter_map(|space| e.globals_structure(space))
+                .collect()
+        } else {
+            module
+                .globals
+                .iter()
+                .enumerate()
+                .map(|(i, g)| e.global(i, g))
+                .collect()
+        };
         let linkage = e.dialect.linkage();
         let prototypes: Vec<String> = module
             .functions
@@ -412,6 +419,20 @@ impl<'m> Emitter<'m> {
         self.uses.get(index)
     }
 
+    /// Whether the dialect passes the globals as parameters ([`Dialect::globals_parameter`]).
+    pub(super) fn globals_passed(&self) -> bool {
+        self.dialect
+            .globals_parameter(AddressSpace::Constant, None)
+            .is_some()
+    }
+
+    /// The structure type and parameter holding global `id` when the dialect passes globals
+    /// ([`super::globals_structure`]); `None` for a global no structure holds (`:shared`).
+    pub(super) fn global_structure(&self, id: usize) -> Option<(&'static str, &'static str)> {
+        let g = self.module.globals.get(id)?;
+        super::globals_structure(super::spaces::global_space(&g.qualifiers))
+    }
+
     /// The emitted name of a local of the current function (`local7` for an id the IR's
     /// invariants rule out, which C then rejects: the printer never panics).
     pub(super) fn local_name(&self, id: LocalId) -> String {
@@ -537,10 +558,10 @@ impl<'m> Emitter<'m> {
         out
     }
 
-    /// One global: `extern "C" __device__ int foo = 0;`.
-    fn global(&mut self, id: usize, g: &Global) -> String {
+    /// The qualifiers of global `g` as the dialect spells them, without repetition; one the
+    /// dialect lacks is an error at the global.
+    fn global_qualifiers(&mut self, g: &Global) -> Vec<&'static str> {
         self.span = g.span.clone();
-        let pointer = matches!(g.ty, Type::Pointer(_));
         let mut qualifiers: Vec<&str> = Vec::new();
         for q in &g.qualifiers {
             if *q == crate::ir::GlobalQualifier::Restrict {
@@ -557,6 +578,38 @@ impl<'m> Emitter<'m> {
                 None => self.unsupported(&format!("the global qualifier `{q:?}`")),
             }
         }
+        qualifiers
+    }
+
+    /// For a dialect that passes the globals as parameters ([`Dialect::globals_parameter`]):
+    /// the structure holding those in `space` ([`super::globals_structure`]), a field per
+    /// global with its printed name, in the module's order
+    /// (`struct chorus_globals_t {\n  int bar;\n};`); `None` when no global is in `space`. The
+    /// initializers are the host's to store (the structure's first value). A global that no
+    /// structure holds (`:shared`) is an error at it, with the `constant` structure.
+    fn globals_structure(&mut self, space: AddressSpace) -> Option<String> {
+        let (ty, _) = super::globals_structure(space)?;
+        let mut fields = String::new();
+        for (id, g) in self.module.globals.iter().enumerate() {
+            let held = self.global_structure(id).map(|(t, _)| t);
+            if held.is_none() && space == AddressSpace::Constant {
+                self.span = g.span.clone();
+                self.unsupported("a `:shared` global (threadgroup memory at program scope)");
+            }
+            if held != Some(ty) {
+                continue;
+            }
+            self.global_qualifiers(g);
+            let t = self.c_type(&g.ty);
+            let _ = writeln!(fields, "  {t} {};", self.names.globals[id]);
+        }
+        (!fields.is_empty()).then(|| format!("struct {ty} {{\n{fields}}};\n"))
+    }
+
+    /// One global: `extern "C" __device__ int foo = 0;`.
+    fn global(&mut self, id: usize, g: &Global) -> String {
+        let pointer = matches!(g.ty, Type::Pointer(_));
+        let qualifiers = self.global_qualifiers(g);
         let restrict = if pointer && g.qualifiers.contains(&crate::ir::GlobalQualifier::Restrict) {
             self.dialect.restrict()
         } else {
@@ -618,6 +671,16 @@ impl<'m> Emitter<'m> {
             });
         }
         if let Some(uses) = self.uses.get(index) {
+            let own = match f.kind {
+                FunctionKind::Kernel => Some(f.params.len()),
+                FunctionKind::Device => None,
+            };
+            // Each structure after the one before it: the constant one, then the device one.
+            for (i, space) in uses.global_spaces().into_iter().enumerate() {
+                if let Some(globals) = self.dialect.globals_parameter(space, own.map(|n| n + i)) {
+                    params.push(globals);
+                }
+            }
             params.extend(self.dialect.implicit_parameters(f.kind, uses));
         }
         let _ = write!(

@@ -59,6 +59,13 @@ pub struct FunctionUses {
     pub builtins: Vec<Builtin>,
     /// Whether it uses `with-dynamic-shared-memory`.
     pub dynamic_shared: bool,
+    /// Whether it reads a `:constant` global (a dialect that passes the globals as parameters,
+    /// [`Dialect::globals_parameter`], declares their structure only then).
+    ///
+    /// [`Dialect::globals_parameter`]: super::Dialect::globals_parameter
+    pub constant_globals: bool,
+    /// Whether it reads or writes a `:device` global, or takes one's address.
+    pub device_globals: bool,
 }
 
 impl FunctionUses {
@@ -75,6 +82,18 @@ impl FunctionUses {
     /// True when the function calls `builtin`.
     pub fn calls(&self, builtin: Builtin) -> bool {
         self.builtins.contains(&builtin)
+    }
+
+    /// The spaces of the globals it uses, in the order their structures are passed
+    /// ([`super::globals_structure`]): `constant`, then `device`.
+    pub fn global_spaces(&self) -> Vec<AddressSpace> {
+        [
+            (self.constant_globals, AddressSpace::Constant),
+            (self.device_globals, AddressSpace::Device),
+        ]
+        .into_iter()
+        .filter_map(|(used, space)| used.then_some(space))
+        .collect()
     }
 
     fn merge(&mut self, other: &FunctionUses) -> bool {
@@ -95,6 +114,15 @@ impl FunctionUses {
             self.dynamic_shared = true;
             changed = true;
         }
+        for (theirs, ours) in [
+            (other.constant_globals, &mut self.constant_globals),
+            (other.device_globals, &mut self.device_globals),
+        ] {
+            if theirs && !*ours {
+                *ours = true;
+                changed = true;
+            }
+        }
         changed
     }
 }
@@ -113,6 +141,19 @@ pub fn function_uses(module: &Module) -> Vec<FunctionUses> {
                     own.builtins.push(*op)
                 }
                 ExprKind::Call { function, .. } => callees.push(function.index()),
+                ExprKind::Global(id) => {
+                    match module
+                        .globals
+                        .get(id.index())
+                        .map(|g| global_space(&g.qualifiers))
+                    {
+                        Some(AddressSpace::Constant) => own.constant_globals = true,
+                        Some(AddressSpace::Device) => own.device_globals = true,
+                        // `threadgroup` globals are in no structure: a dialect that passes
+                        // globals refuses them.
+                        _ => {}
+                    }
+                }
                 _ => {}
             },
             Node::Stmt(s) => {
@@ -257,8 +298,9 @@ impl Spaces {
     }
 }
 
-/// The space of a global's storage.
-fn global_space(qualifiers: &[GlobalQualifier]) -> AddressSpace {
+/// The space of the storage of a global with `qualifiers`: `constant` for a `:constant` one,
+/// `threadgroup` for a `:shared` one, else `device`.
+pub fn global_space(qualifiers: &[GlobalQualifier]) -> AddressSpace {
     if qualifiers.contains(&GlobalQualifier::Constant) {
         AddressSpace::Constant
     } else if qualifiers.contains(&GlobalQualifier::Shared) {

@@ -67,8 +67,9 @@ pub enum Capability {
     /// Metal has no managed program-scope variables.
     ManagedMemory,
     /// `:device` globals: mutable program-scope variables in device memory that the host reads
-    /// and writes by name. CUDA and HIP (`__device__`); MSL 3.1 §4.2 allows program-scope
-    /// variables only in the `constant` address space.
+    /// and writes by name. CUDA and HIP (`__device__`); Metal as the fields of a structure in a
+    /// device buffer the host keeps per program and binds after a kernel's arguments (MSL 3.1
+    /// §4.2 allows program-scope variables only in the `constant` address space).
     DeviceGlobals,
     /// `:shared` globals: one per block at program scope. CUDA and HIP (`__shared__` at file
     /// scope); MSL 3.1 §4.4 allows `threadgroup` variables only inside kernel functions.

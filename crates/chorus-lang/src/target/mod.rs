@@ -262,7 +262,9 @@ impl Target {
     /// Limits (Metal Feature Set Tables): 32 KiB of threadgroup memory, 1024 threads per
     /// threadgroup, 32-lane SIMD-groups (`simd_vote` is 64-bit but only 32 lanes exist), 31
     /// buffer arguments per kernel, and 4 KiB of argument bytes, the most `setBytes` passes.
-    /// Layouts are MSL's ([`LayoutRules::Msl`]).
+    /// Layouts are MSL's ([`LayoutRules::Msl`]). `:constant` and `:device` globals are the
+    /// fields of structures the host binds after a kernel's arguments ([`crate::cfamily::msl`]),
+    /// so they take buffer indices of those 31.
     pub fn metal(apple_family: u32) -> Option<Target> {
         use Capability::*;
         if !(7..=9).contains(&apple_family) {
@@ -282,6 +284,7 @@ impl Target {
                 Float16,
                 BFloat16,
                 FloatAtomics,
+                DeviceGlobals,
                 DynamicSharedMemory,
                 LaunchBounds,
                 LaunchMinBlocks,

@@ -12,7 +12,7 @@ use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use chorus_metal::{Argument, Buffer, Device, Program};
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The Metal backend.
 pub(crate) struct Metal;
@@ -96,10 +96,26 @@ impl DeviceImpl for MetalDevice {
 
     fn compile(&self, module: &Arc<Module>, _name: &str) -> Result<Box<dyn CompiledImpl>> {
         let program = self.0.program(module).map_err(metal)?;
+        // Each compiled program has globals of its own, as a CUDA module has, even where the
+        // device's cache gives two of them one library.
+        let msl = program.msl();
+        let constant_globals = Mutex::new(msl.constant_globals.initial().to_vec());
+        let device_globals = if msl.device_globals.is_empty() {
+            None
+        } else {
+            // Shared storage, so that the host reads and writes it in place.
+            let buffer = self.0.alloc(msl.device_globals.size()).map_err(metal)?;
+            self.0
+                .upload(&buffer, 0, msl.device_globals.initial())
+                .map_err(metal)?;
+            Some(buffer)
+        };
         Ok(Box::new(MetalCompiled {
             device: self.0.clone(),
             program,
             module: module.clone(),
+            constant_globals,
+            device_globals,
         }))
     }
 
@@ -163,10 +179,38 @@ impl StreamImpl for MetalStream {
     }
 }
 
+/// A program on a Metal device, with its globals ([`chorus_metal::GlobalsLayout`]): the bytes
+/// of the constant globals' structure, the host's to read and write, bound at each dispatch of
+/// a kernel that reads them; and the buffer of the device globals' structure, made from the
+/// initializers when the program is loaded, bound at each dispatch of a kernel that uses them,
+/// which kernels and host read and write.
+///
+/// Order: every dispatch completes before its launch returns, so a host read of a device
+/// global sees what every launch that returned before it wrote, and a host write is seen by
+/// every launch after it, as CUDA's `cudaMemcpyFromSymbol` / `cudaMemcpyToSymbol` are ordered
+/// after the work of the stream they use. A launch from another thread that is running at the
+/// same time is not waited for: its writes may or may not be seen.
 struct MetalCompiled {
     device: Arc<Device>,
     program: Arc<Program>,
     module: Arc<Module>,
+    constant_globals: Mutex<Vec<u8>>,
+    device_globals: Option<Buffer>,
+}
+
+impl MetalCompiled {
+    fn constant_globals(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.constant_globals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The device globals' buffer, when `global` is in it.
+    fn device_buffer(&self, global: &Global) -> Option<&Buffer> {
+        self.device_globals
+            .as_ref()
+            .filter(|_| self.program.msl().device_globals.contains(&global.name))
+    }
 }
 
 impl CompiledImpl for MetalCompiled {
@@ -232,6 +276,34 @@ impl CompiledImpl for MetalCompiled {
                 }
             });
         }
+        // The constant globals as they are now (`setBytes` copies them when the dispatch is
+        // encoded): a write from the host after this launch is seen by the next one. Then the
+        // device globals' buffer, which the kernel writes in place.
+        let binding = self.program.binding(&name);
+        let constant = binding.and_then(|b| b.constant_globals);
+        let device = binding.and_then(|b| b.device_globals);
+        let constant_bytes = constant.map(|_| self.constant_globals().clone());
+        let extra = [
+            (constant, constant_bytes.as_deref().map(Argument::Bytes)),
+            (device, self.device_globals.as_ref().map(Argument::Buffer)),
+        ];
+        for (index, argument) in extra {
+            let Some(index) = index else { continue };
+            match argument {
+                Some(argument) if index == bound.len() => bound.push(argument),
+                // The facade checked the arguments against the kernel's parameters, and
+                // `compile` made the buffer of a program with device globals.
+                _ => {
+                    return Err(metal(chorus_metal::Error::Dispatch {
+                        kernel: name,
+                        message: format!(
+                            "{} arguments; a globals' structure is at buffer {index}",
+                            bound.len()
+                        ),
+                    }));
+                }
+            }
+        }
         self.device
             .dispatch(
                 &self.program,
@@ -244,17 +316,39 @@ impl CompiledImpl for MetalCompiled {
             .map_err(metal)
     }
 
-    fn read_global(&self, global: &Global, _dst: &mut [u8]) -> Result<()> {
-        Err(metal(chorus_metal::Error::Unsupported(format!(
-            "Metal has no host access to the program-scope constant `{}`",
-            global.name
-        ))))
+    fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()> {
+        let msl = self.program.msl();
+        let Some(buffer) = self.device_buffer(global) else {
+            return msl
+                .constant_globals
+                .read(&self.constant_globals(), &global.name, dst)
+                .map_err(metal);
+        };
+        // Only the global's own bytes, in place: dispatches have completed (see the order
+        // above), so the buffer holds what they left.
+        let layout = &msl.device_globals;
+        let range = layout.field_range(&global.name).map_err(metal)?;
+        let mut field = vec![0u8; range.len()];
+        self.device
+            .download(buffer, range.start, &mut field)
+            .map_err(metal)?;
+        layout.decode(&global.name, &field, dst).map_err(metal)
     }
 
-    fn write_global(&self, global: &Global, _src: &[u8]) -> Result<()> {
-        Err(metal(chorus_metal::Error::Unsupported(format!(
-            "Metal cannot change the program-scope constant `{}` from the host",
-            global.name
-        ))))
+    fn write_global(&self, global: &Global, src: &[u8]) -> Result<()> {
+        let msl = self.program.msl();
+        let Some(buffer) = self.device_buffer(global) else {
+            return msl
+                .constant_globals
+                .write(&mut self.constant_globals(), &global.name, src)
+                .map_err(metal);
+        };
+        // Only the global's own bytes, so that the other globals keep what kernels left.
+        let layout = &msl.device_globals;
+        let field = layout.encode(&global.name, src).map_err(metal)?;
+        let range = layout.field_range(&global.name).map_err(metal)?;
+        self.device
+            .upload(buffer, range.start, &field)
+            .map_err(metal)
     }
 }
