@@ -32,6 +32,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("corpus/warp_reduce_ops.lisp", "needs warp reductions"),
     ("cuda/cluster.lisp", "needs thread-block clusters"),
     ("cuda/curand.lisp", "needs a device random-number library"),
+    ("cuda/hopper.lisp", "needs tensor memory access"),
     ("cuda/edge-cases.lisp", "needs bfloat16"),
     ("cuda/extended-floats.lisp", "needs bfloat16"),
     ("cuda/printf-asm.lisp", "needs inline assembly"),
