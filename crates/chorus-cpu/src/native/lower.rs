@@ -25,6 +25,7 @@ use cranelift_module::{FuncId, Linkage, Module as _, default_libcall_names};
 use std::mem::offset_of;
 
 mod simd;
+mod warp;
 
 pub(super) use simd::LANES;
 
@@ -318,6 +319,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<bool> {
             lane_slots: 0,
             mask_slots: 0,
             refresh: Vec::new(),
+            warp_results: Vec::new(),
             simd,
             vs: None,
             vectorised: false,
@@ -525,6 +527,9 @@ struct Lower<'a, 'f, 'j> {
     /// Assigned parameters of a kernel without barriers: (variable, value) to set again at the
     /// start of each thread.
     refresh: Vec<(Variable, Value)>,
+    /// Warp collectives already run for the statement being lowered, and the lane slot of
+    /// each one's results (`warp.rs`).
+    warp_results: Vec<(*const Expr, u32)>,
     /// Try SIMD over the threads of a kernel without barriers ([`simd`]).
     simd: bool,
     /// The vector body's state while it is emitted.
@@ -607,11 +612,12 @@ fn is_sync(e: &Expr) -> bool {
     )
 }
 
+/// Whether `s` holds a point where the region method splits: a barrier or a warp collective.
 fn has_barrier(s: &Stmt) -> bool {
     let mut found = false;
     for_each_node(Node::Stmt(s), |n, _| {
         if let Node::Expr(e) = n
-            && is_sync(e)
+            && (is_sync(e) || warp::is_collective(e))
         {
             found = true;
         }
@@ -1328,6 +1334,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                         }
                         self.mark_lanes(body);
                     }
+                    // A local set from a warp collective: read after the split.
+                    StmtKind::Declare { local, .. } => self.lane(*local),
                     _ => {}
                 }
             } else if let StmtKind::Declare { local, .. } = s.kind {
@@ -1483,6 +1491,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 otherwise,
             } => {
                 let cur = *self.chain.last().ok_or("a region without a mask")?;
+                let mark = self.warp_results.len();
+                self.warp_collectives(cond)?;
                 let mt = self.new_mask();
                 let me_ = otherwise.as_ref().map(|_| self.new_mask());
                 self.thread_loop(None, |me| {
@@ -1499,6 +1509,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     }
                     Ok(())
                 })?;
+                self.warp_results.truncate(mark);
                 self.chain.push(mt);
                 self.region_block(then)?;
                 self.chain.pop();
@@ -1516,8 +1527,23 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 step,
                 body,
             } => self.region_loop(init, cond.as_ref(), step, body),
+            StmtKind::Declare { init: e, .. } | StmtKind::Expr(e) => self.warp_stmt(s, &[e]),
+            StmtKind::Assign { place, value } => self.warp_stmt(s, &[value, place]),
             _ => unsupported(&s.span, "a barrier inside this statement"),
         }
+    }
+
+    /// A statement holding warp collectives (and no barrier): the collectives run first, then
+    /// the statement in a loop over the region's threads.
+    fn warp_stmt(&mut self, s: &Stmt, exprs: &[&Expr]) -> R<()> {
+        let mark = self.warp_results.len();
+        for e in exprs {
+            self.warp_collectives(e)?;
+        }
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
+        self.thread_loop(Some(cur), |me| me.stmt(s))?;
+        self.warp_results.truncate(mark);
+        Ok(())
     }
 
     /// `cond` for threads whose `on` is 1, else 0 (as an I8 bool).
@@ -1543,6 +1569,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         body: &Block,
     ) -> R<()> {
         let cur = *self.chain.last().ok_or("a region without a mask")?;
+        let per_thread = init.iter().chain(step).map(|(_, e)| e).chain(cond);
+        if let Some(e) = per_thread.into_iter().find(|e| warp::has_collective(e)) {
+            return unsupported(&e.span, "a warp collective in a loop's header");
+        }
         let (ml, mi) = (self.new_mask(), self.new_mask());
         self.thread_loop(None, |me| {
             let a = me.mask_addr(cur);
@@ -2439,6 +2469,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     // ---- expressions
 
     fn expr(&mut self, e: &Expr) -> R<Value> {
+        if !self.warp_results.is_empty()
+            && let Some(v) = self.warp_result(e)?
+        {
+            return Ok(v);
+        }
         match &e.kind {
             ExprKind::Literal(lit) => {
                 let kind = self.kind(&e.ty, &e.span)?;

@@ -562,3 +562,135 @@ pub(crate) extern "C" fn nf_atomic(op: u64, kind: u64, addr: u64, a: u64, b: u64
     };
     crate::value::from_raw(k, old)
 }
+
+/// A warp collective the compiled code runs through [`nf_warp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WarpOp {
+    /// `shfl*-sync`: operands value, lane (or delta), width, mask.
+    Shfl(crate::bytecode::ShflMode),
+    /// `ballot-sync`, `all-sync`, `any-sync`: operands mask, predicate.
+    Vote(crate::bytecode::VoteOp),
+    /// `reduce-OP-sync` of `int` or `uint`: operands mask, value.
+    Reduce(chorus_lang::ir::WarpReduceOp),
+    /// `match-any-sync`: operands mask, value.
+    MatchAny,
+    /// `active-mask`: no operands.
+    ActiveMask,
+}
+
+/// Every [`WarpOp`], indexed by the code the compiled code passes to [`nf_warp`].
+pub(crate) const WARP_OPS: [WarpOp; 15] = {
+    use crate::bytecode::{ShflMode as S, VoteOp as V};
+    use chorus_lang::ir::WarpReduceOp as R;
+    [
+        WarpOp::Shfl(S::Idx),
+        WarpOp::Shfl(S::Up),
+        WarpOp::Shfl(S::Down),
+        WarpOp::Shfl(S::Xor),
+        WarpOp::Vote(V::Ballot),
+        WarpOp::Vote(V::All),
+        WarpOp::Vote(V::Any),
+        WarpOp::Reduce(R::Add),
+        WarpOp::Reduce(R::Min),
+        WarpOp::Reduce(R::Max),
+        WarpOp::Reduce(R::And),
+        WarpOp::Reduce(R::Or),
+        WarpOp::Reduce(R::Xor),
+        WarpOp::MatchAny,
+        WarpOp::ActiveMask,
+    ]
+};
+
+/// The code of `op` for [`nf_warp`].
+pub(crate) fn warp_code(op: WarpOp) -> u64 {
+    WARP_OPS.iter().position(|x| *x == op).unwrap_or(0) as u64
+}
+
+/// An operand slot [`nf_warp`] does not read.
+pub(crate) const NO_SLOT: u64 = u64::MAX;
+
+/// One warp collective over every warp of the block, on lane arrays, with the interpreter's
+/// own functions (`lanes::shuffle`, `lanes::warp_reduce`) and its rules for the rest: warp
+/// `w` is threads `32w..32w+31` of the block; a thread is active when its byte in mask slot
+/// `on` is set; operand `i` of thread `t` is the canonical value in lane slot `ops[i]`, and
+/// the result of each active thread goes to lane slot `dst` (a warp without active threads
+/// does nothing, as in the interpreter). Warps of 32 lanes only (the lowering refuses others).
+///
+/// # Safety
+///
+/// `lanes` must point to the block's lane arrays (`threads` 64-bit words per slot) and
+/// `masks` to its mask bytes (`threads` per slot); `on`, `dst` and each operand slot that is
+/// not [`NO_SLOT`] must be slots of them, `dst` different from the operands.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn nf_warp(
+    op: u64,
+    kind: u64,
+    lanes: *mut u64,
+    masks: *const u8,
+    threads: u64,
+    on: u64,
+    dst: u64,
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+) {
+    use crate::lanes::{first_active, lanes_of, mask_of, operand_mask, shuffle, warp_reduce};
+    const W: usize = 32;
+    let threads = threads as usize;
+    let k = kind_of(kind);
+    let op = WARP_OPS[(op as usize).min(WARP_OPS.len() - 1)];
+    for base in (0..threads).step_by(W) {
+        let n = (threads - base).min(W);
+        let mut exec = 0u64;
+        let mut ops = [[0u64; W]; 4];
+        for l in 0..n {
+            let t = base + l;
+            // SAFETY: `t < threads` and `on` is a mask slot (the contract above).
+            if unsafe { *masks.add(on as usize * threads + t) } != 0 {
+                exec |= 1 << l;
+            }
+            for (o, slot) in ops.iter_mut().zip([a, b, c, d]) {
+                if slot != NO_SLOT {
+                    // SAFETY: `slot` is a lane slot and `t < threads`.
+                    o[l] = unsafe { *lanes.add(slot as usize * threads + t) };
+                }
+            }
+        }
+        if exec == 0 {
+            continue;
+        }
+        let [x, y, z, m] = &ops;
+        let mut out = [0u64; W];
+        match op {
+            WarpOp::Shfl(mode) => shuffle::<W>(mode, x, y, z, m, exec, &mut out),
+            WarpOp::Vote(v) => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                let p = mask_of(y) & participating;
+                out = [match v {
+                    crate::bytecode::VoteOp::Ballot => p,
+                    crate::bytecode::VoteOp::All => (p == participating) as u64,
+                    crate::bytecode::VoteOp::Any => (p != 0) as u64,
+                }; W];
+            }
+            WarpOp::Reduce(r) => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                out = [warp_reduce::<W>(r, k, y, participating); W];
+            }
+            WarpOp::MatchAny => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                for l in lanes_of(exec) {
+                    out[l as usize] = lanes_of(participating)
+                        .filter(|&j| y[j as usize] == y[l as usize])
+                        .fold(0, |acc, j| acc | 1 << j);
+                }
+            }
+            WarpOp::ActiveMask => out = [exec; W],
+        }
+        for l in lanes_of(exec) {
+            // SAFETY: `dst` is a lane slot and `base + l < threads` (`exec` has only lanes
+            // below `n`).
+            unsafe { *lanes.add(dst as usize * threads + base + l as usize) = out[l as usize] };
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Warp collectives (`shfl*-sync`, `ballot-sync`, `all-sync`, `any-sync`, `reduce-OP-sync`,
+//! `match-any-sync`, `active-mask`) in the region method: a statement at region level that
+//! holds one is split there, as at a barrier but within the warp. Before the statement's own
+//! thread loop, each collective (innermost first) runs as one loop over the active threads that
+//! evaluates its operands into lane arrays, then one call of `runtime::nf_warp`, which runs the
+//! interpreter's functions over each warp's 32 lanes and leaves every active thread's result in
+//! a lane array; the statement then reads the result where the collective stood.
+//!
+//! Operands are evaluated before the rest of their statement (a fault there may be reported
+//! before one the interpreter reaches first in the same statement; the values are the same).
+//! A collective whose operands are evaluated only by some threads (under `and`, `or`, `if` as an
+//! expression) or evaluated again on each iteration (a loop's condition or step) is not
+//! compiled, nor one on vectors or structures, nor on waves of 64 lanes.
+
+use super::runtime::{self, NO_SLOT, WarpOp, kind_code, warp_code};
+use super::{Lower, R, is_composite, unsupported};
+use crate::bytecode::{ShflMode, VoteOp};
+use chorus_lang::ir::visit::Node;
+use chorus_lang::ir::{Builtin, Expr, ExprKind};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+/// Whether `e` is a warp collective this module compiles.
+pub(super) fn is_collective(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Builtin {
+            op: Builtin::ShflSync
+                | Builtin::ShflUpSync
+                | Builtin::ShflDownSync
+                | Builtin::ShflXorSync
+                | Builtin::BallotSync
+                | Builtin::AllSync
+                | Builtin::AnySync
+                | Builtin::WarpReduce(_)
+                | Builtin::MatchAnySync
+                | Builtin::ActiveMask,
+            ..
+        }
+    )
+}
+
+/// Whether `e` holds a warp collective.
+pub(super) fn has_collective(e: &Expr) -> bool {
+    if is_collective(e) {
+        return true;
+    }
+    let mut kids = Vec::new();
+    Node::Expr(e).children(&mut kids);
+    kids.into_iter().any(|n| match n {
+        Node::Expr(k) => has_collective(k),
+        _ => false,
+    })
+}
+
+impl Lower<'_, '_, '_> {
+    /// Runs the warp collectives in `e` (innermost first) for the threads of the current
+    /// region, so that evaluating `e` afterwards in a thread loop reads their results.
+    pub(super) fn warp_collectives(&mut self, e: &Expr) -> R<()> {
+        let conditional = matches!(
+            e.kind,
+            ExprKind::Select { .. }
+                | ExprKind::Builtin {
+                    op: Builtin::And | Builtin::Or,
+                    ..
+                }
+        );
+        let mut kids = Vec::new();
+        Node::Expr(e).children(&mut kids);
+        for k in kids {
+            if let Node::Expr(k) = k {
+                if conditional && has_collective(k) {
+                    return unsupported(
+                        &k.span,
+                        "a warp collective that only some threads evaluate",
+                    );
+                }
+                self.warp_collectives(k)?;
+            }
+        }
+        if is_collective(e) {
+            self.collective(e)?;
+        }
+        Ok(())
+    }
+
+    /// The result of collective `e` for the current thread, when it has been run.
+    pub(super) fn warp_result(&mut self, e: &Expr) -> R<Option<Value>> {
+        let Some(&(_, slot)) = self.warp_results.iter().find(|(p, _)| std::ptr::eq(*p, e)) else {
+            return Ok(None);
+        };
+        let kind = self.kind(&e.ty, &e.span)?;
+        let a = self.lane_addr(slot);
+        let bits = self.b.ins().load(types::I64, super::TRUSTED, a, 0);
+        Ok(Some(self.of_bits(bits, kind)))
+    }
+
+    fn collective(&mut self, e: &Expr) -> R<()> {
+        let ExprKind::Builtin { op, args } = &e.kind else {
+            return unsupported(&e.span, "this warp collective");
+        };
+        if self.warp_width != 32 {
+            return unsupported(&e.span, "a warp collective on a wave of 64 lanes");
+        }
+        if is_composite(&e.ty) {
+            return unsupported(&e.span, "a warp collective on a vector or structure");
+        }
+        let mut kind = crate::value::Kind::U32;
+        // The operands in `nf_warp`'s order; `None` is the warp width (an omitted width).
+        let (wop, operands): (WarpOp, Vec<Option<&Expr>>) = match (*op, args.as_slice()) {
+            (
+                Builtin::ShflSync
+                | Builtin::ShflUpSync
+                | Builtin::ShflDownSync
+                | Builtin::ShflXorSync,
+                [mask, value, lane, width @ ..],
+            ) if width.len() <= 1 => {
+                let mode = match op {
+                    Builtin::ShflSync => ShflMode::Idx,
+                    Builtin::ShflUpSync => ShflMode::Up,
+                    Builtin::ShflDownSync => ShflMode::Down,
+                    _ => ShflMode::Xor,
+                };
+                (
+                    WarpOp::Shfl(mode),
+                    vec![Some(value), Some(lane), width.first(), Some(mask)],
+                )
+            }
+            (Builtin::BallotSync | Builtin::AllSync | Builtin::AnySync, [mask, pred]) => {
+                let vote = match op {
+                    Builtin::BallotSync => VoteOp::Ballot,
+                    Builtin::AllSync => VoteOp::All,
+                    _ => VoteOp::Any,
+                };
+                (WarpOp::Vote(vote), vec![Some(mask), Some(pred)])
+            }
+            (Builtin::WarpReduce(r), [mask, value]) => {
+                kind = self.kind(&value.ty, &value.span)?;
+                if !matches!(kind, crate::value::Kind::I32 | crate::value::Kind::U32) {
+                    return unsupported(&e.span, "a warp reduction of other than `int` or `uint`");
+                }
+                (WarpOp::Reduce(r), vec![Some(mask), Some(value)])
+            }
+            (Builtin::MatchAnySync, [mask, value]) => {
+                (WarpOp::MatchAny, vec![Some(mask), Some(value)])
+            }
+            (Builtin::ActiveMask, []) => (WarpOp::ActiveMask, vec![]),
+            _ => return unsupported(&e.span, "this warp collective's arguments"),
+        };
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
+        let first = self.lane_slots;
+        self.lane_slots += operands.len() as u32 + 1;
+        let dst = first + operands.len() as u32;
+        if !operands.is_empty() {
+            let width = self.warp_width as i64;
+            self.thread_loop(Some(cur), |me| {
+                for (i, o) in operands.iter().enumerate() {
+                    let bits = match o {
+                        Some(o) => {
+                            let k = me.kind(&o.ty, &o.span)?;
+                            let v = me.expr(o)?;
+                            me.bits_of(v, k)
+                        }
+                        None => me.b.ins().iconst(types::I64, width),
+                    };
+                    let a = me.lane_addr(first + i as u32);
+                    me.b.ins().store(super::TRUSTED, bits, a, 0);
+                }
+                Ok(())
+            })?;
+        }
+        let en = self.en();
+        let slot = |i: usize| {
+            if i < operands.len() {
+                (first + i as u32) as i64
+            } else {
+                NO_SLOT as i64
+            }
+        };
+        let consts = [warp_code(wop) as i64, kind_code(kind) as i64];
+        let mut call_args: Vec<Value> = consts
+            .iter()
+            .map(|&c| self.b.ins().iconst(types::I64, c))
+            .collect();
+        call_args.extend([en.lanes, en.masks, en.threads]);
+        for c in [cur as i64, dst as i64, slot(0), slot(1), slot(2), slot(3)] {
+            call_args.push(self.b.ins().iconst(types::I64, c));
+        }
+        let h = runtime::nf_warp
+            as unsafe extern "C" fn(
+                u64,
+                u64,
+                *mut u64,
+                *const u8,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+            );
+        self.call(h as usize, call_args.len(), false, &call_args);
+        self.warp_results.push((e as *const Expr, dst));
+        Ok(())
+    }
+}
