@@ -344,8 +344,9 @@ fn warp_collectives_match_the_interpreter_bit_for_bit() {
     // Partial warps (48 threads a block), lanes that returned, divergent branches, masks of
     // some lanes, widths that are not powers of two, sources out of the segment and out of
     // the mask, a collective in an `if` condition and inside a loop with `break`, nested
-    // collectives, and votes, reductions and match-any.
-    let text = "(defkernel warps (void ((a float*) (out float*) (n int)))
+    // collectives, and votes, reductions, match-any and match-all (its flag stored through a
+    // pointer).
+    let text = "(defkernel warps (void ((a float*) (out float*) (flags int*) (n int)))
       (let* ((tx thread-idx-x)
              (g (+ (* block-idx-x block-dim-x) tx))
              (o (* g 16))
@@ -371,20 +372,31 @@ fn warp_collectives_match_the_interpreter_bit_for_bit() {
             (when (= (mod (+ tx k) 9) 0) (break))
             (set s (+ s (shfl-up-sync #xffffffff s 1))))
           (set (aref out (+ o 12)) (float s)))
-        (set (aref out (+ o 13)) (float (shfl-down-sync #xffffffff v (- 0 n))))))";
+        (set (aref out (+ o 13)) (float (shfl-down-sync #xffffffff v (- 0 n))))
+        (set (aref out (+ o 14))
+             (float (match-all-sync #xffffffff (/ v 100) (pointer (aref flags g)))))
+        (when (= (mod tx 2) 0)
+          (set (aref out (+ o 15))
+               (float (match-all-sync #xffffffff (mod tx (+ n 1)) (pointer (aref flags (+ g 96)))))))))";
     let a: Vec<f32> = (0..96).map(|i| ((i * 37) % 23) as f32 - 5.0).collect();
     for n in [1, 5, 40] {
         let [interp, native] = both(
             text,
             "warps",
             LaunchConfig::linear(2, 48),
-            &[a.clone(), vec![-1.0; 96 * 16]],
+            &[a.clone(), vec![-1.0; 96 * 16], vec![-1.0; 192]],
             n,
         );
         let (interp, native) = (interp.unwrap(), native.unwrap());
-        let bits = |r: &Vec<Vec<f32>>| -> Vec<u32> { r[1].iter().map(|x| x.to_bits()).collect() };
+        let bits = |r: &Vec<Vec<f32>>| -> Vec<u32> {
+            r[1..].iter().flatten().map(|x| x.to_bits()).collect()
+        };
         assert_eq!(bits(&interp), bits(&native), "n = {n}");
         // The kernel did write: not every slot kept its initial value.
         assert!(interp[1].iter().filter(|x| **x != -1.0).count() > 96 * 8);
+        // match-all-sync stored its flags through its pointers: 1 for the uniform key, and 0
+        // for `tx mod (n + 1)` on the even lanes unless n = 1.
+        let flag = |f: u32| interp[2].iter().any(|x| x.to_bits() == f);
+        assert!(flag(1) && (n == 1 || flag(0)), "n = {n}");
     }
 }

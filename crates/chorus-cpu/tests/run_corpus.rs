@@ -123,6 +123,7 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
             "warp_reduce_ops",
             "warp_reduce_shfl",
             "lane_ids",
+            "match",
         ] {
             assert!(
                 native.contains(&name),

@@ -528,8 +528,9 @@ struct Lower<'a, 'f, 'j> {
     /// start of each thread.
     refresh: Vec<(Variable, Value)>,
     /// Warp collectives already run for the statement being lowered, and the lane slot of
-    /// each one's results (`warp.rs`).
-    warp_results: Vec<(*const Expr, u32)>,
+    /// each one's results (`warp.rs`), and for `match-all-sync` the slot of its predicate
+    /// pointer.
+    warp_results: Vec<(*const Expr, u32, Option<u32>)>,
     /// Try SIMD over the threads of a kernel without barriers ([`simd`]).
     simd: bool,
     /// The vector body's state while it is emitted.

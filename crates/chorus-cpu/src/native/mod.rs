@@ -33,7 +33,7 @@
 //! `fp4` values are their raw bits, every operation on them a call of the interpreter's own
 //! function. Warp collectives (`lower/warp.rs`) split the regions as a barrier does, and run
 //! over each warp's 32 lanes with the interpreter's functions, on lane arrays. What is not
-//! compiled yet (`match-all-sync`, collectives in loop headers, on vectors or on 64-lane waves,
+//! compiled yet (collectives in loop headers, on vectors or on 64-lane waves,
 //! `printf`, textures and surfaces,
 //! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
 //! device function) makes the kernel run on the interpreter;

@@ -574,12 +574,15 @@ pub(crate) enum WarpOp {
     Reduce(chorus_lang::ir::WarpReduceOp),
     /// `match-any-sync`: operands mask, value.
     MatchAny,
+    /// `match-all-sync`: operands mask, value; the "all equal" flag (0 or 1) goes to lane slot
+    /// `dst + 1` (the compiled code stores it through the predicate pointer).
+    MatchAll,
     /// `active-mask`: no operands.
     ActiveMask,
 }
 
 /// Every [`WarpOp`], indexed by the code the compiled code passes to [`nf_warp`].
-pub(crate) const WARP_OPS: [WarpOp; 15] = {
+pub(crate) const WARP_OPS: [WarpOp; 16] = {
     use crate::bytecode::{ShflMode as S, VoteOp as V};
     use chorus_lang::ir::WarpReduceOp as R;
     [
@@ -597,6 +600,7 @@ pub(crate) const WARP_OPS: [WarpOp; 15] = {
         WarpOp::Reduce(R::Or),
         WarpOp::Reduce(R::Xor),
         WarpOp::MatchAny,
+        WarpOp::MatchAll,
         WarpOp::ActiveMask,
     ]
 };
@@ -620,7 +624,8 @@ pub(crate) const NO_SLOT: u64 = u64::MAX;
 ///
 /// `lanes` must point to the block's lane arrays (`threads` 64-bit words per slot) and
 /// `masks` to its mask bytes (`threads` per slot); `on`, `dst` and each operand slot that is
-/// not [`NO_SLOT`] must be slots of them, `dst` different from the operands.
+/// not [`NO_SLOT`] must be slots of them, `dst` different from the operands (and, for
+/// [`WarpOp::MatchAll`], `dst + 1` a slot too, different from them).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe extern "C" fn nf_warp(
     op: u64,
@@ -662,6 +667,8 @@ pub(crate) unsafe extern "C" fn nf_warp(
         }
         let [x, y, z, m] = &ops;
         let mut out = [0u64; W];
+        // A second result, for `match-all-sync`.
+        let mut flag = None;
         match op {
             WarpOp::Shfl(mode) => shuffle::<W>(mode, x, y, z, m, exec, &mut out),
             WarpOp::Vote(v) => {
@@ -685,12 +692,23 @@ pub(crate) unsafe extern "C" fn nf_warp(
                         .fold(0, |acc, j| acc | 1 << j);
                 }
             }
+            WarpOp::MatchAll => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                let first = y[(participating.trailing_zeros() as usize).min(W - 1)];
+                let all = lanes_of(participating).all(|j| y[j as usize] == first);
+                out = [if all { participating } else { 0 }; W];
+                flag = Some(all as u64);
+            }
             WarpOp::ActiveMask => out = [exec; W],
         }
         for l in lanes_of(exec) {
             // SAFETY: `dst` is a lane slot and `base + l < threads` (`exec` has only lanes
             // below `n`).
             unsafe { *lanes.add(dst as usize * threads + base + l as usize) = out[l as usize] };
+            if let Some(f) = flag {
+                // SAFETY: as above, `dst + 1` a lane slot for `match-all-sync`.
+                unsafe { *lanes.add((dst as usize + 1) * threads + base + l as usize) = f };
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Warp collectives (`shfl*-sync`, `ballot-sync`, `all-sync`, `any-sync`, `reduce-OP-sync`,
-//! `match-any-sync`, `active-mask`) in the region method: a statement at region level that
+//! `match-any-sync`, `match-all-sync`, `active-mask`) in the region method: a statement at region level that
 //! holds one is split there, as at a barrier but within the warp. Before the statement's own
 //! thread loop, each collective (innermost first) runs as one loop over the active threads that
 //! evaluates its operands into lane arrays, then one call of `runtime::nf_warp`, which runs the
@@ -33,6 +33,7 @@ pub(super) fn is_collective(e: &Expr) -> bool {
                 | Builtin::AnySync
                 | Builtin::WarpReduce(_)
                 | Builtin::MatchAnySync
+                | Builtin::MatchAllSync
                 | Builtin::ActiveMask,
             ..
         }
@@ -83,11 +84,29 @@ impl Lower<'_, '_, '_> {
         Ok(())
     }
 
-    /// The result of collective `e` for the current thread, when it has been run.
+    /// The result of collective `e` for the current thread, when it has been run (for
+    /// `match-all-sync`, after storing its flag through the predicate pointer, checked as the
+    /// interpreter's store is).
     pub(super) fn warp_result(&mut self, e: &Expr) -> R<Option<Value>> {
-        let Some(&(_, slot)) = self.warp_results.iter().find(|(p, _)| std::ptr::eq(*p, e)) else {
+        let Some(&(_, slot, pred)) = self
+            .warp_results
+            .iter()
+            .find(|(p, _, _)| std::ptr::eq(*p, e))
+        else {
             return Ok(None);
         };
+        if let Some(pred) = pred {
+            let a = self.lane_addr(pred);
+            let p = self.b.ins().load(types::I64, super::TRUSTED, a, 0);
+            let a = self.lane_addr(slot + 1);
+            let flag = self.b.ins().load(types::I32, super::TRUSTED, a, 0);
+            self.access(
+                super::Addr::Ptr(p),
+                crate::value::Kind::I32,
+                Some(flag),
+                &e.span,
+            )?;
+        }
         let kind = self.kind(&e.ty, &e.span)?;
         let a = self.lane_addr(slot);
         let bits = self.b.ins().load(types::I64, super::TRUSTED, a, 0);
@@ -143,12 +162,17 @@ impl Lower<'_, '_, '_> {
             (Builtin::MatchAnySync, [mask, value]) => {
                 (WarpOp::MatchAny, vec![Some(mask), Some(value)])
             }
+            (Builtin::MatchAllSync, [mask, value, pred]) => {
+                (WarpOp::MatchAll, vec![Some(mask), Some(value), Some(pred)])
+            }
             (Builtin::ActiveMask, []) => (WarpOp::ActiveMask, vec![]),
             _ => return unsupported(&e.span, "this warp collective's arguments"),
         };
         let cur = *self.chain.last().ok_or("a region without a mask")?;
         let first = self.lane_slots;
-        self.lane_slots += operands.len() as u32 + 1;
+        // The result, and for `match-all-sync` its flag after it.
+        let results = if wop == WarpOp::MatchAll { 2 } else { 1 };
+        self.lane_slots += operands.len() as u32 + results;
         let dst = first + operands.len() as u32;
         if !operands.is_empty() {
             let width = self.warp_width as i64;
@@ -200,7 +224,8 @@ impl Lower<'_, '_, '_> {
                 u64,
             );
         self.call(h as usize, call_args.len(), false, &call_args);
-        self.warp_results.push((e as *const Expr, dst));
+        let pred = (wop == WarpOp::MatchAll).then_some(first + 2);
+        self.warp_results.push((e as *const Expr, dst, pred));
         Ok(())
     }
 }
