@@ -563,6 +563,25 @@ pub(crate) extern "C" fn nf_atomic(op: u64, kind: u64, addr: u64, a: u64, b: u64
     crate::value::from_raw(k, old)
 }
 
+/// Bit `l` set where `bytes[l]` is not zero (`bytes` at most 64 long): eight bytes at a time.
+fn bits_of_bytes(bytes: &[u8]) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut m = 0u64;
+    let mut words = bytes.chunks_exact(8);
+    for (k, w) in words.by_ref().enumerate() {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        // The top bit of each non-zero byte, moved to bit 0 of its byte, then the eight bytes'
+        // bits gathered into the top byte by one multiplication.
+        let top = (((w & LOW7) + LOW7) | w) & !LOW7;
+        m |= ((top >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    let done = bytes.len() - words.remainder().len();
+    for (l, &byte) in words.remainder().iter().enumerate() {
+        m |= ((byte != 0) as u64) << (done + l);
+    }
+    m
+}
+
 /// A warp collective the compiled code runs through [`nf_warp`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WarpOp {
@@ -647,23 +666,24 @@ pub(crate) unsafe extern "C" fn nf_warp(
     let op = WARP_OPS[(op as usize).min(WARP_OPS.len() - 1)];
     for base in (0..threads).step_by(W) {
         let n = (threads - base).min(W);
-        let mut exec = 0u64;
-        let mut ops = [[0u64; W]; 4];
-        for l in 0..n {
-            let t = base + l;
-            // SAFETY: `t < threads` and `on` is a mask slot (the contract above).
-            if unsafe { *masks.add(on as usize * threads + t) } != 0 {
-                exec |= 1 << l;
-            }
-            for (o, slot) in ops.iter_mut().zip([a, b, c, d]) {
-                if slot != NO_SLOT {
-                    // SAFETY: `slot` is a lane slot and `t < threads`.
-                    o[l] = unsafe { *lanes.add(slot as usize * threads + t) };
-                }
-            }
-        }
+        // SAFETY: `base + n <= threads` and `on` is a mask slot (the contract above).
+        let on_bytes =
+            unsafe { std::slice::from_raw_parts(masks.add(on as usize * threads + base), n) };
+        let exec = bits_of_bytes(on_bytes);
+        // A warp without active threads (a branch only other warps take) costs the mask only.
         if exec == 0 {
             continue;
+        }
+        let mut ops = [[0u64; W]; 4];
+        for (o, slot) in ops.iter_mut().zip([a, b, c, d]) {
+            if slot != NO_SLOT {
+                // SAFETY: `slot` is a lane slot and `base + n <= threads`; no `&mut` to the
+                // lane arrays is alive.
+                let from = unsafe {
+                    std::slice::from_raw_parts(lanes.add(slot as usize * threads + base), n)
+                };
+                o[..n].copy_from_slice(from);
+            }
         }
         let [x, y, z, m] = &ops;
         let mut out = [0u64; W];
@@ -701,14 +721,35 @@ pub(crate) unsafe extern "C" fn nf_warp(
             }
             WarpOp::ActiveMask => out = [exec; W],
         }
-        for l in lanes_of(exec) {
-            // SAFETY: `dst` is a lane slot and `base + l < threads` (`exec` has only lanes
-            // below `n`).
-            unsafe { *lanes.add(dst as usize * threads + base + l as usize) = out[l as usize] };
-            if let Some(f) = flag {
-                // SAFETY: as above, `dst + 1` a lane slot for `match-all-sync`.
-                unsafe { *lanes.add((dst as usize + 1) * threads + base + l as usize) = f };
-            }
+        // Inactive threads' results are never read (their slots are scratch).
+        // SAFETY: `dst` (and for `match-all-sync` `dst + 1`) is a lane slot distinct from the
+        // operands, `base + n <= threads`, and no other reference to the lane arrays is alive.
+        let to =
+            unsafe { std::slice::from_raw_parts_mut(lanes.add(dst as usize * threads + base), n) };
+        to.copy_from_slice(&out[..n]);
+        if let Some(f) = flag {
+            // SAFETY: as above.
+            let to = unsafe {
+                std::slice::from_raw_parts_mut(lanes.add((dst as usize + 1) * threads + base), n)
+            };
+            to.fill(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bits_of_bytes_sets_a_bit_per_non_zero_byte() {
+        let bytes: Vec<u8> = (0..45u32)
+            .map(|i| [0, 1, 0x80, 0xff, 7, 0][(i * 7 % 6) as usize])
+            .collect();
+        for n in [0, 1, 7, 8, 9, 31, 32, 45] {
+            let want = bytes[..n]
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (l, &b)| m | ((b != 0) as u64) << l);
+            assert_eq!(super::bits_of_bytes(&bytes[..n]), want, "{n}");
         }
     }
 }
