@@ -635,7 +635,8 @@ pub(crate) const NO_SLOT: u64 = u64::MAX;
 /// One warp collective over every warp of the block, on lane arrays, with the interpreter's
 /// own functions (`lanes::shuffle`, `lanes::warp_reduce`) and its rules for the rest: warp
 /// `w` is threads `32w..32w+31` of the block; a thread is active when its byte in mask slot
-/// `on` is set; operand `i` of thread `t` is the canonical value in lane slot `ops[i]`, and
+/// `on` is set; operand `i` (`a` to `d`) of thread `t` is the canonical value in its lane
+/// slot, or for every thread its bits (`ka` to `kd`) where the slot is [`NO_SLOT`]; and
 /// the result of each active thread goes to lane slot `dst` (a warp without active threads
 /// does nothing, as in the interpreter). Warps of 32 lanes only (the lowering refuses others).
 ///
@@ -658,6 +659,10 @@ pub(crate) unsafe extern "C" fn nf_warp(
     b: u64,
     c: u64,
     d: u64,
+    ka: u64,
+    kb: u64,
+    kc: u64,
+    kd: u64,
 ) {
     use crate::lanes::{first_active, lanes_of, mask_of, operand_mask, shuffle, warp_reduce};
     const W: usize = 32;
@@ -675,8 +680,10 @@ pub(crate) unsafe extern "C" fn nf_warp(
             continue;
         }
         let mut ops = [[0u64; W]; 4];
-        for (o, slot) in ops.iter_mut().zip([a, b, c, d]) {
-            if slot != NO_SLOT {
+        for (o, (slot, bits)) in ops.iter_mut().zip([(a, ka), (b, kb), (c, kc), (d, kd)]) {
+            if slot == NO_SLOT {
+                *o = [bits; W];
+            } else {
                 // SAFETY: `slot` is a lane slot and `base + n <= threads`; no `&mut` to the
                 // lane arrays is alive.
                 let from = unsafe {

@@ -113,6 +113,29 @@ impl Lower<'_, '_, '_> {
         Ok(Some(self.of_bits(bits, kind)))
     }
 
+    /// The canonical bits of `e` when every thread has the same: an integer literal, or one
+    /// converted to another integer type (`full-mask` is `(uint -1)`).
+    fn constant_bits(&self, e: &Expr) -> R<Option<u64>> {
+        let k = self.kind(&e.ty, &e.span)?;
+        if !k.is_integer() {
+            return Ok(None);
+        }
+        Ok(match &e.kind {
+            ExprKind::Literal(lit) => Some(crate::value::canon(
+                k,
+                crate::compile::literal_bits(*lit, k),
+            )),
+            ExprKind::Cast { value, .. } => match self.constant_bits(value)? {
+                Some(bits) => {
+                    let from = self.kind(&value.ty, &value.span)?;
+                    Some(crate::value::convert(from, k, bits))
+                }
+                None => None,
+            },
+            _ => None,
+        })
+    }
+
     fn collective(&mut self, e: &Expr) -> R<()> {
         let ExprKind::Builtin { op, args } = &e.kind else {
             return unsupported(&e.span, "this warp collective");
@@ -174,39 +197,48 @@ impl Lower<'_, '_, '_> {
         let results = if wop == WarpOp::MatchAll { 2 } else { 1 };
         self.lane_slots += operands.len() as u32 + results;
         let dst = first + operands.len() as u32;
-        if !operands.is_empty() {
-            let width = self.warp_width as i64;
+        // Each operand: a lane slot evaluated per thread, or the same bits for every thread
+        // (a literal, or an omitted width) passed as such.
+        let mut passed = [(NO_SLOT, 0u64); 4];
+        let mut evaluated = Vec::new();
+        for (i, o) in operands.iter().enumerate() {
+            passed[i] = match o {
+                None => (NO_SLOT, self.warp_width as u64),
+                Some(o) => match self.constant_bits(o)? {
+                    Some(bits) => (NO_SLOT, bits),
+                    None => {
+                        evaluated.push((first + i as u32, *o));
+                        ((first + i as u32) as u64, 0)
+                    }
+                },
+            };
+        }
+        if !evaluated.is_empty() {
             self.thread_loop(Some(cur), |me| {
-                for (i, o) in operands.iter().enumerate() {
-                    let bits = match o {
-                        Some(o) => {
-                            let k = me.kind(&o.ty, &o.span)?;
-                            let v = me.expr(o)?;
-                            me.bits_of(v, k)
-                        }
-                        None => me.b.ins().iconst(types::I64, width),
-                    };
-                    let a = me.lane_addr(first + i as u32);
+                for &(slot, o) in &evaluated {
+                    let k = me.kind(&o.ty, &o.span)?;
+                    let v = me.expr(o)?;
+                    let bits = me.bits_of(v, k);
+                    let a = me.lane_addr(slot);
                     me.b.ins().store(super::TRUSTED, bits, a, 0);
                 }
                 Ok(())
             })?;
         }
         let en = self.en();
-        let slot = |i: usize| {
-            if i < operands.len() {
-                (first + i as u32) as i64
-            } else {
-                NO_SLOT as i64
-            }
-        };
         let consts = [warp_code(wop) as i64, kind_code(kind) as i64];
         let mut call_args: Vec<Value> = consts
             .iter()
             .map(|&c| self.b.ins().iconst(types::I64, c))
             .collect();
         call_args.extend([en.lanes, en.masks, en.threads]);
-        for c in [cur as i64, dst as i64, slot(0), slot(1), slot(2), slot(3)] {
+        let slots = passed.map(|(s, _)| s as i64);
+        let bits = passed.map(|(_, b)| b as i64);
+        for c in [cur as i64, dst as i64]
+            .into_iter()
+            .chain(slots)
+            .chain(bits)
+        {
             call_args.push(self.b.ins().iconst(types::I64, c));
         }
         let h = runtime::nf_warp
@@ -215,6 +247,10 @@ impl Lower<'_, '_, '_> {
                 u64,
                 *mut u64,
                 *const u8,
+                u64,
+                u64,
+                u64,
+                u64,
                 u64,
                 u64,
                 u64,
