@@ -632,6 +632,13 @@ fn block_has_barrier(b: &Block) -> bool {
 
 const TRUSTED: MemFlags = MemFlags::trusted();
 
+/// What one thread loop of a region runs, in order: statements, and the operands of the warp
+/// collective that follows (`warp.rs`).
+enum Item<'s> {
+    Stmt(&'s Stmt),
+    Operands(Vec<(u32, &'s Expr)>),
+}
+
 /// The position a fault of an access to `place` names: its last index's for an `aref`, as
 /// the interpreter reports it (the span current when its load or store is emitted).
 fn access_span(place: &Expr) -> &Span {
@@ -1454,8 +1461,22 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn region_block(&mut self, block: &Block) -> R<()> {
-        let mut group: Vec<&Stmt> = Vec::new();
+        let mark = self.warp_results.len();
+        let mut group: Vec<Item<'_>> = Vec::new();
         for s in &block.stmts {
+            // A statement with one warp collective: its operands at the end of the thread loop
+            // before it, the statement itself at the start of the one after (one loop per
+            // collective where several follow each other).
+            if let Some(c) = warp::lone_collective(s) {
+                let planned = self.plan_collective(c)?;
+                if !planned.evaluated.is_empty() {
+                    group.push(Item::Operands(planned.evaluated.clone()));
+                }
+                self.flush(&mut group)?;
+                self.call_collective(&planned)?;
+                group.push(Item::Stmt(s));
+                continue;
+            }
             let barrier_stmt = matches!(&s.kind, StmtKind::Expr(e) if is_sync(e));
             if barrier_stmt || has_barrier(s) {
                 self.flush(&mut group)?;
@@ -1463,21 +1484,26 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     self.region_stmt(s)?;
                 }
             } else {
-                group.push(s);
+                group.push(Item::Stmt(s));
             }
         }
-        self.flush(&mut group)
+        self.flush(&mut group)?;
+        self.warp_results.truncate(mark);
+        Ok(())
     }
 
-    fn flush(&mut self, group: &mut Vec<&Stmt>) -> R<()> {
+    fn flush(&mut self, group: &mut Vec<Item<'_>>) -> R<()> {
         if group.is_empty() {
             return Ok(());
         }
-        let stmts = std::mem::take(group);
+        let items = std::mem::take(group);
         let cur = *self.chain.last().ok_or("a region without a mask")?;
         self.thread_loop(Some(cur), |me| {
-            for s in stmts {
-                me.stmt(s)?;
+            for item in items {
+                match item {
+                    Item::Stmt(s) => me.stmt(s)?,
+                    Item::Operands(evaluated) => me.operands(&evaluated)?,
+                }
             }
             Ok(())
         })

@@ -1,10 +1,14 @@
 //! Warp collectives (`shfl*-sync`, `ballot-sync`, `all-sync`, `any-sync`, `reduce-OP-sync`,
-//! `match-any-sync`, `match-all-sync`, `active-mask`) in the region method: a statement at region level that
-//! holds one is split there, as at a barrier but within the warp. Before the statement's own
-//! thread loop, each collective (innermost first) runs as one loop over the active threads that
-//! evaluates its operands into lane arrays, then one call of `runtime::nf_warp`, which runs the
-//! interpreter's functions over each warp's 32 lanes and leaves every active thread's result in
-//! a lane array; the statement then reads the result where the collective stood.
+//! `match-any-sync`, `match-all-sync`, `active-mask`) in the region method: a statement at
+//! region level that holds one is split there, as at a barrier but within the warp. The
+//! collective's operands are evaluated into lane arrays by the active threads (operands every
+//! thread has the same, such as `full-mask` or a constant delta, are passed as bits instead),
+//! then one call of `runtime::nf_warp` runs the interpreter's functions over each warp's 32
+//! lanes and leaves every active thread's result in a lane array, and the statement reads the
+//! result where the collective stood. A statement with one collective evaluates its operands at
+//! the end of the thread loop before it and runs itself at the start of the loop after it, so
+//! consecutive collectives (a reduction's `warp-sum-down`) cost one thread loop each; one with
+//! nested collectives runs each (innermost first) in loops of its own.
 //!
 //! Operands are evaluated before the rest of their statement (a fault there may be reported
 //! before one the interpreter reaches first in the same statement; the values are the same).
@@ -15,8 +19,8 @@
 use super::runtime::{self, NO_SLOT, WarpOp, kind_code, warp_code};
 use super::{Lower, R, is_composite, unsupported};
 use crate::bytecode::{ShflMode, VoteOp};
-use chorus_lang::ir::visit::Node;
-use chorus_lang::ir::{Builtin, Expr, ExprKind};
+use chorus_lang::ir::visit::{Node, for_each_node};
+use chorus_lang::ir::{Builtin, Expr, ExprKind, Stmt, StmtKind};
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 /// Whether `e` is a warp collective this module compiles.
@@ -51,6 +55,53 @@ pub(super) fn has_collective(e: &Expr) -> bool {
         Node::Expr(k) => has_collective(k),
         _ => false,
     })
+}
+
+/// A collective's slots and `nf_warp` arguments, from [`Lower::plan_collective`].
+pub(super) struct Planned<'e> {
+    e: &'e Expr,
+    /// The operands each thread evaluates, and their lane slots.
+    pub(super) evaluated: Vec<(u32, &'e Expr)>,
+    wop: WarpOp,
+    kind: crate::value::Kind,
+    dst: u32,
+    /// Per operand: its lane slot, or [`NO_SLOT`] and the bits every thread has.
+    passed: [(u64, u64); 4],
+    pred: Option<u32>,
+}
+
+/// The one warp collective of statement `s` (a declaration, assignment or expression without
+/// a barrier) when its operands can be evaluated at the end of the thread loop before it: one
+/// collective, not under `and`, `or` or an `if` expression.
+pub(super) fn lone_collective(s: &Stmt) -> Option<&Expr> {
+    if !matches!(
+        s.kind,
+        StmtKind::Declare { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_)
+    ) {
+        return None;
+    }
+    let mut found = Vec::new();
+    let mut other = false;
+    for_each_node(Node::Stmt(s), |n, _| {
+        if let Node::Expr(e) = n {
+            if is_collective(e) {
+                found.push(e);
+            }
+            other |= super::is_sync(e)
+                || matches!(
+                    e.kind,
+                    ExprKind::Select { .. }
+                        | ExprKind::Builtin {
+                            op: Builtin::And | Builtin::Or,
+                            ..
+                        }
+                );
+        }
+    });
+    match found.as_slice() {
+        [e] if !other => Some(e),
+        _ => None,
+    }
 }
 
 impl Lower<'_, '_, '_> {
@@ -137,6 +188,29 @@ impl Lower<'_, '_, '_> {
     }
 
     fn collective(&mut self, e: &Expr) -> R<()> {
+        let planned = self.plan_collective(e)?;
+        if !planned.evaluated.is_empty() {
+            let cur = *self.chain.last().ok_or("a region without a mask")?;
+            self.thread_loop(Some(cur), |me| me.operands(&planned.evaluated))?;
+        }
+        self.call_collective(&planned)
+    }
+
+    /// Stores the current thread's operands of a collective in their lane slots.
+    pub(super) fn operands(&mut self, evaluated: &[(u32, &Expr)]) -> R<()> {
+        for &(slot, o) in evaluated {
+            let k = self.kind(&o.ty, &o.span)?;
+            let v = self.expr(o)?;
+            let bits = self.bits_of(v, k);
+            let a = self.lane_addr(slot);
+            self.b.ins().store(super::TRUSTED, bits, a, 0);
+        }
+        Ok(())
+    }
+
+    /// The slots and arguments of collective `e`; its operands evaluated per thread are for
+    /// the caller to store ([`Self::operands`]) before [`Self::call_collective`].
+    pub(super) fn plan_collective<'e>(&mut self, e: &'e Expr) -> R<Planned<'e>> {
         let ExprKind::Builtin { op, args } = &e.kind else {
             return unsupported(&e.span, "this warp collective");
         };
@@ -191,7 +265,6 @@ impl Lower<'_, '_, '_> {
             (Builtin::ActiveMask, []) => (WarpOp::ActiveMask, vec![]),
             _ => return unsupported(&e.span, "this warp collective's arguments"),
         };
-        let cur = *self.chain.last().ok_or("a region without a mask")?;
         let first = self.lane_slots;
         // The result, and for `match-all-sync` its flag after it.
         let results = if wop == WarpOp::MatchAll { 2 } else { 1 };
@@ -213,18 +286,21 @@ impl Lower<'_, '_, '_> {
                 },
             };
         }
-        if !evaluated.is_empty() {
-            self.thread_loop(Some(cur), |me| {
-                for &(slot, o) in &evaluated {
-                    let k = me.kind(&o.ty, &o.span)?;
-                    let v = me.expr(o)?;
-                    let bits = me.bits_of(v, k);
-                    let a = me.lane_addr(slot);
-                    me.b.ins().store(super::TRUSTED, bits, a, 0);
-                }
-                Ok(())
-            })?;
-        }
+        Ok(Planned {
+            e,
+            evaluated,
+            wop,
+            kind,
+            dst,
+            passed,
+            pred: (wop == WarpOp::MatchAll).then_some(first + 2),
+        })
+    }
+
+    /// Runs a planned collective over the warps of the current region (its operands stored).
+    pub(super) fn call_collective(&mut self, p: &Planned<'_>) -> R<()> {
+        let (wop, kind, dst, passed) = (p.wop, p.kind, p.dst, p.passed);
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
         let en = self.en();
         let consts = [warp_code(wop) as i64, kind_code(kind) as i64];
         let mut call_args: Vec<Value> = consts
@@ -260,8 +336,7 @@ impl Lower<'_, '_, '_> {
                 u64,
             );
         self.call(h as usize, call_args.len(), false, &call_args);
-        let pred = (wop == WarpOp::MatchAll).then_some(first + 2);
-        self.warp_results.push((e as *const Expr, dst, pred));
+        self.warp_results.push((p.e as *const Expr, dst, p.pred));
         Ok(())
     }
 }
