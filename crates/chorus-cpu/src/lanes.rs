@@ -109,6 +109,47 @@ pub(crate) fn shuffle<const W: usize>(
         // Every lane active and a source (full-warp reductions and scans): the rules below
         // without the per-lane branches, one source index per lane, kept in range and chosen
         // by `ok` (out-of-range sources are exactly those with `ok` false).
+        if src.iter().all(|&s| s == src[0]) && width.iter().all(|&w| w == width[0]) {
+            // One delta (or index) and width for the warp, as in most code: the same with the
+            // segment arithmetic out of the loop.
+            let w = width[0] as u32;
+            let w = if w.is_power_of_two() && w <= lanes {
+                w
+            } else {
+                lanes
+            };
+            let s = src[0] as u32;
+            let segment = !(w - 1);
+            match mode {
+                ShflMode::Idx => {
+                    for l in 0..lanes {
+                        d[l as usize] = v[((l & segment) | (s & (w - 1))) as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Up => {
+                    for l in 0..lanes {
+                        let ok = s <= l - (l & segment);
+                        let j = if ok { l.wrapping_sub(s) } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Down => {
+                    for l in 0..lanes {
+                        let ok = s <= ((l & segment) | (w - 1)) - l;
+                        let j = if ok { l.wrapping_add(s) } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Xor => {
+                    for l in 0..lanes {
+                        let j = l ^ (s & (lanes - 1));
+                        let j = if j <= ((l & segment) | (w - 1)) { j } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+            }
+            return;
+        }
         for l in 0..lanes {
             let i = l as usize;
             let w = width[i] as u32;
@@ -431,15 +472,20 @@ mod tests {
         };
         let v: Lanes<32> = std::array::from_fn(|l| 500 + l as u64);
         let mask = [u32::MAX as u64; 32];
-        for round in 0..400 {
+        for round in 0..800 {
             let mode = [ShflMode::Idx, ShflMode::Up, ShflMode::Down, ShflMode::Xor][round % 4];
-            let src: Lanes<32> = std::array::from_fn(|_| match next() % 3 {
+            let mut src: Lanes<32> = std::array::from_fn(|_| match next() % 3 {
                 0 => next() % 40,
                 1 => (-((next() % 40) as i64)) as u64,
                 _ => next(),
             });
-            let width: Lanes<32> =
+            let mut width: Lanes<32> =
                 std::array::from_fn(|_| [1, 2, 3, 8, 16, 32, 33, 0][(next() % 8) as usize]);
+            // Half the rounds with one delta and width for the warp (the uniform fast path).
+            if round % 8 >= 4 {
+                src = [src[0]; 32];
+                width = [width[0]; 32];
+            }
             let (mut fast, mut by_lane) = ([0; 32], [0; 32]);
             shuffle(mode, &v, &src, &width, &mask, full_mask::<32>(), &mut fast);
             let all = full_mask::<32>();
