@@ -1,10 +1,11 @@
 //! Times the CPU backend against plain Rust loops doing the same work on the same machine:
-//! vector addition over 1M floats, and one 256×256 step of cl-cuda's diffuse0 heat stencil,
+//! vector addition over 1M floats, one 256×256 step of cl-cuda's diffuse0 heat stencil, and the
+//! reduction example's kernel (warp shuffles) over 1M floats,
 //! on the native code (1 and 2 worker threads) and on the SIMT interpreter; then the time to
 //! compile the largest example module (sph) to native code.
 //!
 //! Run with `cargo run --release -p chorus-cpu --example cpu_bench`. Prints the median of
-//! several runs of each and the ratios. An argument (`vector-add`, `diffuse` or `sph`) runs
+//! several runs of each and the ratios. An argument (`vector-add`, `diffuse`, `reduction` or `sph`) runs
 //! only that part, which helps when profiling one kernel under callgrind. Figures are in
 //! BENCHMARKS.md ("CPU backend: native code").
 //!
@@ -266,6 +267,41 @@ fn sph() {
     }
 }
 
+/// The reduction example's kernel (float4 loads, warp shuffles, one atomic per block) over 1M
+/// floats, against a Rust loop summing them: the cost of warp collectives on the native path.
+fn reduction() {
+    let n = 1usize << 20;
+    let text = concat!(
+        include_str!("../../../examples/kernels/prelude.lisp"),
+        "\n",
+        include_str!("../../../examples/kernels/reduction.lisp")
+    );
+    let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let dx = DeviceBuffer::from_slice(&x).unwrap();
+    let out = DeviceBuffer::from_slice(&[0.0f32]).unwrap();
+    let blocks = 1056.min((n / 4).div_ceil(256)) as u32;
+    let config = LaunchConfig::linear(blocks, 256);
+    let args = [
+        KernelArg::Buffer(&dx),
+        KernelArg::value((n / 4) as i32),
+        KernelArg::Buffer(&out),
+    ];
+    let rust = median(|| {
+        black_box(black_box(&x).iter().sum::<f32>());
+    });
+    let want: f64 = x.iter().map(|v| *v as f64).sum();
+    let got = out.to_vec::<f32>().unwrap()[0];
+    let check = prepare(text);
+    check.launch("reduce-sum", &config, &args).unwrap();
+    let got = out.to_vec::<f32>().unwrap()[0] - got;
+    assert!(
+        ((got as f64 - want) / want).abs() < 1e-5,
+        "{got} against {want}"
+    );
+    let timed = |m: &CpuModule| m.launch("reduce-sum", &config, &args).unwrap();
+    compare("reduction, 1M floats", text, "reduce-sum", timed, rust);
+}
+
 fn main() {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -278,6 +314,9 @@ fn main() {
     }
     if wanted("diffuse") {
         diffuse();
+    }
+    if wanted("reduction") {
+        reduction();
     }
     if wanted("sph") {
         sph();

@@ -105,6 +105,90 @@ pub(crate) fn shuffle<const W: usize>(
 ) {
     let sources = exec & operand_mask::<W>(first_active(mask, exec));
     let lanes = W as u32;
+    if sources == full_mask::<W>() {
+        // Every lane active and a source (full-warp reductions and scans): the rules below
+        // without the per-lane branches, one source index per lane, kept in range and chosen
+        // by `ok` (out-of-range sources are exactly those with `ok` false).
+        if src.iter().all(|&s| s == src[0]) && width.iter().all(|&w| w == width[0]) {
+            // One delta (or index) and width for the warp, as in most code: the same with the
+            // segment arithmetic out of the loop.
+            let w = width[0] as u32;
+            let w = if w.is_power_of_two() && w <= lanes {
+                w
+            } else {
+                lanes
+            };
+            let s = src[0] as u32;
+            let segment = !(w - 1);
+            match mode {
+                ShflMode::Idx => {
+                    for l in 0..lanes {
+                        d[l as usize] = v[((l & segment) | (s & (w - 1))) as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Up => {
+                    for l in 0..lanes {
+                        let ok = s <= l - (l & segment);
+                        let j = if ok { l.wrapping_sub(s) } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Down => {
+                    for l in 0..lanes {
+                        let ok = s <= ((l & segment) | (w - 1)) - l;
+                        let j = if ok { l.wrapping_add(s) } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+                ShflMode::Xor => {
+                    for l in 0..lanes {
+                        let j = l ^ (s & (lanes - 1));
+                        let j = if j <= ((l & segment) | (w - 1)) { j } else { l };
+                        d[l as usize] = v[j as usize & (W - 1)];
+                    }
+                }
+            }
+            return;
+        }
+        for l in 0..lanes {
+            let i = l as usize;
+            let w = width[i] as u32;
+            let w = if w.is_power_of_two() && w <= lanes {
+                w
+            } else {
+                lanes
+            };
+            let min_lane = l & !(w - 1);
+            let max_lane = min_lane | (w - 1);
+            let s = src[i] as u32;
+            let (j, ok) = match mode {
+                ShflMode::Idx => (min_lane | (s & (w - 1)), true),
+                ShflMode::Up => (l.wrapping_sub(s), s <= l - min_lane),
+                ShflMode::Down => (l.wrapping_add(s), s <= max_lane - l),
+                ShflMode::Xor => {
+                    let j = l ^ (s & (lanes - 1));
+                    (j, j <= max_lane)
+                }
+            };
+            d[i] = if ok { v[j as usize & (W - 1)] } else { v[i] };
+        }
+        return;
+    }
+    shuffle_by_lane(mode, v, src, width, sources, exec, d);
+}
+
+/// [`shuffle`] lane by lane, for any execution mask and `sources` (the active lanes in the
+/// mask operand).
+fn shuffle_by_lane<const W: usize>(
+    mode: ShflMode,
+    v: &Lanes<W>,
+    src: &Lanes<W>,
+    width: &Lanes<W>,
+    sources: u64,
+    exec: u64,
+    d: &mut Lanes<W>,
+) {
+    let lanes = W as u32;
     for l in 0..lanes {
         let i = l as usize;
         d[i] = v[i];
@@ -373,6 +457,41 @@ mod tests {
     fn mask_of_sees_bits_in_either_half_of_a_lane() {
         mask_of_sees_bits_of::<32>();
         mask_of_sees_bits_of::<64>();
+    }
+
+    #[test]
+    fn the_full_warp_shuffle_follows_the_lane_by_lane_rules() {
+        // Every mode, deltas and lane indices in and out of range (negative too), widths that
+        // are and are not powers of two, per lane.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let v: Lanes<32> = std::array::from_fn(|l| 500 + l as u64);
+        let mask = [u32::MAX as u64; 32];
+        for round in 0..800 {
+            let mode = [ShflMode::Idx, ShflMode::Up, ShflMode::Down, ShflMode::Xor][round % 4];
+            let mut src: Lanes<32> = std::array::from_fn(|_| match next() % 3 {
+                0 => next() % 40,
+                1 => (-((next() % 40) as i64)) as u64,
+                _ => next(),
+            });
+            let mut width: Lanes<32> =
+                std::array::from_fn(|_| [1, 2, 3, 8, 16, 32, 33, 0][(next() % 8) as usize]);
+            // Half the rounds with one delta and width for the warp (the uniform fast path).
+            if round % 8 >= 4 {
+                src = [src[0]; 32];
+                width = [width[0]; 32];
+            }
+            let (mut fast, mut by_lane) = ([0; 32], [0; 32]);
+            shuffle(mode, &v, &src, &width, &mask, full_mask::<32>(), &mut fast);
+            let all = full_mask::<32>();
+            shuffle_by_lane(mode, &v, &src, &width, all, all, &mut by_lane);
+            assert_eq!(fast, by_lane, "{mode:?} {src:?} {width:?}");
+        }
     }
 
     #[test]

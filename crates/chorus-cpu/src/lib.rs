@@ -21,7 +21,8 @@
 //! pointers, bounds checks, faults and scalar semantics as the interpreter, which stays the
 //! reference. In a kernel without barriers, chunks of 32 consecutive `x` threads run with the
 //! CPU's vector instructions where the body allows ([`CpuModule::kernel_uses_simd`]), with
-//! the same results. A kernel using what the compiler lacks (warp collectives, `printf`, textures,
+//! the same results. Warp collectives split the regions as barriers within the warp do. A
+//! kernel using what the compiler lacks (collectives in loop headers, `printf`, textures,
 //! cuRAND, 16-bit atomics, the address of a local, recursion) runs on the interpreter; [`CpuModule::kernel_path`] says which path a kernel takes and why, and
 //! `CHORUS_CPU=interpret` (read when a module is prepared) or [`CpuModule::set_interpreted`]
 //! runs everything interpreted. On the compiled path threads of a warp run one after the other

@@ -69,6 +69,10 @@ const NATIVE: &[(&str, bool)] = &[
     ("csr-spmv", false),
     ("direct-conv3x3-relu", false),
     ("touch", true),
+    ("reduce-sum", false),
+    ("scan-reduce", false),
+    ("scan-sums", false),
+    ("scan-apply", false),
 ];
 
 #[test]

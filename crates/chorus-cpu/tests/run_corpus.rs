@@ -116,6 +116,14 @@ fn the_interpreter_and_the_native_code_agree_bit_for_bit() {
             "doubles",
             "globals",
             "half2",
+            // Warp collectives (split regions, one loop over each warp's lanes).
+            "shfl_variants",
+            "shfl_float_double",
+            "votes",
+            "warp_reduce_ops",
+            "warp_reduce_shfl",
+            "lane_ids",
+            "match",
         ] {
             assert!(
                 native.contains(&name),

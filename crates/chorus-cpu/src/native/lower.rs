@@ -25,6 +25,7 @@ use cranelift_module::{FuncId, Linkage, Module as _, default_libcall_names};
 use std::mem::offset_of;
 
 mod simd;
+mod warp;
 
 pub(super) use simd::LANES;
 
@@ -318,6 +319,7 @@ fn lower_function(job: LowerJob<'_, '_>) -> R<bool> {
             lane_slots: 0,
             mask_slots: 0,
             refresh: Vec::new(),
+            warp_results: Vec::new(),
             simd,
             vs: None,
             vectorised: false,
@@ -525,6 +527,10 @@ struct Lower<'a, 'f, 'j> {
     /// Assigned parameters of a kernel without barriers: (variable, value) to set again at the
     /// start of each thread.
     refresh: Vec<(Variable, Value)>,
+    /// Warp collectives already run for the statement being lowered, and the lane slot of
+    /// each one's results (`warp.rs`), and for `match-all-sync` the slot of its predicate
+    /// pointer.
+    warp_results: Vec<(*const Expr, u32, Option<u32>)>,
     /// Try SIMD over the threads of a kernel without barriers ([`simd`]).
     simd: bool,
     /// The vector body's state while it is emitted.
@@ -607,11 +613,12 @@ fn is_sync(e: &Expr) -> bool {
     )
 }
 
+/// Whether `s` holds a point where the region method splits: a barrier or a warp collective.
 fn has_barrier(s: &Stmt) -> bool {
     let mut found = false;
     for_each_node(Node::Stmt(s), |n, _| {
         if let Node::Expr(e) = n
-            && is_sync(e)
+            && (is_sync(e) || warp::is_collective(e))
         {
             found = true;
         }
@@ -624,6 +631,13 @@ fn block_has_barrier(b: &Block) -> bool {
 }
 
 const TRUSTED: MemFlags = MemFlags::trusted();
+
+/// What one thread loop of a region runs, in order: statements, and the operands of the warp
+/// collective that follows (`warp.rs`).
+enum Item<'s> {
+    Stmt(&'s Stmt),
+    Operands(Vec<(u32, &'s Expr)>),
+}
 
 /// The position a fault of an access to `place` names: its last index's for an `aref`, as
 /// the interpreter reports it (the span current when its load or store is emitted).
@@ -1328,6 +1342,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                         }
                         self.mark_lanes(body);
                     }
+                    // A local set from a warp collective: read after the split.
+                    StmtKind::Declare { local, .. } => self.lane(*local),
                     _ => {}
                 }
             } else if let StmtKind::Declare { local, .. } = s.kind {
@@ -1445,8 +1461,22 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     fn region_block(&mut self, block: &Block) -> R<()> {
-        let mut group: Vec<&Stmt> = Vec::new();
+        let mark = self.warp_results.len();
+        let mut group: Vec<Item<'_>> = Vec::new();
         for s in &block.stmts {
+            // A statement with one warp collective: its operands at the end of the thread loop
+            // before it, the statement itself at the start of the one after (one loop per
+            // collective where several follow each other).
+            if let Some(c) = warp::lone_collective(s) {
+                let planned = self.plan_collective(c)?;
+                if !planned.evaluated.is_empty() {
+                    group.push(Item::Operands(planned.evaluated.clone()));
+                }
+                self.flush(&mut group)?;
+                self.call_collective(&planned)?;
+                group.push(Item::Stmt(s));
+                continue;
+            }
             let barrier_stmt = matches!(&s.kind, StmtKind::Expr(e) if is_sync(e));
             if barrier_stmt || has_barrier(s) {
                 self.flush(&mut group)?;
@@ -1454,21 +1484,26 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     self.region_stmt(s)?;
                 }
             } else {
-                group.push(s);
+                group.push(Item::Stmt(s));
             }
         }
-        self.flush(&mut group)
+        self.flush(&mut group)?;
+        self.warp_results.truncate(mark);
+        Ok(())
     }
 
-    fn flush(&mut self, group: &mut Vec<&Stmt>) -> R<()> {
+    fn flush(&mut self, group: &mut Vec<Item<'_>>) -> R<()> {
         if group.is_empty() {
             return Ok(());
         }
-        let stmts = std::mem::take(group);
+        let items = std::mem::take(group);
         let cur = *self.chain.last().ok_or("a region without a mask")?;
         self.thread_loop(Some(cur), |me| {
-            for s in stmts {
-                me.stmt(s)?;
+            for item in items {
+                match item {
+                    Item::Stmt(s) => me.stmt(s)?,
+                    Item::Operands(evaluated) => me.operands(&evaluated)?,
+                }
             }
             Ok(())
         })
@@ -1483,6 +1518,8 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 otherwise,
             } => {
                 let cur = *self.chain.last().ok_or("a region without a mask")?;
+                let mark = self.warp_results.len();
+                self.warp_collectives(cond)?;
                 let mt = self.new_mask();
                 let me_ = otherwise.as_ref().map(|_| self.new_mask());
                 self.thread_loop(None, |me| {
@@ -1499,6 +1536,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     }
                     Ok(())
                 })?;
+                self.warp_results.truncate(mark);
                 self.chain.push(mt);
                 self.region_block(then)?;
                 self.chain.pop();
@@ -1516,8 +1554,23 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 step,
                 body,
             } => self.region_loop(init, cond.as_ref(), step, body),
+            StmtKind::Declare { init: e, .. } | StmtKind::Expr(e) => self.warp_stmt(s, &[e]),
+            StmtKind::Assign { place, value } => self.warp_stmt(s, &[value, place]),
             _ => unsupported(&s.span, "a barrier inside this statement"),
         }
+    }
+
+    /// A statement holding warp collectives (and no barrier): the collectives run first, then
+    /// the statement in a loop over the region's threads.
+    fn warp_stmt(&mut self, s: &Stmt, exprs: &[&Expr]) -> R<()> {
+        let mark = self.warp_results.len();
+        for e in exprs {
+            self.warp_collectives(e)?;
+        }
+        let cur = *self.chain.last().ok_or("a region without a mask")?;
+        self.thread_loop(Some(cur), |me| me.stmt(s))?;
+        self.warp_results.truncate(mark);
+        Ok(())
     }
 
     /// `cond` for threads whose `on` is 1, else 0 (as an I8 bool).
@@ -1543,6 +1596,10 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         body: &Block,
     ) -> R<()> {
         let cur = *self.chain.last().ok_or("a region without a mask")?;
+        let per_thread = init.iter().chain(step).map(|(_, e)| e).chain(cond);
+        if let Some(e) = per_thread.into_iter().find(|e| warp::has_collective(e)) {
+            return unsupported(&e.span, "a warp collective in a loop's header");
+        }
         let (ml, mi) = (self.new_mask(), self.new_mask());
         self.thread_loop(None, |me| {
             let a = me.mask_addr(cur);
@@ -2439,6 +2496,11 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     // ---- expressions
 
     fn expr(&mut self, e: &Expr) -> R<Value> {
+        if !self.warp_results.is_empty()
+            && let Some(v) = self.warp_result(e)?
+        {
+            return Ok(v);
+        }
         match &e.kind {
             ExprKind::Literal(lit) => {
                 let kind = self.kind(&e.ty, &e.span)?;

@@ -31,7 +31,10 @@
 //! one variable (or lane slot) per leaf, a field of a value in memory read alone; atomics check
 //! their address in code and run the interpreter's host atomics; `half`, `bfloat16`, `fp8` and
 //! `fp4` values are their raw bits, every operation on them a call of the interpreter's own
-//! function. What is not compiled yet (warp collectives, `printf`, textures and surfaces,
+//! function. Warp collectives (`lower/warp.rs`) split the regions as a barrier does, and run
+//! over each warp's 32 lanes with the interpreter's functions, on lane arrays. What is not
+//! compiled yet (collectives in loop headers, on vectors or on 64-lane waves,
+//! `printf`, textures and surfaces,
 //! cuRAND, 16-bit atomics, the address of a local, recursion, barriers inside a `switch` or a
 //! device function) makes the kernel run on the interpreter;
 //! [`crate::CpuModule::kernel_path`] says which path a kernel takes and why. A failure of the

@@ -562,3 +562,201 @@ pub(crate) extern "C" fn nf_atomic(op: u64, kind: u64, addr: u64, a: u64, b: u64
     };
     crate::value::from_raw(k, old)
 }
+
+/// Bit `l` set where `bytes[l]` is not zero (`bytes` at most 64 long): eight bytes at a time.
+fn bits_of_bytes(bytes: &[u8]) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut m = 0u64;
+    let mut words = bytes.chunks_exact(8);
+    for (k, w) in words.by_ref().enumerate() {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        // The top bit of each non-zero byte, moved to bit 0 of its byte, then the eight bytes'
+        // bits gathered into the top byte by one multiplication.
+        let top = (((w & LOW7) + LOW7) | w) & !LOW7;
+        m |= ((top >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    let done = bytes.len() - words.remainder().len();
+    for (l, &byte) in words.remainder().iter().enumerate() {
+        m |= ((byte != 0) as u64) << (done + l);
+    }
+    m
+}
+
+/// A warp collective the compiled code runs through [`nf_warp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WarpOp {
+    /// `shfl*-sync`: operands value, lane (or delta), width, mask.
+    Shfl(crate::bytecode::ShflMode),
+    /// `ballot-sync`, `all-sync`, `any-sync`: operands mask, predicate.
+    Vote(crate::bytecode::VoteOp),
+    /// `reduce-OP-sync` of `int` or `uint`: operands mask, value.
+    Reduce(chorus_lang::ir::WarpReduceOp),
+    /// `match-any-sync`: operands mask, value.
+    MatchAny,
+    /// `match-all-sync`: operands mask, value; the "all equal" flag (0 or 1) goes to lane slot
+    /// `dst + 1` (the compiled code stores it through the predicate pointer).
+    MatchAll,
+    /// `active-mask`: no operands.
+    ActiveMask,
+}
+
+/// Every [`WarpOp`], indexed by the code the compiled code passes to [`nf_warp`].
+pub(crate) const WARP_OPS: [WarpOp; 16] = {
+    use crate::bytecode::{ShflMode as S, VoteOp as V};
+    use chorus_lang::ir::WarpReduceOp as R;
+    [
+        WarpOp::Shfl(S::Idx),
+        WarpOp::Shfl(S::Up),
+        WarpOp::Shfl(S::Down),
+        WarpOp::Shfl(S::Xor),
+        WarpOp::Vote(V::Ballot),
+        WarpOp::Vote(V::All),
+        WarpOp::Vote(V::Any),
+        WarpOp::Reduce(R::Add),
+        WarpOp::Reduce(R::Min),
+        WarpOp::Reduce(R::Max),
+        WarpOp::Reduce(R::And),
+        WarpOp::Reduce(R::Or),
+        WarpOp::Reduce(R::Xor),
+        WarpOp::MatchAny,
+        WarpOp::MatchAll,
+        WarpOp::ActiveMask,
+    ]
+};
+
+/// The code of `op` for [`nf_warp`].
+pub(crate) fn warp_code(op: WarpOp) -> u64 {
+    WARP_OPS.iter().position(|x| *x == op).unwrap_or(0) as u64
+}
+
+/// An operand slot [`nf_warp`] does not read.
+pub(crate) const NO_SLOT: u64 = u64::MAX;
+
+/// One warp collective over every warp of the block, on lane arrays, with the interpreter's
+/// own functions (`lanes::shuffle`, `lanes::warp_reduce`) and its rules for the rest: warp
+/// `w` is threads `32w..32w+31` of the block; a thread is active when its byte in mask slot
+/// `on` is set; operand `i` (`a` to `d`) of thread `t` is the canonical value in its lane
+/// slot, or for every thread its bits (`ka` to `kd`) where the slot is [`NO_SLOT`]; and
+/// the result of each active thread goes to lane slot `dst` (a warp without active threads
+/// does nothing, as in the interpreter). Warps of 32 lanes only (the lowering refuses others).
+///
+/// # Safety
+///
+/// `lanes` must point to the block's lane arrays (`threads` 64-bit words per slot) and
+/// `masks` to its mask bytes (`threads` per slot); `on`, `dst` and each operand slot that is
+/// not [`NO_SLOT`] must be slots of them, `dst` different from the operands (and, for
+/// [`WarpOp::MatchAll`], `dst + 1` a slot too, different from them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn nf_warp(
+    op: u64,
+    kind: u64,
+    lanes: *mut u64,
+    masks: *const u8,
+    threads: u64,
+    on: u64,
+    dst: u64,
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    ka: u64,
+    kb: u64,
+    kc: u64,
+    kd: u64,
+) {
+    use crate::lanes::{first_active, lanes_of, mask_of, operand_mask, shuffle, warp_reduce};
+    const W: usize = 32;
+    let threads = threads as usize;
+    let k = kind_of(kind);
+    let op = WARP_OPS[(op as usize).min(WARP_OPS.len() - 1)];
+    for base in (0..threads).step_by(W) {
+        let n = (threads - base).min(W);
+        // SAFETY: `base + n <= threads` and `on` is a mask slot (the contract above).
+        let on_bytes =
+            unsafe { std::slice::from_raw_parts(masks.add(on as usize * threads + base), n) };
+        let exec = bits_of_bytes(on_bytes);
+        // A warp without active threads (a branch only other warps take) costs the mask only.
+        if exec == 0 {
+            continue;
+        }
+        let mut ops = [[0u64; W]; 4];
+        for (o, (slot, bits)) in ops.iter_mut().zip([(a, ka), (b, kb), (c, kc), (d, kd)]) {
+            if slot == NO_SLOT {
+                *o = [bits; W];
+            } else {
+                // SAFETY: `slot` is a lane slot and `base + n <= threads`; no `&mut` to the
+                // lane arrays is alive.
+                let from = unsafe {
+                    std::slice::from_raw_parts(lanes.add(slot as usize * threads + base), n)
+                };
+                o[..n].copy_from_slice(from);
+            }
+        }
+        let [x, y, z, m] = &ops;
+        let mut out = [0u64; W];
+        // A second result, for `match-all-sync`.
+        let mut flag = None;
+        match op {
+            WarpOp::Shfl(mode) => shuffle::<W>(mode, x, y, z, m, exec, &mut out),
+            WarpOp::Vote(v) => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                let p = mask_of(y) & participating;
+                out = [match v {
+                    crate::bytecode::VoteOp::Ballot => p,
+                    crate::bytecode::VoteOp::All => (p == participating) as u64,
+                    crate::bytecode::VoteOp::Any => (p != 0) as u64,
+                }; W];
+            }
+            WarpOp::Reduce(r) => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                out = [warp_reduce::<W>(r, k, y, participating); W];
+            }
+            WarpOp::MatchAny => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                for l in lanes_of(exec) {
+                    out[l as usize] = lanes_of(participating)
+                        .filter(|&j| y[j as usize] == y[l as usize])
+                        .fold(0, |acc, j| acc | 1 << j);
+                }
+            }
+            WarpOp::MatchAll => {
+                let participating = exec & operand_mask::<W>(first_active(x, exec));
+                let first = y[(participating.trailing_zeros() as usize).min(W - 1)];
+                let all = lanes_of(participating).all(|j| y[j as usize] == first);
+                out = [if all { participating } else { 0 }; W];
+                flag = Some(all as u64);
+            }
+            WarpOp::ActiveMask => out = [exec; W],
+        }
+        // Inactive threads' results are never read (their slots are scratch).
+        // SAFETY: `dst` (and for `match-all-sync` `dst + 1`) is a lane slot distinct from the
+        // operands, `base + n <= threads`, and no other reference to the lane arrays is alive.
+        let to =
+            unsafe { std::slice::from_raw_parts_mut(lanes.add(dst as usize * threads + base), n) };
+        to.copy_from_slice(&out[..n]);
+        if let Some(f) = flag {
+            // SAFETY: as above.
+            let to = unsafe {
+                std::slice::from_raw_parts_mut(lanes.add((dst as usize + 1) * threads + base), n)
+            };
+            to.fill(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bits_of_bytes_sets_a_bit_per_non_zero_byte() {
+        let bytes: Vec<u8> = (0..45u32)
+            .map(|i| [0, 1, 0x80, 0xff, 7, 0][(i * 7 % 6) as usize])
+            .collect();
+        for n in [0, 1, 7, 8, 9, 31, 32, 45] {
+            let want = bytes[..n]
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (l, &b)| m | ((b != 0) as u64) << l);
+            assert_eq!(super::bits_of_bytes(&bytes[..n]), want, "{n}");
+        }
+    }
+}
