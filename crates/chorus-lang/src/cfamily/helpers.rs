@@ -1,8 +1,8 @@
 //! The helper functions a printed file may need, each emitted only when the module uses it.
 //! Their names are the printer's (all start with `chorus_`); their definitions the dialect's.
 
-use crate::ir::tensor::TensorOp;
 use super::hopper::HopperHelper;
+use crate::ir::tensor::TensorOp;
 use crate::types::{ScalarType, VectorType};
 
 /// Component-wise arithmetic on vectors.

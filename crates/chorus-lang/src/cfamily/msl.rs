@@ -1029,7 +1029,9 @@ fn helper_definition(helper: Helper, name: &str) -> Option<String> {
             );
         }
         // The lane is a kernel attribute (`chorus_lane`); clusters do not exist in Metal.
-        Helper::LaneId | Helper::ClusterBarrier | Helper::Tensor(_) | Helper::Hopper(_) => return None,
+        Helper::LaneId | Helper::ClusterBarrier | Helper::Tensor(_) | Helper::Hopper(_) => {
+            return None;
+        }
     }
     Some(out)
 }

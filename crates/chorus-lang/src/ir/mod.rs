@@ -28,8 +28,8 @@ use crate::types::Type;
 use std::ops::Index;
 use std::sync::Arc;
 
-pub mod tensor;
 mod hopper;
+pub mod tensor;
 pub mod visit;
 
 pub use hopper::{HopperOp, WgmmaInput};
