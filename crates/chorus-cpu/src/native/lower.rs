@@ -27,8 +27,6 @@ use std::mem::offset_of;
 mod simd;
 mod warp;
 
-pub(super) use simd::LANES;
-
 type R<T> = Result<T, String>;
 
 /// Deepest statement and expression nesting compiled (the lowering recurses).

@@ -11,7 +11,7 @@
 //! region are Cranelift variables (registers).
 //!
 //! A kernel without barriers first tries SIMD over its threads (`lower/simd.rs`): chunks of
-//! [`lower::LANES`] consecutive `x` threads run as 128-bit vectors, one lane per thread; an
+//! [`runtime::LANES`] consecutive `x` threads run as 128-bit vectors, one lane per thread; an
 //! access whose index is affine in the thread index is one contiguous vector access with one
 //! check for the chunk, and a chunk that cannot run as vectors exactly (lanes that disagree on
 //! a branch, a check that fails) runs through the scalar body instead. A body the vector code

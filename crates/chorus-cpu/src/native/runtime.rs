@@ -10,6 +10,10 @@ use crate::memory::{
 use chorus_lang::ir::{AtomicOp, MathFn};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
+/// Threads per chunk of a compiled SIMD thread loop (`lower/simd.rs`: eight 128-bit vectors of
+/// 32-bit lanes); the launcher's per-root chunk limits are computed for this width.
+pub(crate) const LANES: i64 = 32;
+
 /// Where a root allocation comes from, resolved by the launcher for each worker.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RootSource {
@@ -40,7 +44,7 @@ pub(crate) struct Root {
     pub(crate) last: [u64; 4],
     /// For 4-byte elements (the vector code's): the host address of element 0; an index `i`
     /// is valid exactly when `i - lo4 <= span4` as unsigned 64-bit numbers, and a chunk of
-    /// [`super::lower::LANES`] elements may start at `i` when `i - chunk_lo4 <= chunk_span4`.
+    /// [`LANES`] elements may start at `i` when `i - chunk_lo4 <= chunk_span4`.
     pub(crate) elem0: u64,
     pub(crate) lo4: i64,
     pub(crate) span4: u64,
@@ -73,7 +77,7 @@ impl Root {
             let top = hi4 - extra;
             (top >= lo4).then(|| (top - lo4) as u64)
         };
-        let (span4, chunk_span4) = (span(0), span(super::lower::LANES - 1));
+        let (span4, chunk_span4) = (span(0), span(LANES - 1));
         // Where nothing is valid, `lo4` lies far above any index a kernel computes (a 32-bit
         // one, or a 64-bit one under 2^40), so that `i - lo4` is huge for every `i`.
         const FAR: i64 = 1 << 62;

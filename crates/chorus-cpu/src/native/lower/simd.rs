@@ -26,8 +26,10 @@ use std::mem::offset_of;
 
 /// 128-bit vectors per lane value.
 const PARTS: usize = 8;
-/// Threads per chunk (4 lanes of 32 bits per vector).
-pub(crate) const LANES: i64 = 4 * PARTS as i64;
+// Threads per chunk: 4 lanes of 32 bits per vector. The constant lives with the launcher, which
+// computes each chunk's bounds limits from it.
+pub(crate) use super::runtime::LANES;
+const _: () = assert!(LANES == 4 * PARTS as i64);
 
 /// A value of the chunk's threads.
 #[derive(Clone)]
