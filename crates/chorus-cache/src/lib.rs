@@ -23,6 +23,39 @@ pub mod memory;
 use sha2::{Digest, Sha256};
 use std::hash::Hasher;
 
+/// The setting that turns the disk level off for every backend.
+pub const DISK_CACHE_VARIABLE: &str = "CHORUS_DISK_CACHE";
+
+/// The spellings an on/off `CHORUS_*` setting accepts, for error messages.
+pub const FLAG_VALUES: &str = "1, true, yes, on, or 0, false, no, off (or empty)";
+
+/// An on/off setting's value, `None` when it is none of [`FLAG_VALUES`].
+pub fn parse_flag(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether the disk level is on for a value of [`DISK_CACHE_VARIABLE`] (`None`: unset, on); an
+/// invalid value is an error naming the variable and the accepted values.
+pub fn disk_cache_from(value: Option<&str>) -> Result<bool, String> {
+    match value {
+        None => Ok(true),
+        Some(v) => parse_flag(v).ok_or_else(|| {
+            format!("{DISK_CACHE_VARIABLE}={v:?} is not valid: expected {FLAG_VALUES}")
+        }),
+    }
+}
+
+/// [`disk_cache_from`] the environment, for backends without a settings layer of their own
+/// (chorus-cuda reads the variable with its other settings).
+pub fn disk_cache_setting() -> Result<bool, String> {
+    let value = std::env::var_os(DISK_CACHE_VARIABLE).map(|v| v.to_string_lossy().into_owned());
+    disk_cache_from(value.as_deref())
+}
+
 /// How many bytes a backend's memory level keeps by default.
 pub const MEMORY_CACHE_BYTES: usize = 64 << 20;
 
@@ -86,6 +119,22 @@ impl Hasher for FastHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_disk_cache_setting_is_on_unless_turned_off_and_refuses_other_values() {
+        assert_eq!(disk_cache_from(None), Ok(true));
+        for on in ["1", "true", "Yes", " on "] {
+            assert_eq!(disk_cache_from(Some(on)), Ok(true), "{on}");
+        }
+        for off in ["0", "false", "NO", "off", ""] {
+            assert_eq!(disk_cache_from(Some(off)), Ok(false), "{off:?}");
+        }
+        let e = disk_cache_from(Some("nope")).unwrap_err();
+        assert!(
+            e.contains("CHORUS_DISK_CACHE") && e.contains("true, yes, on"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn keys_depend_on_every_part_and_its_boundaries() {

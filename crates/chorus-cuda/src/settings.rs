@@ -7,6 +7,7 @@
 //! events, otherwise `debug`.
 
 use crate::error::{Error, Result};
+use chorus_cache::{FLAG_VALUES, parse_flag}; // one spelling of on/off for every backend
 use std::path::PathBuf;
 use std::sync::{PoisonError, RwLock};
 
@@ -174,17 +175,6 @@ fn invalid(name: &str, value: &str, accepted: &str) -> Error {
     Error::InvalidArgument(format!(
         "{name}={value:?} is not valid: expected {accepted}"
     ))
-}
-
-/// The values [`parse_flag`] accepts (any case), for error messages.
-const FLAG_VALUES: &str = "1, true, yes, on, or 0, false, no, off (or empty)";
-
-fn parse_flag(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" | "" => Some(false),
-        _ => None,
-    }
 }
 
 static SETTINGS: RwLock<Option<Settings>> = RwLock::new(None);

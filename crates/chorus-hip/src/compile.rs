@@ -67,12 +67,16 @@ pub fn hiprtc_compile(source: &str, name: &str, arch: &str) -> Result<Arc<[u8]>>
     if let Some(code) = cache::memory_get(&inputs) {
         return Ok(code);
     }
+    // `CHORUS_DISK_CACHE=off` keeps the disk level out, as on CUDA.
+    let disk = chorus_cache::disk_cache_setting().map_err(Error::Invalid)?;
     let key = inputs.key();
-    let code: Arc<[u8]> = match cache::disk_get(&key) {
+    let code: Arc<[u8]> = match disk.then(|| cache::disk_get(&key)).flatten() {
         Some(code) => code.into(),
         None => {
             let code: Arc<[u8]> = hiprtc_compile_uncached(l, source, name, &options)?.into();
-            cache::disk_put(&key, &code);
+            if disk {
+                cache::disk_put(&key, &code);
+            }
             code
         }
     };
