@@ -152,14 +152,7 @@ pub(crate) fn shuffle<const W: usize>(
         }
         for l in 0..lanes {
             let i = l as usize;
-            let w = width[i] as u32;
-            let w = if w.is_power_of_two() && w <= lanes {
-                w
-            } else {
-                lanes
-            };
-            let min_lane = l & !(w - 1);
-            let max_lane = min_lane | (w - 1);
+            let (w, min_lane, max_lane) = segment(l, width[i], lanes);
             let s = src[i] as u32;
             let (j, ok) = match mode {
                 ShflMode::Idx => (min_lane | (s & (w - 1)), true),
@@ -175,6 +168,19 @@ pub(crate) fn shuffle<const W: usize>(
         return;
     }
     shuffle_by_lane(mode, v, src, width, sources, exec, d);
+}
+
+/// Lane `l`'s shuffle segment for a width operand: the width used (a power of two up to
+/// `lanes`, else the whole warp, as CUDA's `width`) and the segment's first and last lane.
+fn segment(l: u32, width: u64, lanes: u32) -> (u32, u32, u32) {
+    let w = width as u32;
+    let w = if w.is_power_of_two() && w <= lanes {
+        w
+    } else {
+        lanes
+    };
+    let min_lane = l & !(w - 1);
+    (w, min_lane, min_lane | (w - 1))
 }
 
 /// [`shuffle`] lane by lane, for any execution mask and `sources` (the active lanes in the
@@ -195,14 +201,7 @@ fn shuffle_by_lane<const W: usize>(
         if exec >> l & 1 == 0 {
             continue;
         }
-        let w = width[i] as u32;
-        let w = if w.is_power_of_two() && w <= lanes {
-            w
-        } else {
-            lanes
-        };
-        let min_lane = l & !(w - 1);
-        let max_lane = min_lane | (w - 1);
+        let (w, min_lane, max_lane) = segment(l, width[i], lanes);
         let s = src[i] as i64;
         let (j, ok) = match mode {
             ShflMode::Idx => ((min_lane | (s as u32 & (w - 1))) as i64, true),
