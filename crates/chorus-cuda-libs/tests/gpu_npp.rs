@@ -592,6 +592,87 @@ fn box_and_gaussian_filters_match_the_host() {
     });
 }
 
+/// Diagnostics for a linear resize that is not the pixel-centre bilinear: the largest and mean
+/// differences (levels of 255) between `got` (f32 in [0, 1]) and the bilinear of `src` under
+/// other source-coordinate mappings and weight roundings, and the worst outputs under the
+/// pixel-centre one, so a GPU run's log says which formula NPP follows.
+fn explain_linear_resize(
+    got: &[f32],
+    src: &[u8],
+    (sw, sh): (usize, usize),
+    (dw, dh): (usize, usize),
+) {
+    let at = |x: isize, y: isize| {
+        let (x, y) = (x.clamp(0, sw as isize - 1), y.clamp(0, sh as isize - 1));
+        src[y as usize * sw + x as usize] as f64
+    };
+    let bilinear = |fx: f64, fy: f64, quantum: f64| {
+        let (x0, y0) = (fx.floor(), fy.floor());
+        let q = |t: f64| {
+            if quantum > 0.0 {
+                (t / quantum).floor() * quantum
+            } else {
+                t
+            }
+        };
+        let (tx, ty) = (q(fx - x0), q(fy - y0));
+        let (x0, y0) = (x0 as isize, y0 as isize);
+        let top = at(x0, y0) * (1.0 - tx) + at(x0 + 1, y0) * tx;
+        let bottom = at(x0, y0 + 1) * (1.0 - tx) + at(x0 + 1, y0 + 1) * tx;
+        top * (1.0 - ty) + bottom * ty
+    };
+    type Map = fn(usize, usize, usize) -> f64;
+    let maps: [(&str, Map); 5] = [
+        ("centres (d+0.5)·s/n−0.5", |d, s, n| {
+            (d as f64 + 0.5) * s as f64 / n as f64 - 0.5
+        }),
+        ("centres in f32", |d, s, n| {
+            ((d as f32 + 0.5) * (s as f32 / n as f32) - 0.5) as f64
+        }),
+        ("corners d·s/n", |d, s, n| d as f64 * s as f64 / n as f64),
+        ("aligned corners d·(s−1)/(n−1)", |d, s, n| {
+            d as f64 * (s - 1) as f64 / (n - 1) as f64
+        }),
+        ("centres without −0.5", |d, s, n| {
+            (d as f64 + 0.5) * s as f64 / n as f64
+        }),
+    ];
+    for (name, map) in maps {
+        for quantum in [0.0, 1.0 / 256.0, 1.0 / 32.0, 1.0 / 16.0, 1.0 / 8.0] {
+            let (mut worst, mut sum) = (0.0f64, 0.0f64);
+            for y in 0..dh {
+                for x in 0..dw {
+                    let want = bilinear(map(x, sw, dw), map(y, sh, dh), quantum);
+                    let d = (got[y * dw + x] as f64 * 255.0 - want).abs();
+                    worst = worst.max(d);
+                    sum += d;
+                }
+            }
+            eprintln!(
+                "  fit {name}, fractions floored to {quantum}: largest {worst:.4}, mean {:.4}",
+                sum / (dw * dh) as f64
+            );
+        }
+    }
+    let centre = maps[0].1;
+    let mut rows: Vec<(f64, usize, usize)> = (0..dh)
+        .flat_map(|y| (0..dw).map(move |x| (x, y)))
+        .map(|(x, y)| {
+            let want = bilinear(centre(x, sw, dw), centre(y, sh, dh), 0.0);
+            ((got[y * dw + x] as f64 * 255.0 - want).abs(), x, y)
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for &(d, x, y) in rows.iter().take(6) {
+        let (fx, fy) = (centre(x, sw, dw), centre(y, sh, dh));
+        eprintln!(
+            "  worst ({x}, {y}): source ({fx:.4}, {fy:.4}), got {:.4}, bilinear {:.4}, differs {d:.4}",
+            got[y * dw + x] as f64 * 255.0,
+            bilinear(fx, fy, 0.0)
+        );
+    }
+}
+
 /// Bilinear (or Catmull-Rom when `cubic`) resampling in f64, with pixel centres aligned (`centre`)
 /// or corners (source `x · scale` for output `x`).
 fn resample_ref(
@@ -770,6 +851,9 @@ fn resize_nearest_linear_and_cubic() {
         eprintln!(
             "Linear f32 {sw}×{sh} → {dw}×{dh}: largest difference {interior:e} inside, {border:e} in the border band (levels of 255; {outside:e} outside its neighbourhood's range)"
         );
+        if interior > 1e-3 {
+            explain_linear_resize(&got, src_u8, (sw, sh), (dw, dh));
+        }
         assert!(interior <= 1e-3, "interior {interior}");
         assert!(
             outside <= 1e-3,
