@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Carry only some staged binaries to the GPU machine. `device-stage --examples --benches` stages
+# every binary of the workspace (2026-12-04: 133 binaries, 715 MiB, 175 MiB compressed), past the
+# device tool's 64 MiB carry limit; this script packs the ones whose Cargo target name matches a
+# regular expression into a folder with .device/'s layout:
+#
+#   ../shared/tools/device-stage --examples --benches
+#   bash benches/device-subset.sh .devA '^(gpu_.*|gpu|corpus_gpu)$'     # prints count and size
+#
+# and on the GPU machine (carry: [".devA", "benches"]):
+#
+#   rm -rf .device && mv .devA .device && bash benches/device-tests.sh
+#
+# DEST must be ignored by git (.git/info/exclude) or it travels with every call.
+set -euo pipefail
+dest=${1:?usage: device-subset.sh DEST REGEX}; pat=${2:?usage: device-subset.sh DEST REGEX}
+src=$(mktemp -d); trap 'rm -rf "$src"' EXIT
+if [ -f .device/binaries.tar.xz ]; then tar -C "$src" -xJf .device/binaries.tar.xz; else cp -r .device/bin .device/lib "$src/"; fi
+rm -rf "$dest"; mkdir -p "$dest/bin"
+cp .device/run.sh .device/links.tsv .device/build-root "$dest/"
+awk -F'\t' -v p="$pat" '$4 ~ p' .device/manifest.tsv > "$dest/manifest.tsv"
+cut -f1 "$dest/manifest.tsv" | while read -r b; do cp "$src/bin/$b" "$dest/bin/"; done
+cp -r "$src/lib" "$dest/lib"
+tar -C "$dest" -cf - bin lib | xz -T0 -6 > "$dest/binaries.tar.xz"
+rm -rf "$dest/bin" "$dest/lib"
+echo "$(wc -l < "$dest/manifest.tsv") binaries, $(du -sm "$dest" | cut -f1) MiB in $dest"
