@@ -8,13 +8,19 @@
 //! checked against an f64 host reference (every row on the CPU executor) within BF16's
 //! rounding; the time and TFLOP/s (4·B·H·S²·D flops, half of that when causal).
 //!
+//! Two shapes of block (`--variant`): `w8`, 8 warps of 16 query rows with Q in registers, and
+//! `w4`, 4 warps of 32 rows (FlashAttention-2's tiling), both by default. On CUDA the kernels
+//! compile with `--ftz=true` (exp2 then is one MUFU.EX2, as under FlashAttention's
+//! `--use_fast_math`; subnormal weights flush to zero), unless `--no-ftz`.
+//!
 //! `cargo run --release --example attention -- [--batch B] [--heads H] [--seq S] [--dim D]
-//! [--causal | --both] [--iterations I]` (default on a GPU 4×32×4096×128, causal and not; on
-//! the CPU executor, `CHORUS_BACKEND=cpu`, 1×2×256×128). S must be a multiple of 128 and D 64 or
-//! 128. `benches/attention_torch.py` times PyTorch's flash SDPA at the same shapes.
+//! [--causal | --non-causal] [--variant w8|w4] [--iterations I] [--no-ftz]` (default on a GPU
+//! 4×32×4096×128, non-causal then causal; on the CPU executor, `CHORUS_BACKEND=cpu`,
+//! 1×2×256×128). S must be a multiple of 128 and D 64 or 128. `benches/attention_torch.py`
+//! times PyTorch's flash SDPA at the same shapes and prints its rates in the same form.
 
 use chorus::{Direction, MemoryBlock, bf16};
-use chorus_examples::flash_attention::{self as attention, Shape};
+use chorus_examples::flash_attention::{self as attention, Shape, Variant};
 use chorus_examples::{banner, workloads};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -27,18 +33,101 @@ struct Options {
     dim: Option<usize>,
     /// The masks to run: non-causal, causal, or both.
     causal: Vec<bool>,
+    /// The shapes of block to run.
+    variants: Vec<Variant>,
     iterations: usize,
+    /// Compile with `--ftz=true` (CUDA).
+    ftz: bool,
 }
 
 /// Rows to check on a GPU: (batch·head, row) pairs spread over the tensor, the first and last
 /// rows of the first head among them (where a causal mask matters most and least).
 fn sampled_rows(shape: Shape, count: usize) -> Vec<(usize, usize)> {
     let pairs = shape.batch * shape.heads;
-    let mut rows = vec![(0, 0), (0, 1), (0, shape.seq - 1), (pairs - 1, shape.seq - 1)];
-    rows.extend((0..count.saturating_sub(rows.len())).map(|s| {
-        ((s * 7919 + 3) % pairs, (s * 104_729 + 11) % shape.seq)
-    }));
+    let mut rows = vec![
+        (0, 0),
+        (0, 1),
+        (0, shape.seq - 1),
+        (pairs - 1, shape.seq - 1),
+    ];
+    rows.extend(
+        (0..count.saturating_sub(rows.len()))
+            .map(|s| ((s * 7919 + 3) % pairs, (s * 104_729 + 11) % shape.seq)),
+    );
     rows
+}
+
+/// One problem on the device: the program, the inputs there and on the host, how to time.
+struct Problem<'a> {
+    program: &'a chorus::Program,
+    shape: Shape,
+    scale: f64,
+    tensors: [&'a MemoryBlock<bf16>; 3],
+    inputs: [&'a [bf16]; 3],
+    cpu: bool,
+    iterations: usize,
+}
+
+/// Runs `variant` with or without the causal mask: times it, checks it, prints both, and
+/// returns whether every checked entry is within tolerance.
+fn run_one(
+    problem: &Problem<'_>,
+    variant: Variant,
+    causal: bool,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let Problem {
+        program,
+        shape,
+        scale,
+        tensors: [q, k, v],
+        inputs,
+        cpu,
+        iterations,
+    } = *problem;
+    // NaN everywhere: an entry the kernel does not write fails the check.
+    let mut o = MemoryBlock::from_slice(&vec![bf16::NAN; shape.len()])?;
+    let blocks = [q, k, v, &o];
+    let run = || attention::launch(program, variant, blocks, shape, causal, scale);
+    let seconds = if cpu {
+        let start = Instant::now();
+        run()?;
+        chorus::synchronize()?;
+        start.elapsed().as_secs_f64()
+    } else {
+        // The first launch compiles and loads the kernel; every launch writes the same O.
+        run()?;
+        chorus::synchronize()?;
+        let start = Instant::now();
+        for _ in 0..iterations {
+            run()?;
+        }
+        chorus::synchronize()?;
+        start.elapsed().as_secs_f64() / iterations as f64
+    };
+    let mask = if causal { "causal" } else { "non-causal" };
+    println!(
+        "attention (Chorus, mma.sync, {}) {mask}: {:.3} ms, {:.1} TFLOP/s",
+        variant.name(),
+        seconds * 1e3,
+        shape.flop(causal) / seconds / 1e12
+    );
+    o.sync(Direction::DeviceToHost)?;
+    let rows: Vec<(usize, usize)> = if cpu {
+        (0..shape.batch * shape.heads)
+            .flat_map(|bh| (0..shape.seq).map(move |r| (bh, r)))
+            .collect()
+    } else {
+        sampled_rows(shape, 128)
+    };
+    let count = rows.len();
+    let (checked, bad, worst) =
+        attention::check_rows(o.as_slice(), inputs, shape, causal, scale, rows);
+    println!(
+        "  {} of {checked} entries ({count} rows) within BF16 rounding of the f64 reference \
+         (largest error {worst:.2e} of |want| + mean |V|)",
+        checked - bad
+    );
+    Ok(bad == 0)
 }
 
 fn run(options: &Options) -> Result<bool, Box<dyn std::error::Error>> {
@@ -54,6 +143,9 @@ fn run(options: &Options) -> Result<bool, Box<dyn std::error::Error>> {
         return Err(why.into());
     }
     let scale = 1.0 / (shape.dim as f64).sqrt();
+    if backend == chorus::Backend::Cuda && options.ftz {
+        chorus::cuda::update_settings(|s| s.nvcc_options.push("--ftz=true".into()));
+    }
     let program = attention::program()?;
     let [q_host, k_host, v_host] = attention::random_inputs(shape, 16);
     let q = MemoryBlock::from_slice(&q_host)?;
@@ -61,8 +153,7 @@ fn run(options: &Options) -> Result<bool, Box<dyn std::error::Error>> {
     let v = MemoryBlock::from_slice(&v_host)?;
     let inputs = [q_host.as_slice(), k_host.as_slice(), v_host.as_slice()];
     println!(
-        "batch {} × heads {} × seq {} × dim {}, BF16, scale 1/√{}: grid {}×{} of {} threads, \
-         {} bytes of shared memory",
+        "batch {} × heads {} × seq {} × dim {}, BF16, scale 1/√{}, grid {}×{}{}",
         shape.batch,
         shape.heads,
         shape.seq,
@@ -70,53 +161,26 @@ fn run(options: &Options) -> Result<bool, Box<dyn std::error::Error>> {
         shape.dim,
         shape.seq / attention::BLOCK_ROWS,
         shape.batch * shape.heads,
-        attention::THREADS,
-        attention::shared_bytes(shape.dim)
+        if backend == chorus::Backend::Cuda && options.ftz {
+            ", compiled with --ftz=true"
+        } else {
+            ""
+        }
     );
+    let problem = Problem {
+        program: &program,
+        shape,
+        scale,
+        tensors: [&q, &k, &v],
+        inputs,
+        cpu,
+        iterations: options.iterations,
+    };
     let mut ok = true;
-    for &causal in &options.causal {
-        // NaN everywhere: an entry the kernel does not write fails the check.
-        let mut o = MemoryBlock::from_slice(&vec![bf16::NAN; shape.len()])?;
-        let blocks = [&q, &k, &v, &o];
-        let seconds = if cpu {
-            let start = Instant::now();
-            attention::launch(&program, blocks, shape, causal, scale)?;
-            chorus::synchronize()?;
-            start.elapsed().as_secs_f64()
-        } else {
-            // The first launch compiles and loads the kernel; every launch writes the same O.
-            attention::launch(&program, blocks, shape, causal, scale)?;
-            chorus::synchronize()?;
-            let start = Instant::now();
-            for _ in 0..options.iterations {
-                attention::launch(&program, blocks, shape, causal, scale)?;
-            }
-            chorus::synchronize()?;
-            start.elapsed().as_secs_f64() / options.iterations as f64
-        };
-        let mask = if causal { "causal" } else { "non-causal" };
-        println!(
-            "attention (Chorus, mma.sync) {mask}: {:.3} ms, {:.1} TFLOP/s",
-            seconds * 1e3,
-            shape.flop(causal) / seconds / 1e12
-        );
-        o.sync(Direction::DeviceToHost)?;
-        let rows: Vec<(usize, usize)> = if cpu {
-            (0..shape.batch * shape.heads)
-                .flat_map(|bh| (0..shape.seq).map(move |r| (bh, r)))
-                .collect()
-        } else {
-            sampled_rows(shape, 128)
-        };
-        let count = rows.len();
-        let (checked, bad, worst) =
-            attention::check_rows(o.as_slice(), inputs, shape, causal, scale, rows);
-        println!(
-            "  {mask}: {} of {checked} entries ({count} rows) within BF16 rounding of the f64 \
-             reference (largest error {worst:.2e} of |want| + mean |V|)",
-            checked - bad
-        );
-        ok &= bad == 0;
+    for &variant in &options.variants {
+        for &causal in &options.causal {
+            ok &= run_one(&problem, variant, causal)?;
+        }
     }
     Ok(ok)
 }
@@ -161,7 +225,19 @@ fn main() -> ExitCode {
                 .help("only without a mask"),
         )
         .arg(
+            clap::Arg::new("variant")
+                .long("variant")
+                .value_parser(["w8", "w4"])
+                .help("one shape of block: w8 (8 warps of 16 rows) or w4 (4 warps of 32); default both"),
+        )
+        .arg(
             count("iterations", "timed runs after one warm-up (GPU)").default_value("20"),
+        )
+        .arg(
+            clap::Arg::new("no-ftz")
+                .long("no-ftz")
+                .action(clap::ArgAction::SetTrue)
+                .help("compile without --ftz=true (CUDA)"),
         )
         .get_matches();
     let get = |name: &str| matches.get_one::<usize>(name).copied();
@@ -178,7 +254,12 @@ fn main() -> ExitCode {
         seq: get("seq"),
         dim: get("dim"),
         causal,
+        variants: match matches.get_one::<String>("variant") {
+            Some(name) => Variant::parse(name).into_iter().collect(),
+            None => Variant::ALL.to_vec(),
+        },
         iterations: get("iterations").unwrap_or(20).max(1),
+        ftz: !matches.get_flag("no-ftz"),
     };
     match run(&options) {
         Ok(true) => {

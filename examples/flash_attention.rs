@@ -11,14 +11,65 @@ use chorus::{Arg, Launch, MemoryBlock, Program, bf16};
 /// The kernel file.
 pub const ATTENTION: &str = include_str!("kernels/attention.lisp");
 
-/// Query rows per block (8 warps of one m16 tile each).
+/// Query rows per block.
 pub const BLOCK_ROWS: usize = 128;
 /// Key/value rows per pipeline stage.
 pub const KV_ROWS: usize = 64;
 /// K/V buffers in shared memory (`define-attention`'s `stages`).
 pub const STAGES: usize = 2;
-/// Threads per block.
-pub const THREADS: usize = 256;
+
+/// The two shapes of block of `kernels/attention.lisp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// 8 warps of 16 query rows, Q fragments in registers, P over the Q tile.
+    W8,
+    /// 4 warps of 32 query rows (FlashAttention-2's tiling), Q fragments reloaded from shared
+    /// memory, P in tiles of its own, two blocks per SM.
+    W4,
+}
+
+impl Variant {
+    /// Both, the default first.
+    pub const ALL: [Variant; 2] = [Variant::W8, Variant::W4];
+
+    /// The suffix of its kernels' names (`w8`, `w4`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::W8 => "w8",
+            Variant::W4 => "w4",
+        }
+    }
+
+    /// The variant named `name` (`w8` or `w4`).
+    pub fn parse(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Threads per block.
+    pub fn threads(self) -> usize {
+        match self {
+            Variant::W8 => 256,
+            Variant::W4 => 128,
+        }
+    }
+
+    /// The kernel for head dimension `dim` (64 or 128).
+    pub fn kernel(self, dim: usize, causal: bool) -> String {
+        let dim = if dim == 64 { 64 } else { 128 };
+        let mask = if causal { "-causal" } else { "" };
+        format!("attention-d{dim}-{}{mask}", self.name())
+    }
+
+    /// Dynamic shared memory for `dim`: the Q tile, `STAGES` K and V tiles, and for `W4` the
+    /// P tiles (128 × 64), all BF16.
+    pub fn shared_bytes(self, dim: usize) -> u32 {
+        let p = match self {
+            Variant::W8 => 0,
+            Variant::W4 => BLOCK_ROWS * 64,
+        };
+        ((BLOCK_ROWS + 2 * KV_ROWS * STAGES) * dim * 2 + p * 2) as u32
+    }
+}
 
 /// The sizes of an attention problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +98,8 @@ impl Shape {
     /// Floating-point operations of the forward pass: 4·B·H·S²·D (the two matrix products),
     /// half of it when causal (the usual convention: the masked half is not counted).
     pub fn flop(&self, causal: bool) -> f64 {
-        let full = 4.0 * (self.batch * self.heads) as f64 * (self.seq as f64).powi(2) * self.dim as f64;
+        let full =
+            4.0 * (self.batch * self.heads) as f64 * (self.seq as f64).powi(2) * self.dim as f64;
         if causal { full / 2.0 } else { full }
     }
 }
@@ -75,7 +127,9 @@ pub fn unsupported_shape(shape: Shape) -> Option<String> {
         .and_then(|x| x.checked_mul(seq))
         .and_then(|x| x.checked_mul(dim));
     if dim != 64 && dim != 128 {
-        Some(format!("attention needs head dimension 64 or 128, got {dim}"))
+        Some(format!(
+            "attention needs head dimension 64 or 128, got {dim}"
+        ))
     } else if seq == 0 || !seq.is_multiple_of(BLOCK_ROWS) {
         Some(format!(
             "attention needs a sequence length that is a positive multiple of {BLOCK_ROWS}, got {seq}"
@@ -93,33 +147,19 @@ pub fn unsupported_shape(shape: Shape) -> Option<String> {
     }
 }
 
-/// The kernel for head dimension `dim` (64 or 128).
-pub fn kernel_name(dim: usize, causal: bool) -> &'static str {
-    match (dim, causal) {
-        (64, false) => "attention-d64",
-        (64, true) => "attention-d64-causal",
-        (_, false) => "attention-d128",
-        (_, true) => "attention-d128-causal",
-    }
-}
-
-/// Dynamic shared memory of the kernel for `dim`: the Q tile and `STAGES` K and V tiles, BF16.
-pub fn shared_bytes(dim: usize) -> u32 {
-    ((BLOCK_ROWS + 2 * KV_ROWS * STAGES) * dim * 2) as u32
-}
-
-/// Launches the forward pass on the current device's default stream: a grid of
-/// (seq/128, batch·heads) blocks of 256 threads. `scale` multiplies Q·Kᵀ (1/√dim usually) and
-/// must be positive.
+/// Launches the forward pass with `variant`'s kernel on the current device's default stream:
+/// a grid of (seq/128, batch·heads) blocks. `scale` multiplies Q·Kᵀ (1/√dim usually) and must
+/// be positive.
 pub fn launch(
     program: &Program,
+    variant: Variant,
     [q, k, v, o]: [&MemoryBlock<bf16>; 4],
     shape: Shape,
     causal: bool,
     scale: f64,
 ) -> chorus::Result<()> {
     program.launch(
-        kernel_name(shape.dim, causal),
+        &variant.kernel(shape.dim, causal),
         &[
             q.as_arg(),
             k.as_arg(),
@@ -129,8 +169,8 @@ pub fn launch(
             Arg::value((scale * std::f64::consts::LOG2_E) as f32),
         ],
         Launch::grid((shape.seq / BLOCK_ROWS, shape.batch * shape.heads))
-            .block(THREADS)
-            .shared_mem(shared_bytes(shape.dim)),
+            .block(variant.threads())
+            .shared_mem(variant.shared_bytes(shape.dim)),
     )
 }
 
