@@ -1,23 +1,25 @@
 //! The attention kernels (`kernels/attention.lisp`, the tensor-core macro library) on the CPU
 //! executor: both shapes of block (w8, w4), head dimensions 128 and 64, causal and not, every
-//! output entry against the f64
-//! host reference within BF16's rounding (`flash_attention::close`: 2^-8 of |want| plus 2^-8
-//! of the weighted mean of |V|, about 0.002 here). Two query tiles and four K/V tiles exercise
-//! both pipeline stages, the causal skip of whole tiles (per block and per warp) and the
-//! diagonal masks. The same tolerance refuses the output of a wrong scale or of the other mask.
+//! output entry against the f64 host reference within BF16's rounding
+//! (`flash_attention::close`: 2^-8 of |want| plus 2^-8 of the weighted mean of |V|, about 0.002
+//! here). Two query tiles and four K/V tiles exercise both pipeline stages, the causal skip of
+//! whole tiles (per block and per warp) and the diagonal masks. The same tolerance refuses the
+//! output of a wrong scale or of the other mask. On CUDA where a GPU is reachable, the same
+//! checks of the GPU's output.
 
 use chorus::{Backend, Direction, MemoryBlock, bf16, with_backend};
 use chorus_examples::flash_attention::{self as attention, Shape, Variant};
 
-/// Runs the kernel on the CPU executor and returns O.
-fn attention_on_cpu(
+/// Runs the kernel on `backend` and returns O.
+fn attention_on(
+    backend: Backend,
     variant: Variant,
     shape: Shape,
     causal: bool,
     inputs: &[Vec<bf16>; 3],
     scale: f64,
 ) -> Vec<bf16> {
-    with_backend(Backend::Cpu, || -> chorus::Result<Vec<bf16>> {
+    with_backend(backend, || -> chorus::Result<Vec<bf16>> {
         let program = attention::program()?;
         let q = MemoryBlock::from_slice(&inputs[0])?;
         let k = MemoryBlock::from_slice(&inputs[1])?;
@@ -27,7 +29,7 @@ fn attention_on_cpu(
         o.sync(Direction::DeviceToHost)?;
         Ok(o.as_slice().to_vec())
     })
-    .expect("attention on the CPU executor")
+    .unwrap_or_else(|e| panic!("attention on {backend}: {e}"))
 }
 
 /// Every row of every (batch, head), against the reference with `scale` and `causal`.
@@ -57,7 +59,7 @@ fn check(variant: Variant, dim: usize) {
     let inputs = attention::random_inputs(shape, 5);
     let scale = 1.0 / (dim as f64).sqrt();
     for causal in [false, true] {
-        let o = attention_on_cpu(variant, shape, causal, &inputs, scale);
+        let o = attention_on(Backend::Cpu, variant, shape, causal, &inputs, scale);
         assert_eq!(
             failures(&o, &inputs, shape, causal, scale),
             0,
