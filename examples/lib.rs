@@ -2,6 +2,7 @@
 //! inputs of vector-add (cl-cuda's `(random 1.0)`). [`workloads`] holds what the workload
 //! examples and the benchmark suite share.
 
+pub mod flash_attention;
 pub mod tensor_gemm;
 pub mod workloads;
 
