@@ -10,6 +10,8 @@
 //!   ([`KERNEL_DEFINITIONS`]), whatever package prefix they carry (`cl-cuda:defkernel`);
 //! * the forms inside a top-level `progn` or `eval-when` (whatever its situations), which are
 //!   top-level forms in Common Lisp too;
+//! * the top-level calls of the file's own kernel macros (`defkernelmacro`), which the expander
+//!   expands as it does in kernel text (a macro that writes a family of kernels);
 //! * the expansion of a call to a host `defmacro` of the same file (CL-Cuda's shared-memory
 //!   example writes its kernels with one), expanded by the macro-time Lisp of
 //!   [`crate::expand`]. If the macro cannot be expanded there (it calls a host function the
@@ -96,7 +98,10 @@ pub fn collect(forms: Vec<SourceForm>) -> Result<Source> {
             source.skipped.push(skipped(&form, "a list", None));
             continue;
         };
-        if KERNEL_DEFINITIONS.contains(&head) {
+        // A top-level call of one of the file's kernel macros defines kernel code too (a macro
+        // that writes a family of kernels, as examples/kernels/attention.lisp does): the
+        // expander expands it like any top-level form of kernel text.
+        if KERNEL_DEFINITIONS.contains(&head) || kernel_macros.iter().any(|k| k == head) {
             source.forms.push(form);
             continue;
         }

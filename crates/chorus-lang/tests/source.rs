@@ -326,6 +326,32 @@ fn host_macros_that_write_kernels_are_expanded() {
 }
 
 #[test]
+fn top_level_calls_of_the_files_kernel_macros_define_kernels() {
+    // The attention and Hopper GEMM examples write their kernels with a kernel macro called at
+    // top level; whole-file compilation (`chorus compile`) must keep those calls, as kernel
+    // text does, and still skip a call of a name that is no kernel macro.
+    let text = r#"
+(in-package :cl-user)
+(defkernelmacro define-fill (name value)
+  `(defkernel ,name (void ((a float*)))
+     (set (aref a thread-idx-x) ,value)))
+(define-fill fill-one 1.0)
+(cl-cuda:define-fill fill-two 2.0)
+(define-other fill-three 3.0)
+"#;
+    let (module, skipped) = compile_source(text, "m.lisp").unwrap();
+    let kernels: Vec<&str> = module.functions.iter().map(|f| &*f.name).collect();
+    assert_eq!(kernels, ["fill-one", "fill-two"]);
+    assert_eq!(
+        skipped_names(&skipped),
+        [
+            ("in-package".to_string(), 2),
+            ("define-other fill-three".to_string(), 8)
+        ]
+    );
+}
+
+#[test]
 fn top_level_atoms_and_odd_lists_are_skipped() {
     let source = source::read_source("42 \"doc\" *x* () ((lambda () 1))", "t.lisp").unwrap();
     let what: Vec<&str> = source.skipped.iter().map(|s| s.what.as_str()).collect();
