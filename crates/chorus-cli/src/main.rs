@@ -1,9 +1,9 @@
 //! The `chorus` command.
 //!
 //! ```text
-//! chorus compile FILE [-o OUT.cu] [--verbose]
+//! chorus compile FILE [-o OUT.cu] [--verbose] [-l LIBRARY]…
 //!                                   print (or write) the CUDA C of a kernel file
-//! chorus expand FILE                print the kernel file after macro expansion
+//! chorus expand FILE [-l LIBRARY]…  print the kernel file after macro expansion
 //! chorus devices                    list the CUDA devices
 //! chorus cache path                 print the kernel cache directory
 //! chorus cache clear                delete the cached kernel images
@@ -13,7 +13,10 @@
 //! A kernel file may be a whole CL-Cuda or Chorus Lisp source: its kernel definitions are
 //! compiled and its host code (`in-package`, `defun`, …) is skipped (`chorus_lang::source`);
 //! `--verbose` lists what was skipped, on standard error, as `FILE:LINE:COL: skipped WHAT`.
-//! A host macro call that could not be expanded is a warning, printed always.
+//! A host macro call that could not be expanded is a warning, printed always. `--library
+//! tensor-core` defines the macros of a library shipped with Chorus (`chorus_lang::library`)
+//! before the file's own, as a program that puts the library before its text does; errors in the
+//! library's macros name its own lines (`chorus:lib/tensor-core.lisp:LINE:COL`).
 //!
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
 //! command line that cannot be understood prints the usage and exits with status 2.
@@ -50,11 +53,17 @@ enum Command {
         /// standard output.
         #[arg(short, long, value_name = "OUT.cu")]
         output: Option<String>,
+        /// Define the macros of a library shipped with Chorus first (`tensor-core`); repeatable.
+        #[arg(short, long = "library", value_name = "LIBRARY")]
+        libraries: Vec<String>,
     },
     /// Print the kernel file after macro expansion (it reads back and compiles).
     Expand {
         /// The kernel file (`-` reads standard input).
         file: String,
+        /// Define the macros of a library shipped with Chorus first (`tensor-core`); repeatable.
+        #[arg(short, long = "library", value_name = "LIBRARY")]
+        libraries: Vec<String>,
     },
     /// List the CUDA devices.
     Devices,
@@ -96,22 +105,36 @@ fn run(command: Command) -> Result<(), Failure> {
             file,
             output,
             verbose,
-        } => compile(&file, output.as_deref(), verbose),
-        Command::Expand { file } => expand(&file),
+            libraries,
+        } => compile(&file, output.as_deref(), verbose, &libraries),
+        Command::Expand { file, libraries } => expand(&file, &libraries),
         Command::Devices => devices(),
         Command::Cache { action } => cache(action),
     }
 }
 
-/// `compile FILE [-o OUT] [--verbose]`.
-fn compile(file: &str, output: Option<&str>, verbose: bool) -> Result<(), Failure> {
+/// An expander with the macros of the named shipped libraries.
+fn expander(libraries: &[String]) -> Result<chorus_lang::Expander, Failure> {
+    let names: Vec<&str> = libraries.iter().map(String::as_str).collect();
+    chorus_lang::library::expander_with(&names).map_err(|e| Failure(format!("chorus: {e}")))
+}
+
+/// `compile FILE [-o OUT] [--verbose] [-l LIBRARY]…`.
+fn compile(
+    file: &str,
+    output: Option<&str>,
+    verbose: bool,
+    libraries: &[String],
+) -> Result<(), Failure> {
     // Refused before anything is read, so the kernel file is never at risk.
     if let Some(path) = output {
         refuse_output_that_is_input(file, path).map_err(Failure)?;
     }
+    let mut expander = expander(libraries)?;
     let text = read(file).map_err(Failure)?;
-    let (module, skipped) =
-        chorus_lang::compile_source(&text, file).map_err(|e| Failure(e.to_string()))?;
+    let target = chorus_lang::target::Target::default_cuda();
+    let (module, skipped) = chorus_lang::compile_source_with(&mut expander, &text, file, &target)
+        .map_err(|e| Failure(e.to_string()))?;
     report_skipped(&skipped, verbose);
     let code = chorus_lang::cuda::print_module(&module)
         .map_err(|e| Failure(e.to_string()))?
@@ -134,13 +157,14 @@ fn report_skipped(skipped: &[chorus_lang::source::Skipped], verbose: bool) {
     }
 }
 
-/// `expand FILE`.
-fn expand(file: &str) -> Result<(), Failure> {
+/// `expand FILE [-l LIBRARY]…`.
+fn expand(file: &str, libraries: &[String]) -> Result<(), Failure> {
+    let mut expander = expander(libraries)?;
     let text = read(file).map_err(Failure)?;
     let source =
         chorus_lang::source::read_source(&text, file).map_err(|e| Failure(e.to_string()))?;
     report_skipped(&source.skipped, false);
-    let forms = chorus_lang::Expander::new()
+    let forms = expander
         .expand_unit(&source.forms)
         .map_err(|e| Failure(e.to_string()))?;
     let forms = gensyms::readable(forms);

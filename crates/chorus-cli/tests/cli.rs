@@ -110,7 +110,7 @@ fn version_and_each_commands_help_print_and_exit_with_0() {
     );
     for (command, usage) in [
         ("compile", "Usage: chorus compile [OPTIONS] <FILE>"),
-        ("expand", "Usage: chorus expand <FILE>"),
+        ("expand", "Usage: chorus expand [OPTIONS] <FILE>"),
         ("devices", "Usage: chorus devices"),
         ("cache", "Usage: chorus cache <COMMAND>"),
     ] {
@@ -453,5 +453,45 @@ fn a_misspelled_kernel_definition_in_a_whole_file_is_an_error() {
             "typo.lisp:2:2: `defkernal` is not a kernel definition (did you mean `defkernel`?)"
         ),
         "{err}"
+    );
+}
+
+#[test]
+fn a_shipped_library_is_defined_before_the_file_and_errors_keep_their_own_lines() {
+    let dir = scratch("library");
+    let file = dir.join("tiles.lisp");
+    // Line 3 calls the library's `tc-unroll`; line 5 holds a type error of the file's own.
+    std::fs::write(
+        &file,
+        "(defkernel tiles (void ((a float*)))\n  (let ((t0 0))\n    (tc-unroll (i 0 4) (set (aref a i) 1.0))))\n\
+         (defkernel broken (void ((a float*)))\n  (set (aref a 0) (aref a)))\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    // Without the library the call is unknown; with it, the file compiles up to its own error,
+    // reported at the file's line 5, not shifted by the library's lines.
+    let out = chorus(&["compile", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(":3:5:"), "{}", stderr(&out));
+    let out = chorus(&["compile", "--library", "tensor-core", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("tiles.lisp:5:"), "{}", stderr(&out));
+    std::fs::write(
+        &file,
+        "(defkernel tiles (void ((a float*)))\n  (tc-unroll (i 0 4) (set (aref a i) 1.0)))\n",
+    )
+    .unwrap();
+    let out = chorus(&["compile", "-l", "tensor-core", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("a[3] = 1.0f"), "{}", stdout(&out));
+    let out = chorus(&["expand", "-l", "tensor-core", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("tc-unroll"), "{}", stdout(&out));
+    let out = chorus(&["compile", "-l", "tensr", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no library called `tensr` (the libraries are: tensor-core)"),
+        "{}",
+        stderr(&out)
     );
 }

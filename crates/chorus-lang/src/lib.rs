@@ -98,8 +98,19 @@ pub fn compile_source_for(
     file: &str,
     target: &target::Target,
 ) -> Result<(ir::Module, Vec<source::Skipped>)> {
+    compile_source_with(&mut Expander::new(), text, file, target)
+}
+
+/// [`compile_source_for`] with the macros of `expander` (for example the shipped libraries of
+/// [`library::expander_with`]) defined before the file's own.
+pub fn compile_source_with(
+    expander: &mut Expander,
+    text: &str,
+    file: &str,
+    target: &target::Target,
+) -> Result<(ir::Module, Vec<source::Skipped>)> {
     let source::Source { forms, skipped } = source::read_source(text, file)?;
-    let expanded = Expander::new().expand_unit(&forms)?;
+    let expanded = expander.expand_unit(&forms)?;
     drop(forms);
     Ok((check_expanded(expanded, target)?, skipped))
 }
