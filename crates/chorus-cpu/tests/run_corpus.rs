@@ -156,7 +156,7 @@ fn every_kernel_file_is_in_the_table() {
 #[test]
 fn the_tensor_core_corpus_runs_on_the_cpu() {
     let cases = corpus::tensor::cases();
-    assert_eq!(cases.len(), 11);
+    assert_eq!(cases.len(), 12);
     let target = chorus_lang::target::Target::cpu();
     let mut failures = Vec::new();
     for case in &cases {

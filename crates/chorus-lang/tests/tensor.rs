@@ -51,6 +51,8 @@ fn the_corpus_prints_inline_ptx_for_every_instruction() {
         "cp.async.commit_group;",
         "cp.async.wait_group 1;",
         "cp.async.wait_all;",
+        "cvt.rn.bf16x2.f32 %0, %1, %2;",
+        "cvt.rn.f16x2.f32 %0, %1, %2;",
         "__shared__ __align__(16) unsigned short",
     ] {
         assert!(all.contains(wanted), "no `{wanted}` in:\n{all}");
@@ -152,6 +154,13 @@ fn wrong_uses_are_located_errors() {
     assert!(error("(cp-async f f 16 :cx)").contains("unknown cache mode `:cx`"));
     assert!(error("(cp-async-wait 9)").contains("an integer constant from 0 to 7"));
     assert!(error("(cp-async-commit 1)").contains("`cp-async-commit` takes no arguments"));
+    assert!(
+        error("(pack-bf16x2 1.0)")
+            .contains("`pack-bf16x2` takes two floats, the low half first: (pack-bf16x2 lo hi)")
+    );
+    assert!(error("(pack-f16x2 f 1.0)").contains(
+        "no overload of `pack-f16x2` takes (float*, float); accepted: (float, float) → uint"
+    ),);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The tensor-core corpus (`tensor/*.lisp`): `mma-sync` for every shape and input type,
-//! `ldmatrix` with and without `.trans`, `cp-async` with its groups. They need sm_80 (fp8:
+//! `ldmatrix` with and without `.trans`, `cp-async` with its groups, the fragment packs. They need sm_80 (fp8:
 //! sm_89), so they are not in [`super::cases`], which every target runs; the CPU executor and
 //! CUDA run them ([`cases`]).
 //!
@@ -148,6 +148,7 @@ pub fn cases() -> Vec<Case> {
     }
     all.push(ldmatrix());
     all.push(cp_async());
+    all.push(pack());
     all
 }
 
@@ -201,5 +202,51 @@ fn cp_async() -> Case {
         [1, 1, 1],
         [64, 1, 1],
         vec![input(&src), output(&out)],
+    )
+}
+
+/// `pack-bf16x2` and `pack-f16x2` on pairs chosen for their rounding; the expected words were
+/// worked out by hand from the IEEE encodings (round to nearest, ties to even), not by the
+/// conversions the executor uses, and a GPU run compares them with `cvt.rn.*x2.f32`.
+fn pack() -> Case {
+    // (lo, hi, bf16x2, f16x2)
+    let pairs: [(f32, f32, u32, u32); 8] = [
+        (1.0, -2.0, 0xC000_3F80, 0xC000_3C00),
+        // 1 + 2⁻⁸ and 1 + 3·2⁻⁸: bfloat16 ties (to 1.0 and to 1 + 2⁻⁶), exact in half.
+        (
+            1.0 + 1.0 / 256.0,
+            1.0 + 3.0 / 256.0,
+            0x3F82_3F80,
+            0x3C0C_3C04,
+        ),
+        // 1 + 2⁻¹¹ and 1 + 3·2⁻¹¹: half ties, 1.0 in bfloat16.
+        (
+            1.0 + 1.0 / 2048.0,
+            1.0 + 3.0 / 2048.0,
+            0x3F80_3F80,
+            0x3C02_3C00,
+        ),
+        // Half's largest finite value, and the tie above it, which rounds to infinity.
+        (65504.0, 65520.0, 0x4780_4780, 0x7C00_7BFF),
+        (3.0e38, -0.0, 0x8000_7F62, 0x8000_7C00),
+        // An f32 subnormal (bfloat16 keeps it; half has no such small value), and 2⁻²⁴.
+        (
+            f32::from_bits(0x0001_16C2),
+            5.960_464_5e-8,
+            0x3380_0001,
+            0x0001_0000,
+        ),
+        (-1.5, 0.1, 0x3DCD_BFC0, 0x2E66_BE00),
+        (1024.5, -1.0 / 3.0, 0xBEAB_4480, 0xB555_6400),
+    ];
+    let x: Vec<f32> = pairs.iter().flat_map(|&(lo, hi, ..)| [lo, hi]).collect();
+    let out: Vec<u32> = pairs.iter().flat_map(|&(.., b, h)| [b, h]).collect();
+    case(
+        "pack",
+        include_str!("tensor/pack.lisp"),
+        "pack",
+        [1, 1, 1],
+        [8, 1, 1],
+        vec![input(&x), output(&out)],
     )
 }

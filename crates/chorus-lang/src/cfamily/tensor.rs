@@ -23,6 +23,7 @@ pub(super) fn helper_name(op: TensorOp) -> String {
         TensorOp::CpAsyncCommit => "chorus_cp_async_commit".into(),
         TensorOp::CpAsyncWait(n) => format!("chorus_cp_async_wait_{n}"),
         TensorOp::CpAsyncWaitAll => "chorus_cp_async_wait_all".into(),
+        TensorOp::Pack(format) => format!("chorus_pack_{}x2", format.name()),
     }
 }
 
@@ -77,6 +78,14 @@ pub(super) fn cuda_definition(op: TensorOp, name: &str, prefix: &str) -> String 
                 out,
                 "{prefix} void {name}(void* dst, const void* src)\n{{\n  unsigned int d = (unsigned int)__cvta_generic_to_shared(dst);\n  asm volatile(\"cp.async.{mode}.shared.global [%0], [%1], {bytes};\\n\" :: \"r\"(d), \"l\"(__cvta_generic_to_global(src)) : \"memory\");\n}}\n",
                 mode = if global_only { "cg" } else { "ca" },
+            );
+        }
+        // PTX puts the conversion of its first source in the upper half: hi first.
+        TensorOp::Pack(format) => {
+            let _ = write!(
+                out,
+                "{prefix} unsigned int {name}(float lo, float hi)\n{{\n  unsigned int d;\n  asm(\"cvt.rn.{f}x2.f32 %0, %1, %2;\\n\" : \"=r\"(d) : \"f\"(hi), \"f\"(lo));\n  return d;\n}}\n",
+                f = format.name(),
             );
         }
         TensorOp::CpAsyncCommit | TensorOp::CpAsyncWait(_) | TensorOp::CpAsyncWaitAll => {

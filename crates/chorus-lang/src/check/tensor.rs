@@ -6,6 +6,7 @@
 //! | `(ldmatrix :x4 p)`, `(ldmatrix :x2 :trans p)` | `uint4`, `uint2`, `uint` | `ldmatrix.sync.aligned.m8n8.x4.shared.b16` |
 //! | `(cp-async dst src 16 [:cg])` | none | `cp.async.cg.shared.global [dst], [src], 16` |
 //! | `(cp-async-commit)`, `(cp-async-wait N)`, `(cp-async-wait-all)` | none | `cp.async.commit_group` … |
+//! | `(pack-bf16x2 lo hi)`, `(pack-f16x2 lo hi)` | `uint` | `cvt.rn.bf16x2.f32 d, hi, lo` |
 //!
 //! Fragments are ordinary vector values, typed by [`MmaKind::fragment_type`]: A, B and the
 //! accumulator of `(mma-sync :m16n8k16 :bf16 …)` are `uint4`, `uint2` and `float4`. The shape and
@@ -23,19 +24,23 @@ use super::expr::resolve_among;
 use super::{FnCx, consts, err, node};
 use crate::error::Result;
 use crate::form::Form;
-use crate::ir::tensor::{MmaInput, MmaKind, MmaOperand, MmaShape, TensorOp, ldmatrix_type};
+use crate::ir::tensor::{
+    MmaInput, MmaKind, MmaOperand, MmaShape, PairFormat, TensorOp, ldmatrix_type,
+};
 use crate::ir::{Builtin, Expr, ExprKind};
 use crate::span::Span;
 use crate::types::Type;
 
 /// The names of the tensor-core built-ins.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 8] = [
     "mma-sync",
     "ldmatrix",
     "cp-async",
     "cp-async-commit",
     "cp-async-wait",
     "cp-async-wait-all",
+    "pack-bf16x2",
+    "pack-f16x2",
 ];
 
 /// True for the tensor-core built-ins, which [`FnCx::tensor_builtin`] checks.
@@ -52,6 +57,8 @@ pub fn name_of(op: TensorOp) -> &'static str {
         TensorOp::CpAsyncCommit => "cp-async-commit",
         TensorOp::CpAsyncWait(_) => "cp-async-wait",
         TensorOp::CpAsyncWaitAll => "cp-async-wait-all",
+        TensorOp::Pack(PairFormat::Bf16) => "pack-bf16x2",
+        TensorOp::Pack(PairFormat::F16) => "pack-f16x2",
     }
 }
 
@@ -89,6 +96,8 @@ impl FnCx<'_> {
             "mma-sync" => self.mma_sync(args, f),
             "ldmatrix" => self.ldmatrix(args, f),
             "cp-async" => self.cp_async(args, f),
+            "pack-bf16x2" => self.pack(PairFormat::Bf16, args, f),
+            "pack-f16x2" => self.pack(PairFormat::F16, args, f),
             "cp-async-wait" => {
                 let [n] = args else {
                     return err(
@@ -322,6 +331,30 @@ impl FnCx<'_> {
         ))
     }
 
+    /// `(pack-bf16x2 lo hi)`, `(pack-f16x2 lo hi)`: two `float`s (exactly: no implicit
+    /// conversion, as for the fragments), packed into a `uint`.
+    fn pack(&mut self, format: PairFormat, args: &[Form], f: &Form) -> Result<Expr> {
+        let op = TensorOp::Pack(format);
+        let name = name_of(op);
+        let [lo, hi] = args else {
+            return err(
+                &f.span,
+                format!(
+                    "`{name}` takes two floats, the low half first: ({name} lo hi), got {} operands",
+                    args.len()
+                ),
+            );
+        };
+        let exprs = vec![self.expr(lo)?, self.expr(hi)?];
+        let float = Type::Scalar(crate::types::ScalarType::Float);
+        let signature = Signature {
+            op: Builtin::Tensor(op),
+            params: vec![float.clone(), float],
+            result: Type::Scalar(crate::types::ScalarType::UInt),
+        };
+        resolve_among(name, vec![&signature], exprs, &f.span)
+    }
+
     /// An operand that must be a pointer (any element type: the instruction moves bits).
     fn pointer_operand(&mut self, head: &str, form: &Form) -> Result<Expr> {
         let e = self.expr(form)?;
@@ -345,7 +378,8 @@ pub fn capability(op: TensorOp) -> crate::target::Capability {
         TensorOp::Mma(k) if matches!(k.input, MmaInput::E4m3 | MmaInput::E5m2) => {
             Capability::Fp8TensorCores
         }
-        TensorOp::Mma(_) | TensorOp::LdMatrix { .. } => Capability::TensorCores,
+        // cvt.rn.{bf16x2,f16x2}.f32 is sm_80's, as mma.sync with 16-bit inputs.
+        TensorOp::Mma(_) | TensorOp::LdMatrix { .. } | TensorOp::Pack(_) => Capability::TensorCores,
         TensorOp::CpAsync { .. }
         | TensorOp::CpAsyncCommit
         | TensorOp::CpAsyncWait(_)

@@ -39,6 +39,33 @@ pub enum TensorOp {
     CpAsyncWait(u8),
     /// `(cp-async-wait-all)` → `cp.async.wait_all`.
     CpAsyncWaitAll,
+    /// `(pack-bf16x2 lo hi)`, `(pack-f16x2 lo hi)` → `cvt.rn.bf16x2.f32` / `cvt.rn.f16x2.f32`:
+    /// two floats rounded to nearest even and packed into one 32-bit register (a `uint`), `lo`
+    /// in bits 0–15, as an mma fragment holds the lower column: the accumulator of one
+    /// `mma-sync` becomes the A operand of the next without a trip through memory.
+    Pack(PairFormat),
+}
+
+/// The 16-bit format of a packed pair ([`TensorOp::Pack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PairFormat {
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl PairFormat {
+    /// Both formats.
+    pub const ALL: [PairFormat; 2] = [PairFormat::F16, PairFormat::Bf16];
+
+    /// As PTX spells the format (`bf16`), which the built-in's name carries (`pack-bf16x2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PairFormat::F16 => "f16",
+            PairFormat::Bf16 => "bf16",
+        }
+    }
 }
 
 /// The type `ldmatrix` returns for `count` matrices: one 32-bit register per matrix (`uint`,
