@@ -1,7 +1,7 @@
 //! Attention forward pass O = softmax(Q·Kᵀ/√d [+ causal mask])·V on the tensor cores, in the
 //! style of FlashAttention-2 (`kernels/attention.lisp`, written with the tensor-core macro
 //! library: mma.sync m16n8k16, ldmatrix with and without .trans, double-buffered cp.async into
-//! swizzled shared memory, the online softmax in registers). BF16 in and out, f32
+//! swizzled shared memory, the online softmax and P in registers). BF16 in and out, f32
 //! accumulation; Q, K, V, O are [batch, heads, seq, dim] row-major.
 //!
 //! Random inputs (a fixed seed), the output poisoned with NaN before the run; sampled rows

@@ -21,10 +21,10 @@ pub const STAGES: usize = 2;
 /// The two shapes of block of `kernels/attention.lisp`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// 8 warps of 16 query rows, Q fragments in registers, P over the Q tile.
+    /// 8 warps of 16 query rows, Q fragments in registers.
     W8,
     /// 4 warps of 32 query rows (FlashAttention-2's tiling), Q fragments reloaded from shared
-    /// memory, P in tiles of its own, two blocks per SM.
+    /// memory, two blocks per SM.
     W4,
 }
 
@@ -60,14 +60,10 @@ impl Variant {
         format!("attention-d{dim}-{}{mask}", self.name())
     }
 
-    /// Dynamic shared memory for `dim`: the Q tile, `STAGES` K and V tiles, and for `W4` the
-    /// P tiles (128 × 64), all BF16.
+    /// Dynamic shared memory for `dim`: the Q tile and `STAGES` K and V tiles, all BF16 (the
+    /// same for both shapes: P stays in registers).
     pub fn shared_bytes(self, dim: usize) -> u32 {
-        let p = match self {
-            Variant::W8 => 0,
-            Variant::W4 => BLOCK_ROWS * 64,
-        };
-        ((BLOCK_ROWS + 2 * KV_ROWS * STAGES) * dim * 2 + p * 2) as u32
+        ((BLOCK_ROWS + 2 * KV_ROWS * STAGES) * dim * 2) as u32
     }
 }
 

@@ -21,23 +21,18 @@
 ;;;;   * updates the online softmax in registers: row max across the quad of lanes that share a
 ;;;;     row (shfl-xor 1 and 2), exp2 with scale·log2(e) folded into one fma, rescales the
 ;;;;     output accumulators and the (per-lane, partial) row sums;
-;;;;   * rounds P to BF16 and multiplies P·V (V's B fragments by ldmatrix .trans).
+;;;;   * rounds P to BF16 and multiplies P·V (P's A fragments packed from S's accumulators in
+;;;;     registers, V's B fragments by ldmatrix .trans).
 ;;;; At the end the row sums are reduced over the quad and O = acc / sum is stored as BF16.
 ;;;;
-;;;; P reaches the P·V mma through shared memory: each warp writes its 16×64 P tiles (BF16,
-;;;; swizzled) into its own 2 KiB each and reads them back as A fragments with ldmatrix.
-;;;; FlashAttention-2 keeps P in registers (the accumulator of S, packed to BF16 pairs, *is* the
-;;;; A fragment of P·V), but the kernel language has no operation that packs two floats into
-;;;; the 32-bit register of a bf16x2 (`cvt.rn.bf16x2.f32`), nor a bit cast from bfloat16 to an
-;;;; integer, so a fragment register can only be filled from memory. `at-p-fragment` is the
-;;;; one place that would change.
+;;;; P stays in registers, as in FlashAttention-2: the accumulators of S, rounded to BF16 and
+;;;; packed two by two into 32-bit registers (`pack-bf16x2`, cvt.rn.bf16x2.f32), *are* the A
+;;;; fragments of the P·V mma (`at-p-fragment`), so P never touches shared memory.
 ;;;;
 ;;;; Shared memory (dynamic, BF16 elements): the Q tile (128 × d), then `stages` K tiles and
-;;;; `stages` V tiles of 64 × d, then (w4) the P tiles (128 × 64; w8 writes them over the Q
-;;;; tile, whose fragments are in registers by then). Every tile row is 128 or 256 bytes,
-;;;; XOR-swizzled by 16-byte chunks (`tc-swizzle` mask 7, shift 0), so that the 8 rows of every
-;;;; ldmatrix matrix and of every P store fall in 8 different bank groups. With 2 stages:
-;;;; w8 96 KiB (d = 128) or 48 KiB (d = 64), w4 112 or 64 KiB.
+;;;; `stages` V tiles of 64 × d. Every tile row is 128 or 256 bytes, XOR-swizzled by 16-byte
+;;;; chunks (`tc-swizzle` mask 7, shift 0), so that the 8 rows of every ldmatrix matrix fall in
+;;;; 8 different bank groups. With 2 stages, both shapes: 96 KiB (d = 128) or 48 KiB (d = 64).
 
 ;;; The element offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of rows of
 ;;; `width` BF16 (64 or more: 128 bytes or more a row).
@@ -187,27 +182,20 @@
                         collect `(set ,o (float4 (* (float4-x ,o) c0) (* (float4-y ,o) c0)
                                                  (* (float4-z ,o) c1) (* (float4-w ,o) c1))))))))))
 
-;;; P (the exponentials, rounded to BF16) into the warp's P tiles at `pbase`, 16×64 per m16
-;;; tile (rows of 128 bytes, swizzled: chunk j of row g is at j XOR g, so the 32 lanes of a
-;;; store hit 32 banks; ptxas pairs the x/y and z/w halves into 32-bit stores).
-(defkernelmacro at-store-p (mt)
-  `(progn
-     ,@(loop for i from 0 below mt
-             append (loop for j from 0 below 8
-                          collect (let ((s (intern (format nil "s-~a-~a" i j))))
-                                    `(let ((e (+ pbase ,(* 1024 i) (* g 64) (* 8 (logxor ,j g)) (* 2 qd))))
-                                       (set (aref smem e) (float-to-bfloat16 (float4-x ,s)))
-                                       (set (aref smem (+ e 1)) (float-to-bfloat16 (float4-y ,s)))
-                                       (set (aref smem (+ e 512)) (float-to-bfloat16 (float4-z ,s)))
-                                       (set (aref smem (+ e 513)) (float-to-bfloat16 (float4-w ,s)))))))
-     (syncwarp)))
-
-;;; P's A fragment of m16 tile i at k16 step kk (keys 16kk … 16kk+15), read back with
-;;; ldmatrix. With an operation that packs two floats into a bf16x2 register this would be
-;;; (uint4 (pack s-I-2kk.xy) (pack s-I-2kk.zw) (pack s-I-2kk+1.xy) (pack s-I-2kk+1.zw)):
+;;; P's A fragment of m16 tile i at k16 step kk (keys 16kk … 16kk+15), in registers: the
+;;; exponentials of S's n8 tiles 2kk (keys 16kk …, the fragment's columns 0-7) and 2kk+1
+;;; (columns 8-15), rounded to BF16 and packed two by two (pack-bf16x2, the lower column in
+;;; the lower half). An accumulator holds row g in x, y and row g+8 in z, w, at columns 2q,
+;;; 2q+1; the A fragment holds row g in x (columns 2q, 2q+1) and z (2q+8, 2q+9), row g+8 in y
+;;; and w. So x = tile 2kk's x, y; y = its z, w; z = tile 2kk+1's x, y; w = its z, w:
 ;;; FlashAttention-2's accumulator-to-A-fragment identity, with no shared memory.
 (defkernelmacro at-p-fragment (i kk)
-  `(ldmatrix :x4 (pointer (aref smem (+ pbase ,(* 1024 i) (at-sw-split 0 lr ,(* 2 kk) ylc 64))))))
+  (let ((a (intern (format nil "s-~a-~a" i (* 2 kk))))
+        (b (intern (format nil "s-~a-~a" i (+ (* 2 kk) 1)))))
+    `(uint4 (pack-bf16x2 (float4-x ,a) (float4-y ,a))
+            (pack-bf16x2 (float4-z ,a) (float4-w ,a))
+            (pack-bf16x2 (float4-x ,b) (float4-y ,b))
+            (pack-bf16x2 (float4-z ,b) (float4-w ,b)))))
 
 ;;; O += P·V: 4 k16 steps (the tile's 64 keys) of d/16 ldmatrix .trans (each V fragment feeds
 ;;; mt m16 tiles) and mt·d/8 mma.sync.
@@ -229,7 +217,6 @@
                  (at-scores ,d ,mt ,qregs)
                  ,@(when causal `((when (> (+ k0 63) row-w) (at-mask ,mt))))
                  (at-softmax ,d ,mt)
-                 (at-store-p ,mt)
                  (at-pv ,d ,mt))))
     `(let ((kbase (+ ks (* ,stage ,(* 64 d))))
            (vbase (+ vs (* ,stage ,(* 64 d))))
@@ -270,9 +257,8 @@
 ;;; dimension d (64 or 128): `warps` warps of `mt` m16 tiles each (16·warps·mt = 128 query rows
 ;;; a block), Q fragments kept in registers (`qregs`) or reloaded from the Q tile at every K/V
 ;;; tile, `stages` K/V buffers (2 or more), launch bounds for `blocks` blocks per SM. Grid
-;;; (seq/128, batch·heads), 32·warps threads, dynamic shared memory
-;;; (128 + 128·stages)·d·2 bytes, plus 128·64·2 for the P tiles without `qregs` (with it they
-;;; reuse the Q tile). Arguments: Q, K, V, O, seq and scale·log2 e (the scale of Q·Kᵀ, positive).
+;;; (seq/128, batch·heads), 32·warps threads, dynamic shared memory (128 + 128·stages)·d·2
+;;; bytes. Arguments: Q, K, V, O, seq and scale·log2 e (the scale of Q·Kᵀ, positive).
 (defkernelmacro define-attention (name d causal warps mt qregs stages blocks)
   (let* ((threads (* 32 warps))
          (rows (* 16 warps mt))
@@ -282,8 +268,8 @@
                                             (,(intern (format nil "rsum-~a-~a" i h)) 0.0)))))
          (main `(tc-with-accumulators (o ,mt ,(/ d 8))
                   (for (tile 0 (< tile tiles) (+ tile 1))
-                    ;; Tile `tile` has arrived, and every warp is done with the stage refilled
-                    ;; next (and, the first time, with the Q tile).
+                    ;; Tile `tile` (and, the first time, the Q tile) has arrived, and every warp
+                    ;; is done with the stage refilled next.
                     (cp-async-wait ,(- stages 2))
                     (syncthreads)
                     (let ((ahead (+ tile ,(- stages 1))))
@@ -327,7 +313,6 @@
                   (row-g (+ row-w g))
                   (ks ,(* rows d))
                   (vs ,(* (+ rows (* 64 stages)) d))
-                  (pbase (+ ,(if qregs 0 (* (+ rows (* 128 stages)) d)) (* warp ,(* 1024 mt))))
                   (tiles ,(if causal `(/ (+ q0 ,rows) 64) '(/ seq 64)))
                   ,@state)
              ;; Q, then the first stages − 1 K/V tiles, each its own group.
@@ -345,7 +330,7 @@
                   main)))))))
 
 ;;; Two shapes of block, each for d = 128 and 64, causal and not:
-;;; * w8: 8 warps of one m16 tile, Q in registers (P reuses the Q tile), one block per SM;
+;;; * w8: 8 warps of one m16 tile, Q in registers, one block per SM;
 ;;; * w4: 4 warps of two m16 tiles (FlashAttention-2's 128×64 tiling for sm_90): half the
 ;;;   K/V ldmatrix traffic per mma, Q reloaded from shared memory, two blocks per SM.
 (define-attention attention-d128-w8 128 nil 8 1 t 2 1)
