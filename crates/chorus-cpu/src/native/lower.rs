@@ -2495,54 +2495,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         self.of_bits(r, to)
     }
 
+    /// True when evaluating `e` for threads that do not need it is harmless (see
+    /// [`crate::compile::is_pure`]); a shared scalar is memory.
     fn is_pure(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Literal(_) | ExprKind::Index(_) => true,
-            ExprKind::Local(id) => !matches!(self.homes[id.index()], Home::SharedScalar(_)),
-            ExprKind::Cast { value, .. } => self.is_pure(value),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => self.is_pure(cond) && self.is_pure(then) && self.is_pure(otherwise),
-            ExprKind::Builtin { op, args } => {
-                let int_div = matches!(
-                    op,
-                    Builtin::Div | Builtin::Rem | Builtin::FloorMod | Builtin::Recip
-                ) && !matches!(Kind::of(&e.ty), Some(k) if k.is_float());
-                let safe = matches!(
-                    op,
-                    Builtin::Add
-                        | Builtin::Sub
-                        | Builtin::Mul
-                        | Builtin::Div
-                        | Builtin::Rem
-                        | Builtin::Neg
-                        | Builtin::Min
-                        | Builtin::Max
-                        | Builtin::Abs
-                        | Builtin::Eq
-                        | Builtin::Ne
-                        | Builtin::Lt
-                        | Builtin::Gt
-                        | Builtin::Le
-                        | Builtin::Ge
-                        | Builtin::Not
-                        | Builtin::And
-                        | Builtin::Or
-                        | Builtin::BitAnd
-                        | Builtin::BitOr
-                        | Builtin::BitXor
-                        | Builtin::BitNot
-                        | Builtin::Shl
-                        | Builtin::Shr
-                        | Builtin::Math(_)
-                        | Builtin::Fma
-                );
-                safe && !int_div && args.iter().all(|a| self.is_pure(a))
-            }
-            _ => false,
-        }
+        crate::compile::is_pure(e, &|id| {
+            !matches!(self.homes[id.index()], Home::SharedScalar(_))
+        })
     }
 
     // ---- expressions
