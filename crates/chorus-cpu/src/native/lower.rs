@@ -476,6 +476,16 @@ enum Target {
     },
 }
 
+/// Where a `break` or `continue` goes.
+enum Exit {
+    /// A block of the thread's own code (a loop inside one region).
+    Jump(CBlock),
+    /// Out of a loop over regions: the thread clears the masks from this chain position on,
+    /// which keeps it out of the rest of the loop (or of this iteration), and goes to the next
+    /// thread.
+    Leave(usize),
+}
+
 /// An address to check: through a root, with (index, stride, is 64-bit) terms, or a pointer.
 #[derive(Clone)]
 enum Addr {
@@ -1727,6 +1737,21 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     /// Clears this thread's masks from chain position `from` on.
+    /// A `break` or `continue` to `exit`; what follows it in the block is unreachable.
+    fn exit_to(&mut self, exit: Exit) -> R<()> {
+        match exit {
+            Exit::Jump(to) => {
+                self.b.ins().jump(to, &[]);
+                self.dead_block();
+            }
+            Exit::Leave(mask) => {
+                self.clear_masks(mask);
+                self.leave_thread()?;
+            }
+        }
+        Ok(())
+    }
+
     fn clear_masks(&mut self, from: usize) {
         let zero = self.b.ins().iconst(types::I8, 0);
         for i in from..self.chain.len() {
@@ -1858,20 +1883,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 body,
             } => self.thread_loop_stmt(init, cond.as_ref(), step, body),
             StmtKind::Break => {
-                match self.loops.last() {
-                    Some(Target::Thread { brk, .. } | Target::Switch { brk }) => {
-                        let brk = *brk;
-                        self.b.ins().jump(brk, &[]);
-                        self.dead_block();
-                    }
-                    Some(Target::Region { lp, .. }) => {
-                        let lp = *lp;
-                        self.clear_masks(lp);
-                        self.leave_thread()?;
-                    }
+                let exit = match self.loops.last() {
+                    Some(Target::Thread { brk, .. } | Target::Switch { brk }) => Exit::Jump(*brk),
+                    Some(Target::Region { lp, .. }) => Exit::Leave(*lp),
                     None => return unsupported(&s.span, "`break` outside a loop"),
-                }
-                Ok(())
+                };
+                self.exit_to(exit)
             }
             StmtKind::Continue => {
                 let target = self
@@ -1879,20 +1896,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     .iter()
                     .rev()
                     .find(|t| !matches!(t, Target::Switch { .. }));
-                match target {
-                    Some(Target::Thread { cont, .. }) => {
-                        let cont = *cont;
-                        self.b.ins().jump(cont, &[]);
-                        self.dead_block();
-                    }
-                    Some(Target::Region { it, .. }) => {
-                        let it = *it;
-                        self.clear_masks(it);
-                        self.leave_thread()?;
-                    }
+                let exit = match target {
+                    Some(Target::Thread { cont, .. }) => Exit::Jump(*cont),
+                    Some(Target::Region { it, .. }) => Exit::Leave(*it),
                     _ => return unsupported(&s.span, "`continue` outside a loop"),
-                }
-                Ok(())
+                };
+                self.exit_to(exit)
             }
             StmtKind::Switch {
                 scrutinee,
