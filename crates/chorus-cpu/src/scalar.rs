@@ -133,67 +133,46 @@ pub(crate) fn math1(f: MathFn, kind: Kind, x: u64) -> u64 {
     from_f32(kind, math_f32(f, to_f32(kind, x)))
 }
 
-pub(crate) fn math_f64(f: MathFn, x: f64) -> f64 {
-    match f {
-        MathFn::Exp | MathFn::FastExp => x.exp(),
-        MathFn::Exp2 => x.exp2(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log | MathFn::FastLog => x.ln(),
-        MathFn::Log2 | MathFn::FastLog2 => x.log2(),
-        MathFn::Log10 => x.log10(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Sin | MathFn::FastSin => x.sin(),
-        MathFn::Cos | MathFn::FastCos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
-        MathFn::Atan => x.atan(),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Rsqrt => 1.0 / x.sqrt(),
-        MathFn::Cbrt => x.cbrt(),
-        MathFn::Floor => x.floor(),
-        MathFn::Ceil => x.ceil(),
-        MathFn::Round => x.round(),
-        MathFn::Trunc => x.trunc(),
-        MathFn::Erf => crate::math::erf(x),
-        MathFn::Erfc => crate::math::erfc(x),
-        MathFn::Atan2 | MathFn::Pow | MathFn::Hypot => f64::NAN,
-    }
+// One table of the unary math functions for `double` and for `float` (which computes in `f32`,
+// as CUDA's `expf` and the like do, not in `f64` rounded back).
+macro_rules! math_in {
+    ($name:ident, $t:ty) => {
+        pub(crate) fn $name(f: MathFn, x: $t) -> $t {
+            match f {
+                MathFn::Exp | MathFn::FastExp => x.exp(),
+                MathFn::Exp2 => x.exp2(),
+                MathFn::Expm1 => x.exp_m1(),
+                MathFn::Log | MathFn::FastLog => x.ln(),
+                MathFn::Log2 | MathFn::FastLog2 => x.log2(),
+                MathFn::Log10 => x.log10(),
+                MathFn::Log1p => x.ln_1p(),
+                MathFn::Sin | MathFn::FastSin => x.sin(),
+                MathFn::Cos | MathFn::FastCos => x.cos(),
+                MathFn::Tan => x.tan(),
+                MathFn::Asin => x.asin(),
+                MathFn::Acos => x.acos(),
+                MathFn::Atan => x.atan(),
+                MathFn::Sinh => x.sinh(),
+                MathFn::Cosh => x.cosh(),
+                MathFn::Tanh => x.tanh(),
+                MathFn::Sqrt => x.sqrt(),
+                MathFn::Rsqrt => 1.0 / x.sqrt(),
+                MathFn::Cbrt => x.cbrt(),
+                MathFn::Floor => x.floor(),
+                MathFn::Ceil => x.ceil(),
+                MathFn::Round => x.round(),
+                MathFn::Trunc => x.trunc(),
+                // In `f64` for both: `erf` and `erfc` are this crate's own.
+                MathFn::Erf => crate::math::erf(x as f64) as $t,
+                MathFn::Erfc => crate::math::erfc(x as f64) as $t,
+                MathFn::Atan2 | MathFn::Pow | MathFn::Hypot => <$t>::NAN,
+            }
+        }
+    };
 }
 
-pub(crate) fn math_f32(f: MathFn, x: f32) -> f32 {
-    match f {
-        MathFn::Exp | MathFn::FastExp => x.exp(),
-        MathFn::Exp2 => x.exp2(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log | MathFn::FastLog => x.ln(),
-        MathFn::Log2 | MathFn::FastLog2 => x.log2(),
-        MathFn::Log10 => x.log10(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Sin | MathFn::FastSin => x.sin(),
-        MathFn::Cos | MathFn::FastCos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
-        MathFn::Atan => x.atan(),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Rsqrt => 1.0 / x.sqrt(),
-        MathFn::Cbrt => x.cbrt(),
-        MathFn::Floor => x.floor(),
-        MathFn::Ceil => x.ceil(),
-        MathFn::Round => x.round(),
-        MathFn::Trunc => x.trunc(),
-        MathFn::Erf => crate::math::erf(x as f64) as f32,
-        MathFn::Erfc => crate::math::erfc(x as f64) as f32,
-        MathFn::Atan2 | MathFn::Pow | MathFn::Hypot => f32::NAN,
-    }
-}
+math_in!(math_f64, f64);
+math_in!(math_f32, f32);
 
 pub(crate) fn math2(f: MathFn, kind: Kind, a: u64, b: u64) -> u64 {
     if kind == Kind::F64 {

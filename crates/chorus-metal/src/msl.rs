@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use chorus_lang::cfamily::{self, AddressSpace, NameTable, PrintOptions};
 use chorus_lang::ir::{FunctionKind, Module, StructDef, StructField};
 use chorus_lang::span::Span;
-use chorus_lang::target::{LayoutRules, Target};
+use chorus_lang::target::{FoldedConstants, LayoutRules, Target};
 use chorus_lang::types::Type;
 use std::sync::Arc;
 
@@ -136,8 +136,8 @@ impl GlobalsLayout {
         let mut initial = vec![0u8; layout.size];
         for (g, &offset) in globals.iter().zip(&layout.offsets) {
             let bytes = LayoutRules::Msl
-                .constant_bytes(&g.init, &g.ty, &module.structs)
-                .ok_or_else(|| {
+                .constant_bytes(g, &module.structs, &FoldedConstants)
+                .map_err(|_| {
                     chorus_lang::Error::new(
                         &g.span,
                         format!("the initializer of `{}` has no MSL constant value", g.name),

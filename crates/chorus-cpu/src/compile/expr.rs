@@ -172,63 +172,14 @@ impl FnCompiler<'_> {
         Ok(dst)
     }
 
-    /// True when evaluating `e` for lanes that do not need it is harmless: no memory access,
-    /// no call, no side effect, nothing that can fault.
+    /// True when evaluating `e` for lanes that do not need it is harmless (see [`is_pure`]).
     pub(super) fn is_pure(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Literal(_) | ExprKind::Index(_) => true,
-            ExprKind::Local(id) => {
-                matches!(
-                    self.homes.get(id.index()),
-                    Some(Home::Regs(_) | Home::SharedArray { .. } | Home::Dynamic)
-                )
-            }
-            ExprKind::Cast { value, .. } => self.is_pure(value),
-            ExprKind::Field { base, .. } => self.is_pure(base),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => self.is_pure(cond) && self.is_pure(then) && self.is_pure(otherwise),
-            ExprKind::Construct(parts) => parts.iter().all(|p| self.is_pure(p)),
-            ExprKind::Builtin { op, args } => {
-                let integer_division = matches!(op, Builtin::Div | Builtin::Rem | Builtin::Recip)
-                    && !matches!(Kind::of(&e.ty), Some(k) if k.is_float());
-                let safe_op = matches!(
-                    op,
-                    Builtin::Add
-                        | Builtin::Sub
-                        | Builtin::Mul
-                        | Builtin::Div
-                        | Builtin::Rem
-                        | Builtin::Neg
-                        | Builtin::Recip
-                        | Builtin::Min
-                        | Builtin::Max
-                        | Builtin::Abs
-                        | Builtin::Eq
-                        | Builtin::Ne
-                        | Builtin::Lt
-                        | Builtin::Gt
-                        | Builtin::Le
-                        | Builtin::Ge
-                        | Builtin::Not
-                        | Builtin::And
-                        | Builtin::Or
-                        | Builtin::BitAnd
-                        | Builtin::BitOr
-                        | Builtin::BitXor
-                        | Builtin::BitNot
-                        | Builtin::Shl
-                        | Builtin::Shr
-                        | Builtin::Math(_)
-                        | Builtin::Fma
-                        | Builtin::Saturate
-                );
-                safe_op && !integer_division && args.iter().all(|a| self.is_pure(a))
-            }
-            _ => false,
-        }
+        is_pure(e, &|id| {
+            matches!(
+                self.homes.get(id.index()),
+                Some(Home::Regs(_) | Home::SharedArray { .. } | Home::Dynamic)
+            )
+        })
     }
 
     pub(super) fn select(
@@ -530,5 +481,65 @@ impl FnCompiler<'_> {
         }
         self.span = e.span.clone();
         Ok(out)
+    }
+}
+
+/// True when evaluating `e` for lanes (or threads) that do not need it is harmless: no memory
+/// access, no call, no side effect, nothing that can fault. `local` answers for a local, whose
+/// home each compiler knows. The bytecode and the native compiler both ask it before they
+/// compute both sides of a selection, or an operand of `and`/`or` unconditionally.
+pub(crate) fn is_pure(e: &Expr, local: &impl Fn(ir::LocalId) -> bool) -> bool {
+    let pure = |x: &Expr| is_pure(x, local);
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Index(_) => true,
+        ExprKind::Local(id) => local(*id),
+        ExprKind::Cast { value, .. } => pure(value),
+        ExprKind::Field { base, .. } => pure(base),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => pure(cond) && pure(then) && pure(otherwise),
+        ExprKind::Construct(parts) => parts.iter().all(pure),
+        ExprKind::Builtin { op, args } => {
+            // Integer division traps on 0; floating division does not.
+            let integer_division = matches!(
+                op,
+                Builtin::Div | Builtin::Rem | Builtin::FloorMod | Builtin::Recip
+            ) && !matches!(Kind::of(&e.ty), Some(k) if k.is_float());
+            let safe_op = matches!(
+                op,
+                Builtin::Add
+                    | Builtin::Sub
+                    | Builtin::Mul
+                    | Builtin::Div
+                    | Builtin::Rem
+                    | Builtin::Neg
+                    | Builtin::Recip
+                    | Builtin::Min
+                    | Builtin::Max
+                    | Builtin::Abs
+                    | Builtin::Eq
+                    | Builtin::Ne
+                    | Builtin::Lt
+                    | Builtin::Gt
+                    | Builtin::Le
+                    | Builtin::Ge
+                    | Builtin::Not
+                    | Builtin::And
+                    | Builtin::Or
+                    | Builtin::BitAnd
+                    | Builtin::BitOr
+                    | Builtin::BitXor
+                    | Builtin::BitNot
+                    | Builtin::Shl
+                    | Builtin::Shr
+                    | Builtin::Math(_)
+                    | Builtin::Fma
+                    | Builtin::Saturate
+            );
+            safe_op && !integer_division && args.iter().all(pure)
+        }
+        _ => false,
     }
 }

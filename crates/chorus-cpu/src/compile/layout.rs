@@ -1,6 +1,7 @@
 //! Layouts: the scalar leaves of a type, parameter registers, sizes, literals and constant initializers.
 
 use super::*;
+use chorus_lang::target::{ConstantScalars, LayoutRules};
 
 /// The leaves of `ty`, in register order.
 pub(crate) fn leaves(module: &ir::Module, ty: &Type, span: &Span) -> Result<Vec<Leaf>> {
@@ -101,67 +102,27 @@ pub(crate) fn literal_bits(lit: Literal, kind: Kind) -> u64 {
     }
 }
 
-/// Evaluates a global's constant initializer to its bytes.
-pub(crate) fn constant_bytes(module: &ir::Module, global: &ir::Global) -> Result<Vec<u8>> {
-    let size = size_of_type(module, &global.ty, &global.span)? as usize;
-    let layout = leaves(module, &global.ty, &global.span)?;
-    let mut values = Vec::new();
-    constant_leaves(module, &global.init, &mut values)?;
-    if values.len() != layout.len() {
-        return Err(unsupported(
-            &global.span,
-            "an initializer whose shape differs from its type",
-        ));
+/// The CPU's scalars in constant initializers: its literal bits and its C conversions and
+/// negation, the same the kernels compute with.
+struct CpuConstants;
+
+impl ConstantScalars for CpuConstants {
+    fn literal(&self, lit: Literal, ty: &Type) -> Option<u64> {
+        Kind::of(ty).map(|k| literal_bits(lit, k))
     }
-    let mut bytes = vec![0u8; size];
-    for (leaf, bits) in layout.iter().zip(values) {
-        let at = leaf.offset as usize;
-        bytes[at..at + leaf.kind.size()].copy_from_slice(&bits.to_le_bytes()[..leaf.kind.size()]);
+
+    fn convert(&self, from: &Type, to: &Type, bits: u64) -> Option<u64> {
+        Some(crate::value::convert(Kind::of(from)?, Kind::of(to)?, bits))
     }
-    Ok(bytes)
+
+    fn negate(&self, ty: &Type, bits: u64) -> Option<u64> {
+        Some(crate::scalar::unary(UnOp::Neg, Kind::of(ty)?, bits))
+    }
 }
 
-pub(super) fn constant_leaves(module: &ir::Module, e: &Expr, out: &mut Vec<u64>) -> Result<()> {
-    match &e.kind {
-        ExprKind::Literal(lit) => {
-            let kind = Kind::of(&e.ty)
-                .ok_or_else(|| unsupported(&e.span, format!("a `{}` literal", e.ty)))?;
-            out.push(literal_bits(*lit, kind));
-        }
-        ExprKind::Construct(args) => {
-            for a in args {
-                constant_leaves(module, a, out)?;
-            }
-        }
-        ExprKind::Cast { value, .. } => {
-            let mut inner = Vec::new();
-            constant_leaves(module, value, &mut inner)?;
-            let from = leaves(module, &value.ty, &e.span)?;
-            let to = leaves(module, &e.ty, &e.span)?;
-            if from.len() != inner.len() || from.len() != to.len() {
-                return Err(unsupported(&e.span, "this constant conversion"));
-            }
-            for ((bits, f), t) in inner.into_iter().zip(from).zip(to) {
-                out.push(crate::value::convert(f.kind, t.kind, bits));
-            }
-        }
-        ExprKind::Builtin {
-            op: Builtin::Neg,
-            args,
-        } if args.len() == 1 => {
-            let mut inner = Vec::new();
-            constant_leaves(module, &args[0], &mut inner)?;
-            let kinds = leaves(module, &e.ty, &e.span)?;
-            for (bits, leaf) in inner.into_iter().zip(kinds) {
-                out.push(crate::scalar::unary(UnOp::Neg, leaf.kind, bits));
-            }
-        }
-        _ => {
-            return Err(unsupported(
-                &e.span,
-                "a global initializer that is not a constant",
-            ));
-        }
-    }
-    Ok(())
+/// Evaluates a global's constant initializer to its bytes (C's layout).
+pub(crate) fn constant_bytes(module: &ir::Module, global: &ir::Global) -> Result<Vec<u8>> {
+    LayoutRules::C
+        .constant_bytes(global, &module.structs, &CpuConstants)
+        .map_err(|e| unsupported(&e.span, e.message))
 }

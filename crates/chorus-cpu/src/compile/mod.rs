@@ -30,6 +30,7 @@ mod place;
 mod stmt;
 mod tensor;
 
+pub(crate) use expr::is_pure;
 pub(crate) use layout::{constant_bytes, literal_bits};
 use layout::{leaves, local_of, param_layout, size_of_type};
 

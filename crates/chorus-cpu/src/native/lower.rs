@@ -476,6 +476,16 @@ enum Target {
     },
 }
 
+/// Where a `break` or `continue` goes.
+enum Exit {
+    /// A block of the thread's own code (a loop inside one region).
+    Jump(CBlock),
+    /// Out of a loop over regions: the thread clears the masks from this chain position on,
+    /// which keeps it out of the rest of the loop (or of this iteration), and goes to the next
+    /// thread.
+    Leave(usize),
+}
+
 /// An address to check: through a root, with (index, stride, is 64-bit) terms, or a pointer.
 #[derive(Clone)]
 enum Addr {
@@ -595,6 +605,39 @@ fn type_leaves(module: &ir::Module, ty: &Type) -> Option<Vec<(Kind, i64)>> {
             Some(vec![(k, 0)])
         }
     }
+}
+
+/// The integer compare for comparison `op` (`None` for another operation).
+fn int_cc(op: crate::bytecode::BinOp, signed: bool) -> Option<IntCC> {
+    use crate::bytecode::BinOp as B;
+    Some(match (op, signed) {
+        (B::Eq, _) => IntCC::Equal,
+        (B::Ne, _) => IntCC::NotEqual,
+        (B::Lt, true) => IntCC::SignedLessThan,
+        (B::Gt, true) => IntCC::SignedGreaterThan,
+        (B::Le, true) => IntCC::SignedLessThanOrEqual,
+        (B::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+        (B::Lt, false) => IntCC::UnsignedLessThan,
+        (B::Gt, false) => IntCC::UnsignedGreaterThan,
+        (B::Le, false) => IntCC::UnsignedLessThanOrEqual,
+        (B::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+        _ => return None,
+    })
+}
+
+/// The float compare for comparison `op` (ordered: false when either side is NaN, except
+/// `Ne`, as C's operators); `None` for another operation.
+fn float_cc(op: crate::bytecode::BinOp) -> Option<FloatCC> {
+    use crate::bytecode::BinOp as B;
+    Some(match op {
+        B::Eq => FloatCC::Equal,
+        B::Ne => FloatCC::NotEqual,
+        B::Lt => FloatCC::LessThan,
+        B::Gt => FloatCC::GreaterThan,
+        B::Le => FloatCC::LessThanOrEqual,
+        B::Ge => FloatCC::GreaterThanOrEqual,
+        _ => return None,
+    })
 }
 
 fn is_composite(ty: &Type) -> bool {
@@ -1386,12 +1429,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
 
     /// A loop over the block's threads (skipping those whose mask byte is 0) running `body`.
     fn thread_loop(&mut self, mask: Option<u32>, body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
-        let zero64 = self.b.ins().iconst(types::I64, 0);
-        let zero = self.b.ins().iconst(types::I32, 0);
-        self.b.def_var(self.t, zero64);
-        for v in self.tid {
-            self.b.def_var(v, zero);
-        }
+        let zero = self.start_threads();
         let (head, run, next, exit) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -1411,6 +1449,35 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             }
         }
         self.b.switch_to_block(run);
+        self.scalar_thread(next, body)?;
+        // Nested counters: the common step is x + 1 and t + 1, one compare.
+        self.b.switch_to_block(next);
+        let x1 = self.step_x(1);
+        let next_y = self.b.create_block();
+        let width = self.en().block_dim[0];
+        let more_x = self.b.ins().icmp(IntCC::UnsignedLessThan, x1, width);
+        self.b.ins().brif(more_x, head, &[], next_y, &[]);
+        self.b.switch_to_block(next_y);
+        self.end_of_row(zero, head, exit);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Sets the thread counters (`t` and the three indexes) to the block's first thread;
+    /// returns the `I32` zero that [`Lower::end_of_row`] resets an index to.
+    fn start_threads(&mut self) -> Value {
+        let zero64 = self.b.ins().iconst(types::I64, 0);
+        let zero = self.b.ins().iconst(types::I32, 0);
+        self.b.def_var(self.t, zero64);
+        for v in self.tid {
+            self.b.def_var(v, zero);
+        }
+        zero
+    }
+
+    /// One thread's scalar `body` from the current block, then on to `next`, which is also
+    /// where a thread that leaves early goes.
+    fn scalar_thread(&mut self, next: CBlock, body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
         let saved = self.next_thread.replace(next);
         for (var, v) in self.refresh.clone() {
             self.b.def_var(var, v);
@@ -1418,44 +1485,41 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         body(self)?;
         self.b.ins().jump(next, &[]);
         self.next_thread = saved;
-        // Nested counters: the common step is x + 1 and t + 1, one compare.
-        self.b.switch_to_block(next);
-        let en = self.en();
-        let t = self.b.use_var(self.t);
-        let t1 = self.b.ins().iadd_imm(t, 1);
-        self.b.def_var(self.t, t1);
-        let [vx, vy, vz] = self.tid;
-        let x = self.b.use_var(vx);
-        let x1 = self.b.ins().iadd_imm(x, 1);
-        self.b.def_var(vx, x1);
-        let (next_y, next_z) = (self.b.create_block(), self.b.create_block());
-        let more_x = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedLessThan, x1, en.block_dim[0]);
-        self.b.ins().brif(more_x, head, &[], next_y, &[]);
-        self.b.switch_to_block(next_y);
-        self.b.def_var(vx, zero);
-        let y = self.b.use_var(vy);
-        let y1 = self.b.ins().iadd_imm(y, 1);
-        self.b.def_var(vy, y1);
-        let more_y = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedLessThan, y1, en.block_dim[1]);
-        self.b.ins().brif(more_y, head, &[], next_z, &[]);
-        self.b.switch_to_block(next_z);
-        self.b.def_var(vy, zero);
-        let z = self.b.use_var(vz);
-        let z1 = self.b.ins().iadd_imm(z, 1);
-        self.b.def_var(vz, z1);
-        let more_z = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedLessThan, z1, en.block_dim[2]);
-        self.b.ins().brif(more_z, head, &[], exit, &[]);
-        self.b.switch_to_block(exit);
         Ok(())
+    }
+
+    /// Moves the linear thread index `t` and `x` on by `by` threads; returns the new `x`.
+    fn step_x(&mut self, by: i64) -> Value {
+        let t = self.b.use_var(self.t);
+        let t1 = self.b.ins().iadd_imm(t, by);
+        self.b.def_var(self.t, t1);
+        let vx = self.tid[0];
+        let x = self.b.use_var(vx);
+        let x1 = self.b.ins().iadd_imm(x, by);
+        self.b.def_var(vx, x1);
+        x1
+    }
+
+    /// From the current block, after a row's last thread: the next row (`x` back to 0, `y` + 1),
+    /// or after the plane's last row the next plane (`y` back to 0, `z` + 1); on to `again`
+    /// while inside the block, else to `exit`. The thread loops' one way of wrapping.
+    fn end_of_row(&mut self, zero: Value, again: CBlock, exit: CBlock) {
+        let next_plane = self.b.create_block();
+        self.next_index(1, zero, again, next_plane);
+        self.b.switch_to_block(next_plane);
+        self.next_index(2, zero, again, exit);
+    }
+
+    /// Index `axis - 1` back to 0 and index `axis` + 1; to `again` while that is below the
+    /// block's size along `axis`, else to `done`.
+    fn next_index(&mut self, axis: usize, zero: Value, again: CBlock, done: CBlock) {
+        self.b.def_var(self.tid[axis - 1], zero);
+        let v = self.b.use_var(self.tid[axis]);
+        let v1 = self.b.ins().iadd_imm(v, 1);
+        self.b.def_var(self.tid[axis], v1);
+        let size = self.en().block_dim[axis];
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, v1, size);
+        self.b.ins().brif(more, again, &[], done, &[]);
     }
 
     fn region_block(&mut self, block: &Block) -> R<()> {
@@ -1673,6 +1737,21 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
     }
 
     /// Clears this thread's masks from chain position `from` on.
+    /// A `break` or `continue` to `exit`; what follows it in the block is unreachable.
+    fn exit_to(&mut self, exit: Exit) -> R<()> {
+        match exit {
+            Exit::Jump(to) => {
+                self.b.ins().jump(to, &[]);
+                self.dead_block();
+            }
+            Exit::Leave(mask) => {
+                self.clear_masks(mask);
+                self.leave_thread()?;
+            }
+        }
+        Ok(())
+    }
+
     fn clear_masks(&mut self, from: usize) {
         let zero = self.b.ins().iconst(types::I8, 0);
         for i in from..self.chain.len() {
@@ -1804,20 +1883,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 body,
             } => self.thread_loop_stmt(init, cond.as_ref(), step, body),
             StmtKind::Break => {
-                match self.loops.last() {
-                    Some(Target::Thread { brk, .. } | Target::Switch { brk }) => {
-                        let brk = *brk;
-                        self.b.ins().jump(brk, &[]);
-                        self.dead_block();
-                    }
-                    Some(Target::Region { lp, .. }) => {
-                        let lp = *lp;
-                        self.clear_masks(lp);
-                        self.leave_thread()?;
-                    }
+                let exit = match self.loops.last() {
+                    Some(Target::Thread { brk, .. } | Target::Switch { brk }) => Exit::Jump(*brk),
+                    Some(Target::Region { lp, .. }) => Exit::Leave(*lp),
                     None => return unsupported(&s.span, "`break` outside a loop"),
-                }
-                Ok(())
+                };
+                self.exit_to(exit)
             }
             StmtKind::Continue => {
                 let target = self
@@ -1825,20 +1896,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                     .iter()
                     .rev()
                     .find(|t| !matches!(t, Target::Switch { .. }));
-                match target {
-                    Some(Target::Thread { cont, .. }) => {
-                        let cont = *cont;
-                        self.b.ins().jump(cont, &[]);
-                        self.dead_block();
-                    }
-                    Some(Target::Region { it, .. }) => {
-                        let it = *it;
-                        self.clear_masks(it);
-                        self.leave_thread()?;
-                    }
+                let exit = match target {
+                    Some(Target::Thread { cont, .. }) => Exit::Jump(*cont),
+                    Some(Target::Region { it, .. }) => Exit::Leave(*it),
                     _ => return unsupported(&s.span, "`continue` outside a loop"),
-                }
-                Ok(())
+                };
+                self.exit_to(exit)
             }
             StmtKind::Switch {
                 scrutinee,
@@ -2441,54 +2504,12 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
         self.of_bits(r, to)
     }
 
+    /// True when evaluating `e` for threads that do not need it is harmless (see
+    /// [`crate::compile::is_pure`]); a shared scalar is memory.
     fn is_pure(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Literal(_) | ExprKind::Index(_) => true,
-            ExprKind::Local(id) => !matches!(self.homes[id.index()], Home::SharedScalar(_)),
-            ExprKind::Cast { value, .. } => self.is_pure(value),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => self.is_pure(cond) && self.is_pure(then) && self.is_pure(otherwise),
-            ExprKind::Builtin { op, args } => {
-                let int_div = matches!(
-                    op,
-                    Builtin::Div | Builtin::Rem | Builtin::FloorMod | Builtin::Recip
-                ) && !matches!(Kind::of(&e.ty), Some(k) if k.is_float());
-                let safe = matches!(
-                    op,
-                    Builtin::Add
-                        | Builtin::Sub
-                        | Builtin::Mul
-                        | Builtin::Div
-                        | Builtin::Rem
-                        | Builtin::Neg
-                        | Builtin::Min
-                        | Builtin::Max
-                        | Builtin::Abs
-                        | Builtin::Eq
-                        | Builtin::Ne
-                        | Builtin::Lt
-                        | Builtin::Gt
-                        | Builtin::Le
-                        | Builtin::Ge
-                        | Builtin::Not
-                        | Builtin::And
-                        | Builtin::Or
-                        | Builtin::BitAnd
-                        | Builtin::BitOr
-                        | Builtin::BitXor
-                        | Builtin::BitNot
-                        | Builtin::Shl
-                        | Builtin::Shr
-                        | Builtin::Math(_)
-                        | Builtin::Fma
-                );
-                safe && !int_div && args.iter().all(|a| self.is_pure(a))
-            }
-            _ => false,
-        }
+        crate::compile::is_pure(e, &|id| {
+            !matches!(self.homes[id.index()], Home::SharedScalar(_))
+        })
     }
 
     // ---- expressions
@@ -2969,16 +2990,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
             return Ok(self.of_bits(r, produced));
         }
         if kind.is_float() {
-            let fcc = match op {
-                B::Eq => Some(FloatCC::Equal),
-                B::Ne => Some(FloatCC::NotEqual),
-                B::Lt => Some(FloatCC::LessThan),
-                B::Gt => Some(FloatCC::GreaterThan),
-                B::Le => Some(FloatCC::LessThanOrEqual),
-                B::Ge => Some(FloatCC::GreaterThanOrEqual),
-                _ => None,
-            };
-            if let Some(c) = fcc {
+            if let Some(c) = float_cc(op) {
                 return Ok(self.b.ins().fcmp(c, a, b));
             }
             return match op {
@@ -3053,19 +3065,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 self.b.ins().ireduce(ty, r)
             });
         }
-        if matches!(op, B::Eq | B::Ne | B::Lt | B::Gt | B::Le | B::Ge) {
-            let cc = match (op, signed) {
-                (B::Eq, _) => IntCC::Equal,
-                (B::Ne, _) => IntCC::NotEqual,
-                (B::Lt, true) => IntCC::SignedLessThan,
-                (B::Gt, true) => IntCC::SignedGreaterThan,
-                (B::Le, true) => IntCC::SignedLessThanOrEqual,
-                (B::Ge, true) => IntCC::SignedGreaterThanOrEqual,
-                (B::Lt, false) => IntCC::UnsignedLessThan,
-                (B::Gt, false) => IntCC::UnsignedGreaterThan,
-                (B::Le, false) => IntCC::UnsignedLessThanOrEqual,
-                _ => IntCC::UnsignedGreaterThanOrEqual,
-            };
+        if let Some(cc) = int_cc(op, signed) {
             return Ok(self.b.ins().icmp(cc, a, b));
         }
         let (x, y) = (widen(self, a), widen(self, b));

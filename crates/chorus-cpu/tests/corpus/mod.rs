@@ -255,9 +255,10 @@ pub fn value<T: KernelValue>(v: T) -> Arg {
     }
 }
 
+/// A launch of `kernel` from kernel file `(name, source)` (see [`lisp!`]), no dynamic shared
+/// memory and no globals.
 fn case(
-    name: &'static str,
-    source: &'static str,
+    (name, source): (&'static str, &'static str),
     kernel: &'static str,
     grid: [u32; 3],
     block: [u32; 3],
@@ -275,6 +276,7 @@ fn case(
     }
 }
 
+/// A kernel file of this folder: its stem and its text.
 macro_rules! lisp {
     ($name:literal) => {
         ($name, include_str!(concat!($name, ".lisp")))
@@ -291,6 +293,15 @@ pub fn pseudo_random(seed: u32, n: usize) -> Vec<u32> {
             x ^= x << 5;
             x
         })
+        .collect()
+}
+
+/// `n` pseudo-random integers in `range` from `seed` (uniform enough for test inputs).
+pub fn random_ints(seed: u32, n: usize, range: std::ops::Range<i32>) -> Vec<i32> {
+    let span = range.end.abs_diff(range.start);
+    pseudo_random(seed, n)
+        .iter()
+        .map(|x| (x % span) as i32 + range.start)
         .collect()
 }
 
@@ -393,7 +404,6 @@ pub fn cases() -> Vec<Case> {
 }
 
 fn vec_add() -> Case {
-    let (name, src) = lisp!("vec_add");
     let n = 1000;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 1.0)).collect();
@@ -403,8 +413,7 @@ fn vec_add() -> Case {
     let mut init = vec![0.0f32; n];
     init.extend([-1.0f32; 24]);
     case(
-        name,
-        src,
+        lisp!("vec_add"),
         "vec-add",
         [4, 1, 1],
         [256, 1, 1],
@@ -413,7 +422,6 @@ fn vec_add() -> Case {
 }
 
 fn index_3d() -> Case {
-    let (name, src) = lisp!("index_3d");
     let (grid, block) = ([2u32, 3, 2], [4u32, 2, 3]);
     let mut ids = Vec::new();
     let mut dims = Vec::new();
@@ -435,8 +443,7 @@ fn index_3d() -> Case {
         }
     }
     case(
-        name,
-        src,
+        lisp!("index_3d"),
         "index-3d",
         grid,
         block,
@@ -445,15 +452,10 @@ fn index_3d() -> Case {
 }
 
 fn shared_reduce() -> Case {
-    let (name, src) = lisp!("shared_reduce");
-    let data: Vec<i32> = pseudo_random(1, 256 * 8)
-        .iter()
-        .map(|x| (x % 1000) as i32 - 500)
-        .collect();
+    let data = random_ints(1, 256 * 8, -500..500);
     let sums: Vec<i32> = data.chunks(256).map(|c| c.iter().sum()).collect();
     case(
-        name,
-        src,
+        lisp!("shared_reduce"),
         "block-sum",
         [8, 1, 1],
         [256, 1, 1],
@@ -462,15 +464,10 @@ fn shared_reduce() -> Case {
 }
 
 fn warp_reduce_shfl() -> Case {
-    let (name, src) = lisp!("warp_reduce_shfl");
-    let data: Vec<i32> = pseudo_random(2, 512)
-        .iter()
-        .map(|x| (x % 100) as i32)
-        .collect();
+    let data = random_ints(2, 512, 0..100);
     let sums: Vec<i32> = data.chunks(32).map(|c| c.iter().sum()).collect();
     case(
-        name,
-        src,
+        lisp!("warp_reduce_shfl"),
         "warp-sum",
         [2, 1, 1],
         [256, 1, 1],
@@ -499,7 +496,6 @@ fn shuffle_reference(values: &[i32], mode: char, b: i32, width: i32) -> Vec<i32>
 }
 
 fn shfl_variants() -> Case {
-    let (name, src) = lisp!("shfl_variants");
     let v: Vec<i32> = (0..32).map(|l| 100 * (l + 1)).collect();
     let mut out = vec![0i32; 256];
     for lane in 0..32usize {
@@ -518,8 +514,7 @@ fn shfl_variants() -> Case {
         out[lane * 8 + 7] = shuffle_reference(&v, 'x', 9, 8)[lane];
     }
     case(
-        name,
-        src,
+        lisp!("shfl_variants"),
         "shuffles",
         [1, 1, 1],
         [32, 1, 1],
@@ -528,15 +523,13 @@ fn shfl_variants() -> Case {
 }
 
 fn shfl_float_double() -> Case {
-    let (name, src) = lisp!("shfl_float_double");
     let f: Vec<f32> = (0..32).map(|l| 1.5 * (l ^ 1) as f32).collect();
     let d: Vec<f64> = (0..32).map(|_| 0.25 * 31.0).collect();
     let l: Vec<i64> = (0..32)
         .map(|l| 1_000_000_000_000i64 * if l == 31 { 31 } else { l + 1 })
         .collect();
     case(
-        name,
-        src,
+        lisp!("shfl_float_double"),
         "shuffle-wide",
         [1, 1, 1],
         [32, 1, 1],
@@ -545,19 +538,14 @@ fn shfl_float_double() -> Case {
 }
 
 fn histogram() -> Case {
-    let (name, src) = lisp!("histogram");
     let n = 2000;
-    let data: Vec<i32> = pseudo_random(3, n)
-        .iter()
-        .map(|x| (x % 64) as i32)
-        .collect();
+    let data = random_ints(3, n, 0..64);
     let mut bins = vec![0u32; 64];
     for &d in &data {
         bins[d as usize] += 1;
     }
     case(
-        name,
-        src,
+        lisp!("histogram"),
         "histogram",
         [16, 1, 1],
         [128, 1, 1],
@@ -566,11 +554,7 @@ fn histogram() -> Case {
 }
 
 fn prefix_scan() -> Case {
-    let (name, src) = lisp!("prefix_scan");
-    let data: Vec<i32> = pseudo_random(4, 512)
-        .iter()
-        .map(|x| (x % 21) as i32 - 10)
-        .collect();
+    let data = random_ints(4, 512, -10..11);
     let mut out = Vec::new();
     for chunk in data.chunks(128) {
         let mut acc = 0;
@@ -580,8 +564,7 @@ fn prefix_scan() -> Case {
         }
     }
     case(
-        name,
-        src,
+        lisp!("prefix_scan"),
         "scan",
         [4, 1, 1],
         [128, 1, 1],
@@ -590,7 +573,6 @@ fn prefix_scan() -> Case {
 }
 
 fn do_two_vars() -> Case {
-    let (name, src) = lisp!("do_two_vars");
     let mut out = Vec::new();
     for t in 0..32 {
         let (mut a, mut b, mut sum) = (0, t, 0);
@@ -614,8 +596,7 @@ fn do_two_vars() -> Case {
         out.push(10 * x + y);
     }
     case(
-        name,
-        src,
+        lisp!("do_two_vars"),
         "do-two",
         [1, 1, 1],
         [32, 1, 1],
@@ -624,7 +605,6 @@ fn do_two_vars() -> Case {
 }
 
 fn while_collatz() -> Case {
-    let (name, src) = lisp!("while_collatz");
     let out: Vec<i32> = (1..=256i64)
         .map(|mut n| {
             let mut steps = 0;
@@ -636,8 +616,7 @@ fn while_collatz() -> Case {
         })
         .collect();
     case(
-        name,
-        src,
+        lisp!("while_collatz"),
         "collatz",
         [4, 1, 1],
         [64, 1, 1],
@@ -646,7 +625,6 @@ fn while_collatz() -> Case {
 }
 
 fn for_break_continue() -> Case {
-    let (name, src) = lisp!("for_break_continue");
     let out: Vec<i32> = (0..64)
         .map(|t| {
             (0..100)
@@ -656,8 +634,7 @@ fn for_break_continue() -> Case {
         })
         .collect();
     case(
-        name,
-        src,
+        lisp!("for_break_continue"),
         "odd-sums",
         [1, 1, 1],
         [64, 1, 1],
@@ -666,7 +643,6 @@ fn for_break_continue() -> Case {
 }
 
 fn switch_clauses() -> Case {
-    let (name, src) = lisp!("switch_clauses");
     let out: Vec<i32> = (0..40)
         .map(|t| match t % 7 {
             0 => 100,
@@ -676,8 +652,7 @@ fn switch_clauses() -> Case {
         })
         .collect();
     case(
-        name,
-        src,
+        lisp!("switch_clauses"),
         "classify",
         [1, 1, 1],
         [40, 1, 1],
@@ -686,7 +661,6 @@ fn switch_clauses() -> Case {
 }
 
 fn device_functions() -> Case {
-    let (name, src) = lisp!("device_functions");
     fn fib(n: i32) -> i32 {
         if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
     }
@@ -697,8 +671,7 @@ fn device_functions() -> Case {
         big.push((1..=(t % 20 + 1) as i64).product::<i64>());
     }
     case(
-        name,
-        src,
+        lisp!("device_functions"),
         "use-functions",
         [1, 1, 1],
         [64, 1, 1],
@@ -721,7 +694,6 @@ fn body_bytes(id: u8, pos: [f32; 3], px: i32, py: f32, mass: f64) -> Vec<u8> {
 }
 
 fn structs() -> Case {
-    let (name, src) = lisp!("structs");
     let n = 8;
     let (qx, qy) = (5i32, 0.5f32);
     let mut bodies = Vec::new();
@@ -745,8 +717,7 @@ fn structs() -> Case {
     let mut q = qx.to_le_bytes().to_vec();
     q.extend(qy.to_le_bytes());
     case(
-        name,
-        src,
+        lisp!("structs"),
         "structs",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -769,7 +740,6 @@ fn structs() -> Case {
 }
 
 fn vectors() -> Case {
-    let (name, src) = lisp!("vectors");
     let n = 16;
     let a: Vec<[f32; 4]> = (0..n)
         .map(|t| [t as f32, 1.0, -2.0, 0.5 * t as f32])
@@ -791,8 +761,7 @@ fn vectors() -> Case {
     let flat = |v: &[[f32; 4]]| v.iter().flatten().copied().collect::<Vec<f32>>();
     let flat3 = |v: &[[f32; 3]]| v.iter().flatten().copied().collect::<Vec<f32>>();
     case(
-        name,
-        src,
+        lisp!("vectors"),
         "vectors",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -810,7 +779,6 @@ fn vectors() -> Case {
 }
 
 fn doubles() -> Case {
-    let (name, src) = lisp!("doubles");
     let n = 8;
     let x: Vec<f64> = (0..n).map(|t| 0.1 * t as f64 + 0.3).collect();
     let v: Vec<f64> = (0..n).flat_map(|t| [t as f64, 1.0, -1.5, 0.25]).collect();
@@ -823,8 +791,7 @@ fn doubles() -> Case {
         out.push(q.iter().map(|c| -c * (c * 0.5)).sum());
     }
     case(
-        name,
-        src,
+        lisp!("doubles"),
         "doubles",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -833,7 +800,6 @@ fn doubles() -> Case {
 }
 
 fn half_bf16() -> Case {
-    let (name, src) = lisp!("half_bf16");
     let n = 16;
     let h: Vec<f16> = (0..n)
         .map(|t| f16::from_f32(0.37 * t as f32 - 2.0))
@@ -860,8 +826,7 @@ fn half_bf16() -> Case {
         f.push(rb(y - 0.5).to_f32());
     }
     case(
-        name,
-        src,
+        lisp!("half_bf16"),
         "half-math",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -876,7 +841,6 @@ fn half_bf16() -> Case {
 }
 
 fn half2() -> Case {
-    let (name, src) = lisp!("half2");
     let n = 8;
     let a: Vec<f16> = f16s(&(0..2 * n).map(|k| 0.3 * k as f32 - 1.0).collect::<Vec<_>>());
     let mut out = Vec::new();
@@ -889,8 +853,7 @@ fn half2() -> Case {
         lo.push(f16::from_f32(sy * y));
     }
     case(
-        name,
-        src,
+        lisp!("half2"),
         "half2-math",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -899,7 +862,6 @@ fn half2() -> Case {
 }
 
 fn fp8_fp4() -> Case {
-    let (name, src) = lisp!("fp8_fp4");
     // (input, E4M3 code, its value, E2M1 code, its value), from the formats' tables.
     let table: [(f32, u8, f32, u8, f32); 12] = [
         (0.0, 0x00, 0.0, 0x0, 0.0),
@@ -921,8 +883,7 @@ fn fp8_fp4() -> Case {
     let c4: Vec<Fp4E2M1> = table.iter().map(|r| Fp4E2M1(r.3)).collect();
     let v4: Vec<f32> = table.iter().map(|r| r.4).collect();
     case(
-        name,
-        src,
+        lisp!("fp8_fp4"),
         "narrow-floats",
         [1, 1, 1],
         [table.len() as u32, 1, 1],
@@ -937,7 +898,6 @@ fn fp8_fp4() -> Case {
 }
 
 fn curand_uniform() -> Case {
-    let (name, src) = lisp!("curand_uniform");
     let n = 32;
     let mut out = Vec::new();
     for t in 0..n {
@@ -947,8 +907,7 @@ fn curand_uniform() -> Case {
         }
     }
     case(
-        name,
-        src,
+        lisp!("curand_uniform"),
         "uniforms",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -961,7 +920,6 @@ fn curand_uniform() -> Case {
 }
 
 fn curand_normal() -> Case {
-    let (name, src) = lisp!("curand_normal");
     fn check_f(b: &[u8]) -> Result<(), String> {
         let v: Vec<f32> = from_bytes(b);
         let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
@@ -999,8 +957,7 @@ fn curand_normal() -> Case {
     }
     let n = 512;
     case(
-        name,
-        src,
+        lisp!("curand_normal"),
         "normals",
         [4, 1, 1],
         [128, 1, 1],
@@ -1014,10 +971,8 @@ fn curand_normal() -> Case {
 }
 
 fn printf() -> Case {
-    let (name, src) = lisp!("printf");
     case(
-        name,
-        src,
+        lisp!("printf"),
         "say",
         [1, 1, 1],
         [32, 1, 1],
@@ -1026,10 +981,8 @@ fn printf() -> Case {
 }
 
 fn globals() -> Case {
-    let (name, src) = lisp!("globals");
     let mut c = case(
-        name,
-        src,
+        lisp!("globals"),
         "add-globals",
         [1, 1, 1],
         [1, 1, 1],
@@ -1056,7 +1009,6 @@ fn globals() -> Case {
 }
 
 fn dynamic_shared() -> Case {
-    let (name, src) = lisp!("dynamic_shared");
     let n = 128;
     let a: Vec<i32> = (0..n).map(|i| i * 3 + 1).collect();
     let mut out = Vec::new();
@@ -1068,8 +1020,7 @@ fn dynamic_shared() -> Case {
         }
     }
     let mut c = case(
-        name,
-        src,
+        lisp!("dynamic_shared"),
         "reverse",
         [2, 1, 1],
         [64, 1, 1],
@@ -1080,13 +1031,11 @@ fn dynamic_shared() -> Case {
 }
 
 fn shared_2d() -> Case {
-    let (name, src) = lisp!("shared_2d");
     let n = 32;
     let a: Vec<f32> = (0..n * n).map(|i| i as f32).collect();
     let t: Vec<f32> = (0..n * n).map(|i| a[(i % n) * n + i / n]).collect();
     case(
-        name,
-        src,
+        lisp!("shared_2d"),
         "transpose",
         [2, 2, 1],
         [16, 16, 1],
@@ -1095,7 +1044,6 @@ fn shared_2d() -> Case {
 }
 
 fn votes() -> Case {
-    let (name, src) = lisp!("votes");
     let mut out = Vec::new();
     for w in 0..2u32 {
         let ballot = (0..32u32)
@@ -1108,8 +1056,7 @@ fn votes() -> Case {
         out.extend([ballot, 1, 0, 1, low10, odd_low]);
     }
     case(
-        name,
-        src,
+        lisp!("votes"),
         "votes",
         [1, 1, 1],
         [64, 1, 1],
@@ -1118,7 +1065,6 @@ fn votes() -> Case {
 }
 
 fn matches() -> Case {
-    let (name, src) = lisp!("match");
     let key = |t: u32| (t / 4) % 3;
     let mut out = Vec::new();
     for t in 0..32 {
@@ -1133,8 +1079,7 @@ fn matches() -> Case {
     let mut preds = vec![1i32; 32];
     preds.extend([0i32; 32]);
     case(
-        name,
-        src,
+        lisp!("match"),
         "matches",
         [1, 1, 1],
         [32, 1, 1],
@@ -1143,11 +1088,7 @@ fn matches() -> Case {
 }
 
 fn warp_reduce_ops() -> Case {
-    let (name, src) = lisp!("warp_reduce_ops");
-    let data: Vec<i32> = pseudo_random(5, 64)
-        .iter()
-        .map(|x| (x % 2001) as i32 - 1000)
-        .collect();
+    let data = random_ints(5, 64, -1000..1001);
     let mut out = vec![0i32; 12];
     let mut uout = vec![0u32; 12];
     for w in 0..2 {
@@ -1160,8 +1101,7 @@ fn warp_reduce_ops() -> Case {
         uout[6 * w + 2] = c.iter().fold(0, |a, &x| a ^ x as u32);
     }
     case(
-        name,
-        src,
+        lisp!("warp_reduce_ops"),
         "reductions",
         [1, 1, 1],
         [64, 1, 1],
@@ -1170,7 +1110,6 @@ fn warp_reduce_ops() -> Case {
 }
 
 fn atomics_int() -> Case {
-    let (name, src) = lisp!("atomics_int");
     let n: i64 = 1024;
     let init_i = [0i32, 0, i32::MAX, i32::MIN, -1, 0, 0, -7, 0];
     fn check_exch(b: &[u8]) -> Result<(), String> {
@@ -1243,8 +1182,7 @@ fn atomics_int() -> Case {
     ];
     let s_after = [-5_000_000_000i64, 3 * (n - 1)];
     case(
-        name,
-        src,
+        lisp!("atomics_int"),
         "int-atomics",
         [8, 1, 1],
         [128, 1, 1],
@@ -1262,7 +1200,6 @@ fn atomics_int() -> Case {
 }
 
 fn atomics_float() -> Case {
-    let (name, src) = lisp!("atomics_float");
     let n = 512;
     let dsum: f64 = (0..n).map(|t| 0.5 * t as f64).sum();
     fn check_f(b: &[u8]) -> Result<(), String> {
@@ -1277,8 +1214,7 @@ fn atomics_float() -> Case {
         Ok(())
     }
     case(
-        name,
-        src,
+        lisp!("atomics_float"),
         "float-atomics",
         [4, 1, 1],
         [128, 1, 1],
@@ -1296,7 +1232,6 @@ fn atomics_float() -> Case {
 }
 
 fn math_float() -> Case {
-    let (name, src) = lisp!("math_float");
     let x: Vec<f32> = vec![0.5, 1.0, 1.7, 2.5, 3.25, 0.125, 10.0, 0.9];
     let mut out = Vec::new();
     for &v in &x {
@@ -1328,8 +1263,7 @@ fn math_float() -> Case {
         ]);
     }
     case(
-        name,
-        src,
+        lisp!("math_float"),
         "float-math",
         [1, 1, 1],
         [x.len() as u32, 1, 1],
@@ -1362,7 +1296,6 @@ fn erf(x: f64) -> f64 {
 }
 
 fn math_double() -> Case {
-    let (name, src) = lisp!("math_double");
     let x: Vec<f64> = vec![0.5, 1.0, 1.7, 2.5, 3.25, 0.125];
     let mut out = Vec::new();
     for &v in &x {
@@ -1380,8 +1313,7 @@ fn math_double() -> Case {
         ]);
     }
     case(
-        name,
-        src,
+        lisp!("math_double"),
         "double-math",
         [1, 1, 1],
         [x.len() as u32, 1, 1],
@@ -1390,7 +1322,6 @@ fn math_double() -> Case {
 }
 
 fn int_intrinsics() -> Case {
-    let (name, src) = lisp!("int_intrinsics");
     let x: Vec<u32> = vec![0, 1, 0x8000_0000, 0xf0, 0xffff_ffff, 12345, 0x0001_0000, 7];
     let y: Vec<u64> = vec![0, 1, 1 << 63, 0xff00, u64::MAX, 1 << 40, 123_456_789_012, 3];
     let ffs32 = |v: u32| {
@@ -1421,8 +1352,7 @@ fn int_intrinsics() -> Case {
     let rev: Vec<u32> = x.iter().map(|v| v.reverse_bits()).collect();
     let rev64: Vec<u64> = y.iter().map(|v| v.reverse_bits()).collect();
     case(
-        name,
-        src,
+        lisp!("int_intrinsics"),
         "bits",
         [1, 1, 1],
         [8, 1, 1],
@@ -1437,7 +1367,6 @@ fn int_intrinsics() -> Case {
 }
 
 fn fma_saturate() -> Case {
-    let (name, src) = lisp!("fma_saturate");
     let x: Vec<f32> = vec![-1.0, 0.0, 0.25, 0.5, 1.0, 2.5, -0.5, 0.999];
     let dx: Vec<f64> = vec![2.5, 3.5, -2.5, -3.5, 0.4999, 1e10, -1e10, 7.0];
     let mut out = Vec::new();
@@ -1446,8 +1375,7 @@ fn fma_saturate() -> Case {
     }
     let rn: Vec<i32> = dx.iter().map(|d| d.round_ties_even() as i32).collect();
     case(
-        name,
-        src,
+        lisp!("fma_saturate"),
         "special",
         [1, 1, 1],
         [8, 1, 1],
@@ -1456,7 +1384,6 @@ fn fma_saturate() -> Case {
 }
 
 fn int_conversions() -> Case {
-    let (name, src) = lisp!("int_conversions");
     let x: Vec<f32> = vec![2.7, -2.7, 1e10, -1e10, 0.5, -0.5, 100.99, 3.0];
     let mut out = Vec::new();
     let mut u = Vec::new();
@@ -1478,8 +1405,7 @@ fn int_conversions() -> Case {
         b.push(250u8.wrapping_add(t as u8));
     }
     case(
-        name,
-        src,
+        lisp!("int_conversions"),
         "conversions",
         [1, 1, 1],
         [8, 1, 1],
@@ -1488,7 +1414,6 @@ fn int_conversions() -> Case {
 }
 
 fn select_and_or() -> Case {
-    let (name, src) = lisp!("select_and_or");
     let n = 20;
     let a: Vec<i32> = (0..n).map(|i| (i * 7) % 23).collect();
     let mut out = Vec::new();
@@ -1500,8 +1425,7 @@ fn select_and_or() -> Case {
         out.push(if !inside || v == 0 || v < 5 { 7 } else { 8 });
     }
     case(
-        name,
-        src,
+        lisp!("select_and_or"),
         "guarded",
         [1, 1, 1],
         [32, 1, 1],
@@ -1510,7 +1434,6 @@ fn select_and_or() -> Case {
 }
 
 fn nested_loops() -> Case {
-    let (name, src) = lisp!("nested_loops");
     let out: Vec<i32> = (0..48)
         .map(|t| {
             let mut acc = 0;
@@ -1529,8 +1452,7 @@ fn nested_loops() -> Case {
         })
         .collect();
     case(
-        name,
-        src,
+        lisp!("nested_loops"),
         "nested",
         [1, 1, 1],
         [48, 1, 1],
@@ -1539,7 +1461,6 @@ fn nested_loops() -> Case {
 }
 
 fn early_return() -> Case {
-    let (name, src) = lisp!("early_return");
     let n = 40;
     let mut out: Vec<i32> = (0..n)
         .map(|t| {
@@ -1551,8 +1472,7 @@ fn early_return() -> Case {
     out.extend(vec![-9i32; 64 - n as usize]);
     init[n as usize..].fill(-9);
     case(
-        name,
-        src,
+        lisp!("early_return"),
         "early",
         [1, 1, 1],
         [64, 1, 1],
@@ -1561,13 +1481,11 @@ fn early_return() -> Case {
 }
 
 fn macros() -> Case {
-    let (name, src) = lisp!("macros");
     let out: Vec<i32> = (0..8)
         .map(|t| 2 * t + 10 + if t > 3 { 1000 } else { 500 })
         .collect();
     case(
-        name,
-        src,
+        lisp!("macros"),
         "macros",
         [1, 1, 1],
         [8, 1, 1],
@@ -1576,7 +1494,6 @@ fn macros() -> Case {
 }
 
 fn pointers() -> Case {
-    let (name, src) = lisp!("pointers");
     let n = 16;
     let a: Vec<i32> = (0..2 * n).collect();
     let after: Vec<i32> = (0..2 * n)
@@ -1586,8 +1503,7 @@ fn pointers() -> Case {
         .map(|t| (0..4).map(|i| (i * t) as f32).sum())
         .collect();
     case(
-        name,
-        src,
+        lisp!("pointers"),
         "pointers",
         [1, 1, 1],
         [n as u32, 1, 1],
@@ -1596,7 +1512,6 @@ fn pointers() -> Case {
 }
 
 fn matmul() -> Case {
-    let (name, src) = lisp!("matmul");
     let n = 20;
     let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
     let b: Vec<f32> = (0..n * n).map(|i| ((i * 3) % 13) as f32 - 6.0).collect();
@@ -1607,8 +1522,7 @@ fn matmul() -> Case {
         }
     }
     case(
-        name,
-        src,
+        lisp!("matmul"),
         "matmul",
         [2, 2, 1],
         [16, 16, 1],
@@ -1647,7 +1561,6 @@ pub fn diffuse_step(f: &[f32], fnext: &mut [f32], nx: usize, ny: usize, c0: f32,
 }
 
 fn diffuse() -> Case {
-    let (name, src) = lisp!("diffuse");
     let (nx, ny) = (256, 256);
     let f = diffuse_initial(nx, ny);
     let (c0, c1) = (0.2f32, 0.2f32);
@@ -1655,8 +1568,7 @@ fn diffuse() -> Case {
     let mut next = vec![0.0f32; nx * ny];
     diffuse_step(&f, &mut next, nx, ny, c0, c1, c2);
     case(
-        name,
-        src,
+        lisp!("diffuse"),
         "diffuse",
         [1, 256, 1],
         [256, 1, 1],
@@ -1673,13 +1585,11 @@ fn diffuse() -> Case {
 }
 
 fn bools() -> Case {
-    let (name, src) = lisp!("bools");
     let flags: Vec<u8> = (0..32).map(|t| (t % 3 == 0) as u8).collect();
     let after: Vec<u8> = flags.iter().map(|f| 1 - f).collect();
     let count = after.iter().map(|&f| f as i32).sum::<i32>();
     case(
-        name,
-        src,
+        lisp!("bools"),
         "bools",
         [1, 1, 1],
         [32, 1, 1],
@@ -1692,13 +1602,11 @@ fn bools() -> Case {
 }
 
 fn size_t_indexing() -> Case {
-    let (name, src) = lisp!("size_t_indexing");
     let n: u64 = 10_000_000_000;
     let mut out: Vec<u64> = (0..32u64).map(|t| n * 2 + t + (1u64 << (t + 32))).collect();
     out.extend((0..32u64).map(|t| t.wrapping_sub(1)));
     case(
-        name,
-        src,
+        lisp!("size_t_indexing"),
         "wide",
         [1, 1, 1],
         [32, 1, 1],
@@ -1707,7 +1615,6 @@ fn size_t_indexing() -> Case {
 }
 
 fn barrier_loop() -> Case {
-    let (name, src) = lisp!("barrier_loop");
     let mut a: Vec<f32> = (0..128)
         .map(|i| if i % 16 == 0 { 16.0 } else { 0.0 })
         .collect();
@@ -1723,8 +1630,7 @@ fn barrier_loop() -> Case {
         a = b;
     }
     case(
-        name,
-        src,
+        lisp!("barrier_loop"),
         "smooth",
         [1, 1, 1],
         [128, 1, 1],
@@ -1739,11 +1645,9 @@ fn barrier_loop() -> Case {
 }
 
 fn shared_scalar() -> Case {
-    let (name, src) = lisp!("shared_scalar");
     let out = vec![(1..=96).sum::<i32>(); 3];
     case(
-        name,
-        src,
+        lisp!("shared_scalar"),
         "block-count",
         [3, 1, 1],
         [96, 1, 1],
@@ -1752,11 +1656,9 @@ fn shared_scalar() -> Case {
 }
 
 fn lane_ids() -> Case {
-    let (name, src) = lisp!("lane_ids");
     let out: Vec<i32> = (0..128).map(|l| l % 32 + 100 * (l / 32) + 320000).collect();
     case(
-        name,
-        src,
+        lisp!("lane_ids"),
         "lanes",
         [1, 1, 1],
         [16, 8, 1],
@@ -1765,7 +1667,6 @@ fn lane_ids() -> Case {
 }
 
 fn small_ints() -> Case {
-    let (name, src) = lisp!("small_ints");
     let a: Vec<i8> = (0..16).map(|t| (t * 11 - 60) as i8).collect();
     let b: Vec<u16> = (0..16).map(|t| t * 300).collect();
     let c: Vec<i16> = (0..16).map(|t| t * 1000).collect();
@@ -1773,8 +1674,7 @@ fn small_ints() -> Case {
     let b2: Vec<u16> = b.iter().map(|x| x.wrapping_sub(1000)).collect();
     let c2: Vec<i16> = c.iter().map(|x| x.wrapping_add(30000)).collect();
     case(
-        name,
-        src,
+        lisp!("small_ints"),
         "small-ints",
         [1, 1, 1],
         [16, 1, 1],

@@ -8,27 +8,55 @@
 //! the expectations (plain matrix products computed here, independently of the fragment
 //! layouts the kernels use) are exact bytes.
 
-use super::{Case, bytes, case, input, output, pseudo_random};
+use super::{Case, bytes, case, input, output, pseudo_random, random_ints};
+use bytemuck::Pod;
 use chorus_lang::host::{bf16, f16};
+use std::iter::Sum;
+use std::ops::{Add, Mul};
 
 /// A `rows × cols` matrix of small integers in -4..=4 (as `f32`), from `seed`.
 fn small(seed: u32, rows: usize, cols: usize) -> Vec<f32> {
-    pseudo_random(seed, rows * cols)
-        .iter()
-        .map(|x| (x % 9) as f32 - 4.0)
+    random_ints(seed, rows * cols, -4..5)
+        .into_iter()
+        .map(|x| x as f32)
         .collect()
 }
 
-/// `C + A·B` for row-major A (m×k), B (k×n), C (m×n).
-fn mma_reference(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+/// `C + A·B` for row-major A (m×k), B (k×n), C (m×n): each product summed in `k` order.
+fn mma_reference<T>(a: &[T], b: &[T], c: &[T], m: usize, n: usize, k: usize) -> Vec<T>
+where
+    T: Copy + Add<Output = T> + Mul<Output = T> + Sum,
+{
     (0..m * n)
         .map(|i| {
             let (r, col) = (i / n, i % n);
-            c[i] + (0..k)
-                .map(|kk| a[r * k + kk] * b[kk * n + col])
-                .sum::<f32>()
+            c[i] + (0..k).map(|kk| a[r * k + kk] * b[kk * n + col]).sum::<T>()
         })
         .collect()
+}
+
+/// One warp's `mma-sync` of `kernel` (of kernel file `file`: stem and text) on a 16×8×`k`
+/// shape: A (16×k) and B (k×8, passed transposed) as `encode` stores them, C (16×8) in, and
+/// D = C + A·B out.
+fn mma_case<T>(
+    file: (&'static str, &'static str),
+    kernel: &'static str,
+    k: usize,
+    [a, b, c]: [Vec<T>; 3],
+    encode: impl Fn(&[T]) -> Vec<u8>,
+) -> Case
+where
+    T: Pod + Add<Output = T> + Mul<Output = T> + Sum,
+{
+    let d = mma_reference(&a, &b, &c, 16, 8, k);
+    let bt = transpose(&b, k, 8);
+    case(
+        file,
+        kernel,
+        [1, 1, 1],
+        [32, 1, 1],
+        vec![raw(encode(&a)), raw(encode(&bt)), input(&c), output(&d)],
+    )
 }
 
 /// The transpose of a row-major `rows × cols` matrix.
@@ -53,7 +81,7 @@ fn fp8_bits(v: f32, man: u32, bias: i32) -> u8 {
 /// Every tensor-core case.
 pub fn cases() -> Vec<Case> {
     let mut all = Vec::new();
-    let src16 = include_str!("tensor/mma_16bit.lisp");
+    let src16 = ("mma_16bit", include_str!("tensor/mma_16bit.lisp"));
     // (kernel, k, bf16?)
     for (kernel, k, brain) in [
         ("mma-bf16-k16", 16, true),
@@ -61,9 +89,7 @@ pub fn cases() -> Vec<Case> {
         ("mma-bf16-k8", 8, true),
         ("mma-f16-k8", 8, false),
     ] {
-        let (a, b, c) = (small(k as u32, 16, k), small(7, k, 8), small(3, 16, 8));
-        let d = mma_reference(&a, &b, &c, 16, 8, k);
-        let bt = transpose(&b, k, 8);
+        let abc = [small(k as u32, 16, k), small(7, k, 8), small(3, 16, 8)];
         let halves = |x: &[f32]| -> Vec<u8> {
             if brain {
                 bytes(&x.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())
@@ -71,45 +97,25 @@ pub fn cases() -> Vec<Case> {
                 bytes(&x.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>())
             }
         };
-        all.push(case(
-            "mma_16bit",
-            src16,
-            kernel,
-            [1, 1, 1],
-            [32, 1, 1],
-            vec![raw(halves(&a)), raw(halves(&bt)), input(&c), output(&d)],
-        ));
+        all.push(mma_case(src16, kernel, k, abc, halves));
     }
     let (a, b, c) = (small(11, 16, 8), small(12, 8, 8), small(13, 16, 8));
     // Quarters are exact in tf32 too.
     let a: Vec<f32> = a.iter().map(|x| x * 0.25).collect();
     let d = mma_reference(&a, &b, &c, 16, 8, 8);
+    // B as it is: this kernel reads it by rows.
     all.push(case(
-        "mma_tf32",
-        include_str!("tensor/mma_tf32.lisp"),
+        ("mma_tf32", include_str!("tensor/mma_tf32.lisp")),
         "mma-tf32",
         [1, 1, 1],
         [32, 1, 1],
         vec![input(&a), input(&b), input(&c), output(&d)],
     ));
-    let src8 = include_str!("tensor/mma_8bit.lisp");
+    let src8 = ("mma_8bit", include_str!("tensor/mma_8bit.lisp"));
     for (kernel, man, bias) in [("mma-e4m3", 3, 7), ("mma-e5m2", 2, 15)] {
-        let (a, b, c) = (small(21, 16, 32), small(22, 32, 8), small(23, 16, 8));
-        let d = mma_reference(&a, &b, &c, 16, 8, 32);
+        let abc = [small(21, 16, 32), small(22, 32, 8), small(23, 16, 8)];
         let enc = |x: &[f32]| -> Vec<u8> { x.iter().map(|&v| fp8_bits(v, man, bias)).collect() };
-        all.push(case(
-            "mma_8bit",
-            src8,
-            kernel,
-            [1, 1, 1],
-            [32, 1, 1],
-            vec![
-                raw(enc(&a)),
-                raw(enc(&transpose(&b, 32, 8))),
-                input(&c),
-                output(&d),
-            ],
-        ));
+        all.push(mma_case(src8, kernel, 32, abc, enc));
     }
     for (kernel, signed) in [("mma-s8", true), ("mma-u8", false)] {
         let value = |x: u32| -> i32 {
@@ -121,30 +127,9 @@ pub fn cases() -> Vec<Case> {
         };
         let a: Vec<i32> = pseudo_random(31, 16 * 32).into_iter().map(value).collect();
         let b: Vec<i32> = pseudo_random(32, 32 * 8).into_iter().map(value).collect();
-        let c: Vec<i32> = pseudo_random(33, 16 * 8)
-            .into_iter()
-            .map(|x| (x % 2001) as i32 - 1000)
-            .collect();
-        let d: Vec<i32> = (0..16 * 8)
-            .map(|i| {
-                let (r, col) = (i / 8, i % 8);
-                c[i] + (0..32).map(|k| a[r * 32 + k] * b[k * 8 + col]).sum::<i32>()
-            })
-            .collect();
+        let c = random_ints(33, 16 * 8, -1000..1001);
         let as_bytes = |x: &[i32]| -> Vec<u8> { x.iter().map(|&v| v as u8).collect() };
-        all.push(case(
-            "mma_8bit",
-            src8,
-            kernel,
-            [1, 1, 1],
-            [32, 1, 1],
-            vec![
-                raw(as_bytes(&a)),
-                raw(as_bytes(&transpose(&b, 32, 8))),
-                input(&c),
-                output(&d),
-            ],
-        ));
+        all.push(mma_case(src8, kernel, 32, [a, b, c], as_bytes));
     }
     all.push(ldmatrix());
     all.push(cp_async());
@@ -183,8 +168,7 @@ fn ldmatrix() -> Case {
         out.extend((0..4).map(|j| trans(j, l)));
     }
     case(
-        "ldmatrix",
-        include_str!("tensor/ldmatrix.lisp"),
+        ("ldmatrix", include_str!("tensor/ldmatrix.lisp")),
         "ld",
         [1, 1, 1],
         [32, 1, 1],
@@ -196,8 +180,7 @@ fn cp_async() -> Case {
     let src: Vec<u32> = pseudo_random(51, 448);
     let out: Vec<u32> = (0..448).map(|k| src[447 - k].wrapping_add(1)).collect();
     case(
-        "cp_async",
-        include_str!("tensor/cp_async.lisp"),
+        ("cp_async", include_str!("tensor/cp_async.lisp")),
         "copy-async",
         [1, 1, 1],
         [64, 1, 1],

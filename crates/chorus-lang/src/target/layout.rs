@@ -9,7 +9,7 @@
 //! a target with other rules.
 
 use super::Target;
-use crate::ir::{Expr, ExprKind, Literal, StructDef};
+use crate::ir::StructDef;
 use crate::types::{ScalarType, Type, VectorType};
 
 /// How a target lays out vectors and structures.
@@ -128,92 +128,6 @@ impl LayoutRules {
             }
         }
     }
-}
-
-impl LayoutRules {
-    /// The bytes of a global's checked initializer (`Global::init`: a literal, or a vector or
-    /// structure constructor of them, as the checker folds it) as a value of `ty` under these
-    /// rules, padding zeroed: what a host that stores the globals itself (Metal's) starts with.
-    /// Integers wrap to their type as C converts them; `half` and `bfloat16` round to nearest
-    /// even. `None` when `init` has another shape, or for a type these rules cannot lay out or
-    /// that has no constant (`fp8`, `fp4`, pointers).
-    pub fn constant_bytes(self, init: &Expr, ty: &Type, structs: &[StructDef]) -> Option<Vec<u8>> {
-        let (size, _) = self.layout(ty, structs)?;
-        let mut out = vec![0u8; size];
-        self.store_constant(init, ty, structs, &mut out, structs.len())?;
-        Some(out)
-    }
-
-    fn store_constant(
-        self,
-        init: &Expr,
-        ty: &Type,
-        structs: &[StructDef],
-        dst: &mut [u8],
-        depth: usize,
-    ) -> Option<()> {
-        match (ty, &init.kind) {
-            (Type::Struct(name), ExprKind::Construct(parts)) => {
-                let depth = depth.checked_sub(1)?;
-                let def = structs.iter().find(|s| *s.name == **name)?;
-                let layout = self.struct_layout(def, structs)?;
-                if parts.len() != def.fields.len() {
-                    return None;
-                }
-                for ((part, field), offset) in parts.iter().zip(&def.fields).zip(&layout.offsets) {
-                    self.store_constant(part, &field.ty, structs, dst.get_mut(*offset..)?, depth)?;
-                }
-                Some(())
-            }
-            (Type::Vector(v), ExprKind::Construct(parts)) => {
-                if parts.len() != v.len() {
-                    return None;
-                }
-                let element = Type::Scalar(v.element());
-                let step = v.element().size();
-                for (i, part) in parts.iter().enumerate() {
-                    self.store_constant(part, &element, structs, dst.get_mut(i * step..)?, depth)?;
-                }
-                Some(())
-            }
-            (Type::Bool, ExprKind::Literal(Literal::Bool(b))) => {
-                *dst.first_mut()? = u8::from(*b);
-                Some(())
-            }
-            (Type::Scalar(s), ExprKind::Literal(lit)) => {
-                let bytes = scalar_constant(*s, *lit)?;
-                dst.get_mut(..bytes.len())?.copy_from_slice(&bytes);
-                Some(())
-            }
-            _ => None,
-        }
-    }
-}
-
-/// The little-endian bytes of literal `lit` as a value of scalar type `s`.
-fn scalar_constant(s: ScalarType, lit: Literal) -> Option<Vec<u8>> {
-    let float = match lit {
-        Literal::Float(x) => x,
-        Literal::Int(i) => i as f64,
-        Literal::Bool(b) => f64::from(u8::from(b)),
-    };
-    Some(match s {
-        ScalarType::Float => (float as f32).to_le_bytes().to_vec(),
-        ScalarType::Double => float.to_le_bytes().to_vec(),
-        ScalarType::Half => half::f16::from_f64(float).to_le_bytes().to_vec(),
-        ScalarType::BFloat16 => half::bf16::from_f64(float).to_le_bytes().to_vec(),
-        ScalarType::Fp8 | ScalarType::Fp4 => return None,
-        integer => {
-            let value = match lit {
-                Literal::Int(i) => i,
-                Literal::Bool(b) => i128::from(b),
-                // The checker folds conversions; a float left for an integer is another shape.
-                Literal::Float(_) => return None,
-            };
-            // Two's complement truncated to the type's size: C's wrapping conversion.
-            value.to_le_bytes()[..integer.size()].to_vec()
-        }
-    })
 }
 
 impl Target {
@@ -371,6 +285,7 @@ impl LayoutRules {
 #[cfg(test)]
 mod conversion_tests {
     use super::*;
+    use crate::target::FoldedConstants;
 
     fn structs(source: &str) -> Vec<StructDef> {
         crate::compile_str(source, "t.lisp").unwrap().structs
@@ -391,9 +306,8 @@ mod conversion_tests {
         )
         .unwrap();
         let bytes = |rules: LayoutRules, i: usize| {
-            let g = &module.globals[i];
             rules
-                .constant_bytes(&g.init, &g.ty, &module.structs)
+                .constant_bytes(&module.globals[i], &module.structs, &FoldedConstants)
                 .unwrap()
         };
         let mut c = vec![0xFDu8, 0, 0, 0];

@@ -13,9 +13,11 @@
 //! Limits and capabilities are documented where they are defined, with their sources.
 
 mod capability;
+mod constant;
 mod layout;
 
 pub use capability::{Capabilities, Capability};
+pub use constant::{ConstantScalars, FoldedConstants};
 pub use layout::{LayoutRules, StructLayout};
 
 use std::fmt;

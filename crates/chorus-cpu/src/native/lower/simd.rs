@@ -16,7 +16,7 @@
 //! order, so both paths give the same bits.
 
 use super::runtime::Root;
-use super::{Home, Lower, R, is_composite};
+use super::{Home, Lower, R, float_cc, int_cc, is_composite};
 use crate::value::Kind;
 use chorus_lang::ir::visit::{Node, for_each_node};
 use chorus_lang::ir::{self, Block, Builtin, Expr, ExprKind, IndexVar, Stmt, StmtKind};
@@ -90,16 +90,11 @@ impl Lower<'_, '_, '_> {
     /// (the rest of a row, and bailed chunks, through the scalar body).
     pub(super) fn simd_thread_loop(&mut self, body: &Block) -> R<()> {
         let en = self.en();
-        let zero64 = self.b.ins().iconst(types::I64, 0);
-        let zero = self.b.ins().iconst(types::I32, 0);
-        self.b.def_var(self.t, zero64);
-        for v in self.tid {
-            self.b.def_var(v, zero);
-        }
-        let [vx, vy, vz] = self.tid;
+        let zero = self.start_threads();
+        let vx = self.tid[0];
         let stop = self.b.declare_var(types::I32);
         self.b.def_var(stop, zero);
-        let mut blocks = [CBlock::from_u32(0); 11];
+        let mut blocks = [CBlock::from_u32(0); 10];
         for b in &mut blocks {
             *b = self.b.create_block();
         }
@@ -113,7 +108,6 @@ impl Lower<'_, '_, '_> {
             srun,
             snext,
             rows,
-            planes,
             exit,
         ] = blocks;
         self.b.set_cold_block(vbail);
@@ -151,12 +145,7 @@ impl Lower<'_, '_, '_> {
         lowered?;
         self.b.ins().jump(vdone, &[]);
         self.b.switch_to_block(vdone);
-        let x = self.b.use_var(vx);
-        let x1 = self.b.ins().iadd_imm(x, LANES);
-        self.b.def_var(vx, x1);
-        let t = self.b.use_var(self.t);
-        let t1 = self.b.ins().iadd_imm(t, LANES);
-        self.b.def_var(self.t, t1);
+        self.step_x(LANES);
         self.b.ins().jump(vhead, &[]);
 
         // A bailed chunk: its threads one by one.
@@ -168,45 +157,16 @@ impl Lower<'_, '_, '_> {
 
         // The scalar body, up to `stop`.
         self.b.switch_to_block(srun);
-        let saved = self.next_thread.replace(snext);
-        for (var, v) in self.refresh.clone() {
-            self.b.def_var(var, v);
-        }
-        self.block(body)?;
-        self.b.ins().jump(snext, &[]);
-        self.next_thread = saved;
+        self.scalar_thread(snext, |me| me.block(body))?;
         self.b.switch_to_block(snext);
-        let t = self.b.use_var(self.t);
-        let t1 = self.b.ins().iadd_imm(t, 1);
-        self.b.def_var(self.t, t1);
-        let x = self.b.use_var(vx);
-        let x1 = self.b.ins().iadd_imm(x, 1);
-        self.b.def_var(vx, x1);
+        let x1 = self.step_x(1);
         let s = self.b.use_var(stop);
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, x1, s);
         self.b.ins().brif(more, srun, &[], vhead, &[]);
 
         // The next row, and plane.
         self.b.switch_to_block(rows);
-        self.b.def_var(vx, zero);
-        let y = self.b.use_var(vy);
-        let y1 = self.b.ins().iadd_imm(y, 1);
-        self.b.def_var(vy, y1);
-        let more = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedLessThan, y1, en.block_dim[1]);
-        self.b.ins().brif(more, vhead, &[], planes, &[]);
-        self.b.switch_to_block(planes);
-        self.b.def_var(vy, zero);
-        let z = self.b.use_var(vz);
-        let z1 = self.b.ins().iadd_imm(z, 1);
-        self.b.def_var(vz, z1);
-        let more = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedLessThan, z1, en.block_dim[2]);
-        self.b.ins().brif(more, vhead, &[], exit, &[]);
+        self.end_of_row(zero, vhead, exit);
         self.b.switch_to_block(exit);
         self.vectorised = true;
         Ok(())
@@ -357,15 +317,8 @@ impl Lower<'_, '_, '_> {
         otherwise: CBlock,
     ) -> VResult<()> {
         use crate::bytecode::BinOp as B;
-        let cc = match (bin, signed) {
-            (B::Lt, true) => IntCC::SignedLessThan,
-            (B::Le, true) => IntCC::SignedLessThanOrEqual,
-            (B::Gt, true) => IntCC::SignedGreaterThan,
-            (B::Ge, true) => IntCC::SignedGreaterThanOrEqual,
-            (B::Lt, false) => IntCC::UnsignedLessThan,
-            (B::Le, false) => IntCC::UnsignedLessThanOrEqual,
-            (B::Gt, false) => IntCC::UnsignedGreaterThan,
-            _ => IntCC::UnsignedGreaterThanOrEqual,
+        let Some(cc) = int_cc(bin, signed) else {
+            return no("an affine branch that is not a comparison");
         };
         let (wcc, max) = if signed {
             (IntCC::SignedGreaterThan, i32::MAX as i64 - (LANES - 1))
@@ -708,30 +661,14 @@ impl Lower<'_, '_, '_> {
                 B::BitOr if !float => ins.bor(x, y),
                 B::BitXor if !float => ins.bxor(x, y),
                 _ if float => {
-                    let cc = match bin {
-                        B::Eq => FloatCC::Equal,
-                        B::Ne => FloatCC::NotEqual,
-                        B::Lt => FloatCC::LessThan,
-                        B::Gt => FloatCC::GreaterThan,
-                        B::Le => FloatCC::LessThanOrEqual,
-                        B::Ge => FloatCC::GreaterThanOrEqual,
-                        _ => return no("this float operation"),
+                    let Some(cc) = float_cc(bin) else {
+                        return no("this float operation");
                     };
                     ins.fcmp(cc, x, y)
                 }
                 _ => {
-                    let cc = match (bin, signed) {
-                        (B::Eq, _) => IntCC::Equal,
-                        (B::Ne, _) => IntCC::NotEqual,
-                        (B::Lt, true) => IntCC::SignedLessThan,
-                        (B::Gt, true) => IntCC::SignedGreaterThan,
-                        (B::Le, true) => IntCC::SignedLessThanOrEqual,
-                        (B::Ge, true) => IntCC::SignedGreaterThanOrEqual,
-                        (B::Lt, false) => IntCC::UnsignedLessThan,
-                        (B::Gt, false) => IntCC::UnsignedGreaterThan,
-                        (B::Le, false) => IntCC::UnsignedLessThanOrEqual,
-                        (B::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
-                        _ => return no("this integer operation"),
+                    let Some(cc) = int_cc(bin, signed) else {
+                        return no("this integer operation");
                     };
                     ins.icmp(cc, x, y)
                 }
