@@ -225,8 +225,7 @@ fn pack() -> Case {
     let x: Vec<f32> = pairs.iter().flat_map(|&(lo, hi, ..)| [lo, hi]).collect();
     let out: Vec<u32> = pairs.iter().flat_map(|&(.., b, h)| [b, h]).collect();
     case(
-        "pack",
-        include_str!("tensor/pack.lisp"),
+        ("pack", include_str!("tensor/pack.lisp")),
         "pack",
         [1, 1, 1],
         [8, 1, 1],
