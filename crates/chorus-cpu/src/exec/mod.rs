@@ -3,6 +3,7 @@
 
 mod access;
 mod interp;
+mod pool;
 mod tensor;
 mod texture;
 
@@ -255,10 +256,11 @@ pub(crate) fn parallel_blocks<S>(
     };
     if workers == 1 {
         work();
-    } else {
-        // The calling thread is one of the workers: it starts at once, so a launch is never
-        // slower than on one worker by more than the spawn, even when the other threads wait
-        // for a core on a busy machine.
+    } else if !pool::pool().run(workers - 1, &work) {
+        // The pool serves another launch (from another host thread): threads of this launch's
+        // own. The calling thread is one of the workers: it starts at once, so a launch is
+        // never slower than on one worker by more than the spawn, even when the other threads
+        // wait for a core on a busy machine.
         std::thread::scope(|s| {
             for _ in 1..workers {
                 s.spawn(work);
