@@ -22,7 +22,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 7;
+const RUNS: usize = 21;
 
 fn median(mut f: impl FnMut()) -> Duration {
     f();
