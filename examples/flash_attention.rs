@@ -6,6 +6,7 @@
 //! [+ causal mask])·V per (batch, head), with f32 accumulation. `dim` is 64 or 128 and `seq` a
 //! multiple of 128 (a block's query tile; K/V tiles are 64 rows).
 
+use chorus::lang::library::Library;
 use chorus::{Arg, Launch, MemoryBlock, Program, bf16};
 
 /// The kernel file.
@@ -100,12 +101,10 @@ impl Shape {
     }
 }
 
-/// The tensor-core macros followed by the attention kernels, checked now.
+/// The attention kernels with the tensor-core macros defined first, checked now (errors name the
+/// lines of `kernels/attention.lisp`).
 pub fn program() -> chorus::Result<Program> {
-    Program::new(
-        format!("{}\n{ATTENTION}", chorus::lang::library::TENSOR_CORE),
-        "tensor-core.lisp+attention.lisp",
-    )
+    Program::with_libraries(&[Library::TensorCore], ATTENTION, "attention.lisp")
 }
 
 /// `None` when the kernels can run `shape` (dim 64 or 128, seq a positive multiple of 128,

@@ -115,8 +115,13 @@ fn run(command: Command) -> Result<(), Failure> {
 
 /// An expander with the macros of the named shipped libraries.
 fn expander(libraries: &[String]) -> Result<chorus_lang::Expander, Failure> {
-    let names: Vec<&str> = libraries.iter().map(String::as_str).collect();
-    chorus_lang::library::expander_with(&names).map_err(|e| Failure(format!("chorus: {e}")))
+    use chorus_lang::library::{Library, expander_with};
+    let libraries = libraries
+        .iter()
+        .map(|name| Library::from_name(name))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure(format!("chorus: {e}")))?;
+    expander_with(&libraries).map_err(|e| Failure(e.to_string()))
 }
 
 /// `compile FILE [-o OUT] [--verbose] [-l LIBRARY]…`.

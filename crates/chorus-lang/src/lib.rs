@@ -66,9 +66,20 @@ fn check_expanded(expanded: Vec<Form>, target: &target::Target) -> Result<ir::Mo
 /// Reads kernel text (`file` names it in spans and messages) and compiles it for `target` with
 /// [`compile_forms_for`].
 pub fn compile_str_for(text: &str, file: &str, target: &target::Target) -> Result<ir::Module> {
+    compile_str_with(&mut Expander::new(), text, file, target)
+}
+
+/// [`compile_str_for`] with the macros of `expander` (for example the shipped libraries of
+/// [`library::expander_with`]) defined before the text's own.
+pub fn compile_str_with(
+    expander: &mut Expander,
+    text: &str,
+    file: &str,
+    target: &target::Target,
+) -> Result<ir::Module> {
     // Each form as read is dropped once expanded, and each expanded function once checked:
     // the text's forms, their expansion and the IR never all coexist.
-    let expanded = Expander::new().expand_unit_owned(read_str(text, file)?)?;
+    let expanded = expander.expand_unit_owned(read_str(text, file)?)?;
     let module = check::check_module_owned(expanded)?;
     check::validate(&module, target)?;
     Ok(module)

@@ -6,6 +6,7 @@
 use chorus_lang::check::validate;
 use chorus_lang::compile_str;
 use chorus_lang::cuda::print_module;
+use chorus_lang::library::{Library, expander_with};
 use chorus_lang::target::{Capability, Target};
 
 /// The corpus kernels, by file name.
@@ -183,15 +184,31 @@ fn fragments_are_vector_values_that_print_as_helper_calls() {
     assert!(printed.contains("chorus_cp_async_wait_0();"), "{printed}");
 }
 
-/// The hgemm example's kernel, written with the tensor-core macro library.
-fn hgemm_unit() -> String {
-    let kernel = include_str!("../../../examples/kernels/hgemm.lisp");
-    format!("{}\n{kernel}", chorus_lang::library::TENSOR_CORE)
+/// The hgemm example's kernel, written with the tensor-core macro library: the library's macros
+/// defined first, the kernel file read as itself.
+fn hgemm_module() -> chorus_lang::Result<chorus_lang::ir::Module> {
+    let mut expander = expander_with(&[Library::TensorCore])?;
+    chorus_lang::compile_str_with(
+        &mut expander,
+        include_str!("../../../examples/kernels/hgemm.lisp"),
+        "hgemm.lisp",
+        &Target::default_cuda(),
+    )
+}
+
+#[test]
+fn errors_in_a_unit_after_a_library_name_the_units_own_lines() {
+    let mut expander = expander_with(&[Library::TensorCore]).unwrap();
+    let text =
+        "(defkernel k (void ((a float*)))\n  (tc-unroll (i 0 2)\n    (set (aref a i) (+ 1.0 a))))";
+    let e = chorus_lang::compile_str_with(&mut expander, text, "k.lisp", &Target::default_cuda())
+        .unwrap_err();
+    assert_eq!((e.span.file.as_ref(), e.span.line), ("k.lisp", 3), "{e}");
 }
 
 #[test]
 fn the_macro_library_writes_the_hgemm_main_loop() {
-    let module = compile_str(&hgemm_unit(), "hgemm.lisp").unwrap_or_else(|e| panic!("{e}"));
+    let module = hgemm_module().unwrap_or_else(|e| panic!("{e}"));
     let code = print_module(&module).unwrap().code;
     // 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step, 8 cp.async per tile.
     assert_eq!(

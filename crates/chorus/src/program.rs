@@ -10,6 +10,7 @@ use crate::kind::{Backend, Device};
 use crate::launch::Launch;
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, FunctionKind, Global, Module};
+use chorus_lang::library::Library;
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -29,6 +30,9 @@ pub struct Program {
     /// Whether `text` is a whole source file (read by [`Program::from_file`]): its host code is
     /// skipped ([`chorus_lang::source`]).
     whole_file: bool,
+    /// The shipped macro libraries defined before `text`'s own macros
+    /// ([`Program::with_libraries`]).
+    libraries: Vec<Library>,
     module: OnceLock<std::result::Result<Arc<Module>, chorus_lang::Error>>,
     /// Per backend (by [`Backend::slot`]), per device (by its ordinal), the compiled program
     /// once it exists: a launch reads it without a lock.
@@ -53,6 +57,32 @@ impl Program {
     /// A program of `text`, which is read, expanded and checked now (errors name `file`).
     pub fn new(text: impl Into<String>, file: impl Into<String>) -> Result<Program> {
         let program = Program::unchecked(Cow::Owned(text.into()), Cow::Owned(file.into()));
+        program.module()?;
+        Ok(program)
+    }
+
+    /// A program of `text` with the macros of the shipped `libraries` defined first (the
+    /// tensor-core macros: [`chorus_lang::library`]). Each library is read as its own file, so
+    /// errors in `text` name `file`'s own lines, as they would not if the texts were joined.
+    ///
+    /// ```
+    /// use chorus::Program;
+    /// use chorus::lang::library::Library;
+    ///
+    /// let text = "(defkernel fill (void ((a float*)))\n  (tc-unroll (i 0 4) (set (aref a i) 1.0)))";
+    /// let program = Program::with_libraries(&[Library::TensorCore], text, "fill.lisp").unwrap();
+    /// assert!(program.cuda_source().unwrap().contains("a[3] = 1.0f"));
+    /// // A mistake on line 2 of k.lisp is reported there, not some hundred lines further.
+    /// let e = Program::with_libraries(&[Library::TensorCore], "\n(defkernel k (void ()) (tc-unroll))", "k.lisp").unwrap_err();
+    /// assert!(e.to_string().starts_with("k.lisp:2:24: macro `tc-unroll` takes"), "{e}");
+    /// ```
+    pub fn with_libraries(
+        libraries: &[Library],
+        text: impl Into<String>,
+        file: impl Into<String>,
+    ) -> Result<Program> {
+        let mut program = Program::unchecked(Cow::Owned(text.into()), Cow::Owned(file.into()));
+        program.libraries = libraries.to_vec();
         program.module()?;
         Ok(program)
     }
@@ -85,6 +115,7 @@ impl Program {
             text,
             file,
             whole_file: false,
+            libraries: Vec::new(),
             module: OnceLock::new(),
             compiled: [const { OnceLock::new() }; Backend::ALL.len()],
             compiling: Mutex::new(()),
@@ -106,10 +137,14 @@ impl Program {
     pub fn module(&self) -> Result<&Arc<Module>> {
         self.module
             .get_or_init(|| {
+                let mut expander = chorus_lang::library::expander_with(&self.libraries)?;
+                let target = chorus_lang::target::Target::default_cuda();
                 if self.whole_file {
-                    chorus_lang::compile_source(&self.text, &self.file).map(|(m, _)| Arc::new(m))
+                    chorus_lang::compile_source_with(&mut expander, &self.text, &self.file, &target)
+                        .map(|(m, _)| Arc::new(m))
                 } else {
-                    chorus_lang::compile_str(&self.text, &self.file).map(Arc::new)
+                    chorus_lang::compile_str_with(&mut expander, &self.text, &self.file, &target)
+                        .map(Arc::new)
                 }
             })
             .as_ref()

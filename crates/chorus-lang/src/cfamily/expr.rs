@@ -1270,6 +1270,8 @@ fn minifloat_bits(value: f64, fp4: bool) -> u8 {
     }
     let codes: u8 = if fp4 { 16 } else { 255 };
     let negative = value.is_sign_negative();
+    // An infinity is as far from every code: as the largest finite value, it saturates.
+    let value = value.clamp(-f64::MAX, f64::MAX);
     let mut best: Option<(u8, f64)> = None;
     for code in 0..codes {
         let Some(v) = minifloat_value(code, fp4) else {
@@ -1403,6 +1405,11 @@ mod tests {
         assert_eq!(minifloat_bits(5.0, true), 0x6);
         assert_eq!(minifloat_bits(0.25, true), 0x0);
         assert_eq!(minifloat_bits(-3.0, true), 0xD);
+        // Infinities saturate as large finite values do (they gave code 0, +0.0, before).
+        assert_eq!(minifloat_bits(f64::INFINITY, false), 0x7E);
+        assert_eq!(minifloat_bits(f64::NEG_INFINITY, false), 0xFE);
+        assert_eq!(minifloat_bits(f64::INFINITY, true), 0x7);
+        assert_eq!(minifloat_bits(f64::NEG_INFINITY, true), 0xF);
         for code in 0..=0x7Eu8 {
             let v = minifloat_value(code, false).unwrap();
             assert_eq!(minifloat_bits(v, false), code, "{v}");
