@@ -1270,8 +1270,13 @@ fn minifloat_bits(value: f64, fp4: bool) -> u8 {
     }
     let codes: u8 = if fp4 { 16 } else { 255 };
     let negative = value.is_sign_negative();
-    // An infinity is as far from every code: as the largest finite value, it saturates.
-    let value = value.clamp(-f64::MAX, f64::MAX);
+    // At or past the largest finite value (448, 6) the code is that value's: said here, as
+    // far beyond it (an infinity, 1e300) every code is equally distant in f64.
+    let (largest, code) = if fp4 { (6.0, 0x7) } else { (448.0, 0x7E) };
+    if value.abs() >= largest {
+        let sign = if fp4 { 0x8 } else { 0x80 };
+        return if negative { code | sign } else { code };
+    }
     let mut best: Option<(u8, f64)> = None;
     for code in 0..codes {
         let Some(v) = minifloat_value(code, fp4) else {
@@ -1410,6 +1415,7 @@ mod tests {
         assert_eq!(minifloat_bits(f64::NEG_INFINITY, false), 0xFE);
         assert_eq!(minifloat_bits(f64::INFINITY, true), 0x7);
         assert_eq!(minifloat_bits(f64::NEG_INFINITY, true), 0xF);
+        assert_eq!(minifloat_bits(-1e300, false), 0xFE);
         for code in 0..=0x7Eu8 {
             let v = minifloat_value(code, false).unwrap();
             assert_eq!(minifloat_bits(v, false), code, "{v}");
