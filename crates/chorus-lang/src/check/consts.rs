@@ -13,7 +13,12 @@ pub fn int_value(e: &Expr) -> Option<i128> {
     let value = match &e.kind {
         ExprKind::Literal(Literal::Int(v)) => *v,
         ExprKind::Cast { value, .. } => match &value.kind {
-            ExprKind::Literal(Literal::Float(x)) if x.is_finite() => x.trunc() as i128,
+            // Out of the type's range a float saturates, as CUDA's cvt.rzi and the CPU
+            // executor convert (C leaves it undefined); wrapping gave (int8 300.0) = 44.
+            ExprKind::Literal(Literal::Float(x)) if x.is_finite() => {
+                let (min, max) = int_range(ty);
+                (x.trunc() as i128).clamp(min, max)
+            }
             _ => int_value(value)?,
         },
         ExprKind::Builtin { op, args } => {
@@ -140,5 +145,29 @@ mod tests {
         assert_eq!(wrap(256, ScalarType::UInt8), 0);
         assert_eq!(wrap(128, ScalarType::Int8), -128);
         assert_eq!(wrap(5, ScalarType::Int), 5);
+    }
+
+    #[test]
+    fn floats_out_of_an_integer_types_range_saturate() {
+        let cast = |x: f64, to: ScalarType| Expr {
+            kind: ExprKind::Cast {
+                value: Box::new(Expr {
+                    kind: ExprKind::Literal(Literal::Float(x)),
+                    ty: Type::Scalar(ScalarType::Double),
+                    span: crate::span::Span::generated(),
+                }),
+                implicit: false,
+            },
+            ty: Type::Scalar(to),
+            span: crate::span::Span::generated(),
+        };
+        assert_eq!(int_value(&cast(300.0, ScalarType::Int8)), Some(127));
+        assert_eq!(int_value(&cast(-300.7, ScalarType::Int8)), Some(-128));
+        assert_eq!(int_value(&cast(-1.0, ScalarType::UInt)), Some(0));
+        assert_eq!(
+            int_value(&cast(1e30, ScalarType::Int64)),
+            Some(i128::from(i64::MAX))
+        );
+        assert_eq!(int_value(&cast(-7.9, ScalarType::Int)), Some(-7));
     }
 }
