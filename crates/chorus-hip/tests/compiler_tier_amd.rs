@@ -42,6 +42,10 @@ const REFUSED: &[(&str, &str)] = &[
         "examples/texture-rotate",
         "needs texture and surface objects",
     ),
+    // The tensor-core examples: bfloat16 (before their mma.sync), TMA.
+    ("examples/hgemm", "needs bfloat16"),
+    ("examples/attention", "needs bfloat16"),
+    ("examples/hgemm-hopper", "needs tensor memory access"),
 ];
 
 /// Refused on 64-lane waves only: masks other than the full one, and masks as results.

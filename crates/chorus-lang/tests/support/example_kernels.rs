@@ -1,6 +1,7 @@
 //! The kernel programs of every example (`examples/*.rs`), for the tests that print them for
 //! other targets (the MSL shim, the AMD compiler tier): the workloads (`kernels/prelude.lisp`
-//! followed by `kernels/NAME.lisp`), each `chorus::defkernel! { … }` block of an example's
+//! followed by `kernels/NAME.lisp`), the tensor-core examples (the macro library, then
+//! `kernels/hgemm.lisp` or `kernels/attention.lisp`), each `chorus::defkernel! { … }` block of an example's
 //! source (one program per block, as the macro makes), and the text `shared-memory.rs` builds at
 //! run time.
 
@@ -38,6 +39,24 @@ const WORKLOADS: &[(&str, &str)] = &[
     (
         "scan",
         include_str!("../../../../examples/kernels/scan.lisp"),
+    ),
+    // hgemm-hopper's and fp8-gemm's kernels (one file, one kernel macro).
+    (
+        "hgemm-hopper",
+        include_str!("../../../../examples/kernels/hgemm-hopper.lisp"),
+    ),
+];
+
+/// The examples written with the tensor-core macro library (`chorus_lang::library`), which
+/// their programs define first.
+const TENSOR_CORE_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "hgemm",
+        include_str!("../../../../examples/kernels/hgemm.lisp"),
+    ),
+    (
+        "attention",
+        include_str!("../../../../examples/kernels/attention.lisp"),
     ),
 ];
 
@@ -79,6 +98,14 @@ const RUST_EXAMPLES: &[(&str, &str)] = &[
         "cusparse-spmv",
         include_str!("../../../../examples/cusparse-spmv.rs"),
     ),
+    (
+        "cudnn-conv",
+        include_str!("../../../../examples/cudnn-conv.rs"),
+    ),
+    (
+        "nccl-allreduce",
+        include_str!("../../../../examples/nccl-allreduce.rs"),
+    ),
 ];
 
 /// Every example's kernel programs, named (`sgemm`, `cublas-gemm`, `cublas-gemm-2` for a
@@ -88,6 +115,11 @@ pub fn example_programs() -> Vec<(String, String)> {
         .iter()
         .map(|(n, text)| (n.to_string(), format!("{PRELUDE}\n{text}")))
         .collect();
+    // Joined here, as one text (the tests name modules, not lines of the example's file).
+    for (name, text) in TENSOR_CORE_EXAMPLES {
+        let library = chorus_lang::library::TENSOR_CORE;
+        programs.push((name.to_string(), format!("{library}\n{text}")));
+    }
     for (name, rust) in RUST_EXAMPLES {
         for (i, block) in defkernel_blocks(rust).into_iter().enumerate() {
             let label = if i == 0 {
