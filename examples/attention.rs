@@ -264,18 +264,9 @@ fn main() -> ExitCode {
         iterations: get("iterations").unwrap_or(20).max(1),
         ftz: !matches.get_flag("no-ftz"),
     };
-    match run(&options) {
-        Ok(true) => {
-            println!("verification succeeded");
-            ExitCode::SUCCESS
-        }
-        Ok(false) => {
-            println!("VERIFICATION FAILED");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("attention: {e}");
-            ExitCode::FAILURE
-        }
+    let outcome = run(&options);
+    if let Ok(true) = outcome {
+        println!("verification succeeded");
     }
+    chorus_examples::exit_code("attention", outcome)
 }

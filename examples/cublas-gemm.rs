@@ -102,15 +102,5 @@ fn main() -> ExitCode {
         "cublas-gemm",
         "A kernel makes A and B, cuBLAS multiplies, a kernel adds bias and ReLU",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("cublas-gemm: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("cublas-gemm", run())
 }

@@ -209,15 +209,5 @@ fn main() -> ExitCode {
         "cudnn-conv",
         "A 3×3 convolution layer through cuDNN against a direct convolution in the kernel language",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("cudnn-conv: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("cudnn-conv", run())
 }

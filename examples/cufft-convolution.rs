@@ -118,15 +118,5 @@ fn main() -> ExitCode {
         "cufft-convolution",
         "FFT convolution with cuFFT against a direct kernel",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("cufft-convolution: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("cufft-convolution", run())
 }

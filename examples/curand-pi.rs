@@ -83,15 +83,5 @@ fn main() -> ExitCode {
         "curand-pi",
         "Monte-Carlo π from cuRAND numbers counted by a kernel",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("curand-pi: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("curand-pi", run())
 }

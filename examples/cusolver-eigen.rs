@@ -75,15 +75,5 @@ fn main() -> ExitCode {
         "cusolver-eigen",
         "cuSOLVER's symmetric eigen-decomposition of a kernel-built matrix",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("cusolver-eigen: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("cusolver-eigen", run())
 }

@@ -118,15 +118,5 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
 
 fn main() -> ExitCode {
     chorus_examples::no_arguments("cusparse-spmv", "cuSPARSE SpMV against a CSR SpMV kernel");
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("cusparse-spmv: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("cusparse-spmv", run())
 }

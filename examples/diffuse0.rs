@@ -66,12 +66,5 @@ fn main() -> ExitCode {
         "diffuse0",
         "cl-cuda's diffuse0: the 2-D heat equation, reading global memory",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("diffuse0: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("diffuse0", run())
 }

@@ -104,12 +104,5 @@ fn main() -> ExitCode {
         "diffuse1",
         "cl-cuda's diffuse1: the 2-D heat equation through shared-memory tiles",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("diffuse1: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("diffuse1", run())
 }

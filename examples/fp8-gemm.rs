@@ -97,15 +97,5 @@ fn main() -> ExitCode {
         "fp8-gemm",
         "FP8 E4M3 GEMM with wgmma, TMA and warp specialisation (sm_90a)",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("fp8-gemm: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("fp8-gemm", run())
 }

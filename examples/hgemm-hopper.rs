@@ -130,15 +130,5 @@ fn main() -> ExitCode {
         "hgemm-hopper",
         "BF16 GEMM with wgmma, TMA and warp specialisation (sm_90a), against cuBLAS",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("hgemm-hopper: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("hgemm-hopper", run())
 }

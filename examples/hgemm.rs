@@ -163,18 +163,9 @@ fn main() -> ExitCode {
         .copied()
         .unwrap_or(20)
         .max(1);
-    match run(size, iterations) {
-        Ok(true) => {
-            println!("verification succeeded");
-            ExitCode::SUCCESS
-        }
-        Ok(false) => {
-            println!("VERIFICATION FAILED");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("hgemm: {e}");
-            ExitCode::FAILURE
-        }
+    let outcome = run(size, iterations);
+    if let Ok(true) = outcome {
+        println!("verification succeeded");
     }
+    chorus_examples::exit_code("hgemm", outcome)
 }

@@ -14,6 +14,26 @@ pub fn banner(example: &str) -> chorus::Result<chorus::Backend> {
     Ok(backend)
 }
 
+/// The exit status of the example `name` from the outcome of its run: success when its results
+/// verified (`Ok(true)`); a failed check (`Ok(false)`, said as `NAME: verification failed`) or
+/// an error (`NAME: ERROR`), both on standard error, is a failure.
+pub fn exit_code<E: std::fmt::Display>(
+    name: &str,
+    outcome: Result<bool, E>,
+) -> std::process::ExitCode {
+    match outcome {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{name}: verification failed");
+            std::process::ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("{name}: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Reads the command line of an example that takes no arguments: `--help` prints its usage and
 /// `about`; anything else is refused with the usage, and the process exits with status 2.
 pub fn no_arguments(name: &'static str, about: &'static str) {

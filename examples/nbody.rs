@@ -99,12 +99,5 @@ fn main() -> ExitCode {
         "nbody",
         "cl-cuda's nbody: all-pairs gravity with a shared tile",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("nbody: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("nbody", run())
 }

@@ -179,12 +179,5 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("nccl-allreduce: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("nccl-allreduce", run(&cli))
 }

@@ -224,15 +224,5 @@ fn main() -> ExitCode {
         "npp-resize",
         "NPP resize and colour conversion of a generated image, written as PNG",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("npp-resize: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("npp-resize", run())
 }

@@ -122,15 +122,5 @@ fn main() -> ExitCode {
         "nvjpeg-roundtrip",
         "nvJPEG encode and decode of a generated image, checked by PSNR",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("verification failed");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("nvjpeg-roundtrip: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("nvjpeg-roundtrip", run())
 }

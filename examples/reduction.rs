@@ -67,12 +67,5 @@ fn main() -> ExitCode {
         "reduction",
         "Sum reduction with float4 loads and warp shuffles",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("reduction: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("reduction", run())
 }

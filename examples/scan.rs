@@ -85,12 +85,5 @@ fn run() -> chorus::Result<bool> {
 
 fn main() -> ExitCode {
     chorus_examples::no_arguments("scan", "Inclusive prefix sum of ints, reduce-then-scan");
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("scan: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("scan", run())
 }

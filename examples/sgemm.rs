@@ -91,12 +91,5 @@ fn main() -> ExitCode {
         "sgemm",
         "FP32 matrix product on the CUDA cores, register-tiled",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("sgemm: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("sgemm", run())
 }

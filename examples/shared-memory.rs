@@ -113,12 +113,5 @@ fn main() -> ExitCode {
         }
         Ok(all_correct)
     })();
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("shared-memory: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("shared-memory", outcome)
 }

@@ -220,12 +220,5 @@ fn main() -> ExitCode {
         "sph",
         "cl-cuda's sph: smoothed-particle hydrodynamics of a collapsing dam",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("sph: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("sph", run())
 }

@@ -138,12 +138,5 @@ fn main() -> ExitCode {
         "texture-rotate",
         "Rotates an image with bilinear texture filtering, checked against a CPU reference",
     );
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("texture-rotate: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("texture-rotate", run())
 }

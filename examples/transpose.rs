@@ -63,12 +63,5 @@ fn run() -> chorus::Result<bool> {
 
 fn main() -> ExitCode {
     chorus_examples::no_arguments("transpose", "Matrix transpose through a shared 32x33 tile");
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("transpose: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("transpose", run())
 }

@@ -79,12 +79,5 @@ fn main() -> ExitCode {
         let partial_block = run(1000, 256, &mut random)?;
         Ok(whole_blocks && partial_block)
     })();
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("vector-add: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_examples::exit_code("vector-add", outcome)
 }
