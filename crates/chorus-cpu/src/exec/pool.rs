@@ -21,14 +21,20 @@ use std::time::{Duration, Instant};
 /// back-to-back launches (tens of microseconds), short enough that an idle program costs little.
 const SPIN: Duration = Duration::from_micros(200);
 
-/// The work of one launch, shared with the helpers: `work` is the launch's closure with its
-/// lifetime erased (see [`Pool::run`] for why that is sound).
+/// The work of one launch, shared with the helpers: `work` points to the launch's closure,
+/// which lives until every helper that takes part has returned from it ([`Pool::run`]). A raw
+/// pointer, not a reference: a helper that does not take part may still copy the job after the
+/// launch is over, and must not hold a reference to a closure that is gone.
 #[derive(Clone, Copy)]
 struct Job {
-    work: &'static (dyn Fn() + Sync),
+    work: *const (dyn Fn() + Sync + 'static),
     /// How many helpers take part (those with a lower index).
     helpers: usize,
 }
+
+// SAFETY: `work` is only called by the helpers that take part, while the launch that owns the
+// closure waits for them; the closure is `Sync`, so calling it from several threads is allowed.
+unsafe impl Send for Job {}
 
 /// The state the launching thread and the helpers share.
 struct Shared {
@@ -97,16 +103,25 @@ impl Pool {
                 Err(_) => return false,
             }
         }
-        // SAFETY: the reference lives only in `shared.job` and the helpers' copies of it, and
-        // `WaitForHelpers` (dropped before this function returns or unwinds) waits until every
-        // helper that took the job has finished with it and clears the slot; a helper takes a
-        // job only while `running` counts it. So no call of `work` outlives this borrow.
-        let work: &'static (dyn Fn() + Sync) = unsafe { std::mem::transmute(work) };
+        // SAFETY: only the lifetime changes (a pointer to the same closure). The pointer is
+        // called only by helpers that take part, which `running` counts, and
+        // `WaitForHelpers` (dropped before this function returns or unwinds) waits until
+        // every one of them has returned: no call of `work` outlives this borrow.
+        let shared_work: *const (dyn Fn() + Sync + 'static) = unsafe {
+            std::mem::transmute::<*const (dyn Fn() + Sync + '_), *const (dyn Fn() + Sync + 'static)>(
+                work,
+            )
+        };
         let shared = self.shared;
         shared.running.store(helpers, Ordering::Release);
         let generation = shared.generation.load(Ordering::Acquire) + 1;
-        *shared.job.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((generation, Job { work, helpers }));
+        *shared.job.lock().unwrap_or_else(|p| p.into_inner()) = Some((
+            generation,
+            Job {
+                work: shared_work,
+                helpers,
+            },
+        ));
         let _wait = WaitForHelpers(shared);
         shared.generation.store(generation, Ordering::Release);
         for t in &threads[..helpers] {
@@ -150,7 +165,10 @@ fn helper_loop(shared: &'static Shared, index: usize, mut seen: u64) {
         if index < job.helpers {
             // `work` catches the panics of the blocks it runs; one that escapes (a bug) must
             // still count this helper out, or the launch would wait forever.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job.work));
+            // SAFETY: this helper is counted in `running`, so the launch that owns the closure
+            // waits for this call to return (`Job`).
+            let work = unsafe { &*job.work };
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
             shared.running.fetch_sub(1, Ordering::AcqRel);
         }
     }
