@@ -177,7 +177,7 @@ pub fn check_input(target: Target, text: &str) -> Result<(), String> {
 }
 
 /// Fuzzes `target` within `budget` and reports what it found. Runs of different targets
-/// take turns (see [`ONE_AT_A_TIME`]).
+/// take turns (see `ONE_AT_A_TIME`).
 pub fn run(target: Target, budget: Budget) -> Report {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     install_panic_hook();

@@ -11,7 +11,7 @@
 //! reads from:
 //! - **The directory must be the user's own**: on Unix, owned by this process's effective user
 //!   and writable by no one else (no group or other write bit). One that is not is not used
-//!   ([`read`] answers [`Read::Refused`], [`write`] and [`clear`] an error), and compiles go on
+//!   ([`read`] answers [`Read::Refused`], [`write()`] and [`clear`] an error), and compiles go on
 //!   without it. On Windows, where access is a matter of ACLs rather than owner and mode bits,
 //!   the default places are the user's own by construction: `%LOCALAPPDATA%` and the temp dir
 //!   (`%LOCALAPPDATA%\Temp`) lie in the user's profile, which grants access to the user, SYSTEM

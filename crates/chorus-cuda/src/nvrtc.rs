@@ -136,7 +136,7 @@ impl RelocatableOutput {
 /// Compiles CUDA C `source` with NVRTC into relocatable device code for architecture `arch`
 /// (separate compilation: `extern __device__` functions may be defined by another input of
 /// the same link). `user` options are added to NVRTC's usual ones
-/// ([`nvrtc_options`]: C++17, the architecture, the toolkit's headers). The result is not
+/// (`nvrtc_options`: C++17, the architecture, the toolkit's headers). The result is not
 /// cached: it is linked, not loaded.
 pub fn nvrtc_compile_relocatable(
     source: &str,

@@ -3,8 +3,8 @@
 //! Macros can nest forms far deeper than text does, and macro-time Lisp can recurse, so deep but
 //! legal input needs a big stack: [`on_big_stack`] runs a pass on a fresh thread with a
 //! [`BIG_STACK_SIZE`] stack. Starting that thread costs more than the whole front end takes for
-//! a small kernel, so a pass first tries the caller's thread with [`try_on_small_stack`] when it
-//! can tell that its recursion stays shallow: it calls [`leave_small_stack`] before it recurses
+//! a small kernel, so a pass first tries the caller's thread with `try_on_small_stack` when it
+//! can tell that its recursion stays shallow: it calls `leave_small_stack` before it recurses
 //! deeper than [`SMALL_STACK_DEPTH`] or runs code whose stack use it cannot bound (macro-time
 //! Lisp, a macro written in Rust by a user), which abandons the attempt; the pass then starts
 //! again from the beginning on a big stack.

@@ -43,7 +43,7 @@ pub const NAMES: [&str; 8] = [
     "pack-f16x2",
 ];
 
-/// True for the tensor-core built-ins, which [`FnCx::tensor_builtin`] checks.
+/// True for the tensor-core built-ins, which the checker's `FnCx::tensor_builtin` checks.
 pub fn is_tensor_builtin(name: &str) -> bool {
     NAMES.contains(&name)
 }
