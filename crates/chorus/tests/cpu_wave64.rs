@@ -70,6 +70,20 @@ fn with_64_lane_waves() {
     .unwrap();
     let error = ballot.load().unwrap_err();
     assert!(error.to_string().contains("64-lane"), "{error}");
+    // The warp-level tensor cores' fragments are laid out over 32 lanes: refused at the call
+    // when the program is loaded, not at the first ldmatrix.
+    let mma = Program::new(
+        "(defkernel mma (void ((a uint4*) (b uint2*) (c float4*)))
+           (set (aref c 0) (mma-sync :m16n8k16 :bf16 (aref a 0) (aref b 0) (aref c 0))))",
+        "mma.lisp",
+    )
+    .unwrap();
+    let error = mma.load().unwrap_err().to_string();
+    assert!(
+        error.contains("mma.lisp:2:28:")
+            && error.contains("`mma-sync` needs warp-level tensor cores"),
+        "{error}"
+    );
 }
 
 #[test]

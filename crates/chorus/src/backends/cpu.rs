@@ -13,7 +13,7 @@ use crate::hal::{
 use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Backend;
 use chorus_lang::ir::{Global, Module};
-use chorus_lang::target::Target;
+use chorus_lang::target::{Capability, Target};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -66,7 +66,9 @@ impl BackendImpl for Cpu {
 
 /// The CPU executor's target: [`Target::cpu`], or with `CHORUS_CPU_WARP=64` the same with AMD
 /// CDNA's 64-lane waves and 64-bit masks (`warp-size` 64; a mask operand must be the full
-/// `(uint -1)`, and masks as results are refused, as on gfx90a).
+/// `(uint -1)`, and masks as results are refused, as on gfx90a) and without the warp-level
+/// tensor cores, whose fragment layouts are those of 32 lanes (a kernel that uses them is
+/// refused at its span when it is loaded, not stopped at its first `ldmatrix`).
 fn cpu_target() -> std::result::Result<Target, Unavailable> {
     let mut target = Target::cpu();
     match std::env::var("CHORUS_CPU_WARP") {
@@ -74,6 +76,10 @@ fn cpu_target() -> std::result::Result<Target, Unavailable> {
             target.arch = "cpu-wave64".into();
             target.warp_width = 64;
             target.lane_mask_bits = 64;
+            target.capabilities = target
+                .capabilities
+                .without(Capability::TensorCores)
+                .without(Capability::Fp8TensorCores);
             Ok(target)
         }
         Ok(text) if !text.trim().is_empty() && text.trim() != "32" => {
