@@ -249,3 +249,28 @@ fn a_self_copying_macro_stops_within_bounded_memory() {
     assert!(message.contains("`tri`"), "{message}");
     assert!(peak < 256 << 20, "peak {} MiB", peak >> 20);
 }
+
+/// A macro that expands into its own call with its body twice (the fuzzer's
+/// `progn-doubling.lisp`, seed 5 of 2026-12-04: `progn` redefined so, under `unless`): each
+/// expansion doubles a list the macro-time Lisp copies element by element, and the step limit
+/// stops it, located at the macro, within bounded memory (with a limit of 1 000 000 steps a
+/// 200-byte input peaked at about 240 MB).
+#[test]
+fn a_self_doubling_macro_stops_within_bounded_memory() {
+    let text = "(defkernelmacro progn (&body body) `(progn ,@body ,@body))
+(defkernel k (void ((out int*) (n int)))
+  (do ((d 0 (+ d 1))) ((>= d 5))
+    (unless (> n 3)
+      (set (aref out 0) 1)
+      (break))))";
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut message = String::new();
+    let peak = peak_during(|| {
+        message = chorus_lang::compile_str(text, "t.lisp")
+            .expect_err("the step limit stops it")
+            .to_string();
+    });
+    println!("self-doubling macro: peak {} MiB: {message}", peak >> 20);
+    assert!(message.contains("in macro `progn`"), "{message}");
+    assert!(peak < 96 << 20, "peak {} MiB", peak >> 20);
+}
