@@ -114,6 +114,22 @@ impl Device {
     pub fn default() -> Result<Device> {
         current_device()
     }
+
+    /// What the device compiles for ([`chorus_lang::target::Target`]): its warp width, limits
+    /// and capabilities, so a program can ask before it loads a kernel that needs, say, the
+    /// warp-level tensor cores. Starts the device, as any use of it does.
+    ///
+    /// ```
+    /// use chorus::lang::target::Capability;
+    ///
+    /// let device = chorus::with_backend(chorus::Backend::Cpu, chorus::current_device).unwrap();
+    /// let target = device.target().unwrap();
+    /// assert_eq!(target.warp_width, 32);
+    /// assert!(target.has(Capability::TensorCores));
+    /// ```
+    pub fn target(self) -> Result<chorus_lang::target::Target> {
+        Ok(dispatch::device(self)?.target().clone())
+    }
 }
 
 /// Runs `f` with `backend` as the current backend of this thread (cl-cuda's binding of
