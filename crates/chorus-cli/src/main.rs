@@ -1,8 +1,8 @@
 //! The `chorus` command.
 //!
 //! ```text
-//! chorus compile FILE [-o OUT.cu] [--verbose] [-l LIBRARY]…
-//!                                   print (or write) the CUDA C of a kernel file
+//! chorus compile FILE [-o OUT.cu] [--verbose] [-l LIBRARY]… [-t TARGET]
+//!                                   print (or write) the CUDA C (or HIP, MSL) of a kernel file
 //! chorus expand FILE [-l LIBRARY]…  print the kernel file after macro expansion
 //! chorus devices                    list the CUDA devices
 //! chorus cache path                 print the kernel cache directory
@@ -16,7 +16,9 @@
 //! A host macro call that could not be expanded is a warning, printed always. `--library
 //! tensor-core` defines the macros of a library shipped with Chorus (`chorus_lang::library`)
 //! before the file's own, as a program that puts the library before its text does; errors in the
-//! library's macros name its own lines (`chorus:lib/tensor-core.lisp:LINE:COL`).
+//! library's macros name its own lines (`chorus:lib/tensor-core.lisp:LINE:COL`). `--target`
+//! (`sm_80`, `hip:gfx90a`, `metal`, …: `Target::from_name`) validates for that target and prints
+//! its dialect: CUDA C, HIP C++ or Metal Shading Language.
 //!
 //! Errors in the kernel text print as `FILE:LINE:COL: message` and exit with status 1; a
 //! command line that cannot be understood prints the usage and exits with status 2.
@@ -56,6 +58,10 @@ enum Command {
         /// Define the macros of a library shipped with Chorus first (`tensor-core`); repeatable.
         #[arg(short, long = "library", value_name = "LIBRARY")]
         libraries: Vec<String>,
+        /// The target to validate for and print: `cuda` (sm_90, the default), `sm_XY`,
+        /// `hip:gfxNNN` (HIP C++), `metal` or `metal:appleN` (Metal Shading Language).
+        #[arg(short, long, value_name = "TARGET", default_value = "cuda")]
+        target: String,
     },
     /// Print the kernel file after macro expansion (it reads back and compiles).
     Expand {
@@ -106,7 +112,8 @@ fn run(command: Command) -> Result<(), Failure> {
             output,
             verbose,
             libraries,
-        } => compile(&file, output.as_deref(), verbose, &libraries),
+            target,
+        } => compile(&file, output.as_deref(), verbose, &libraries, &target),
         Command::Expand { file, libraries } => expand(&file, &libraries),
         Command::Devices => devices(),
         Command::Cache { action } => cache(action),
@@ -124,24 +131,33 @@ fn expander(libraries: &[String]) -> Result<chorus_lang::Expander, Failure> {
     expander_with(&libraries).map_err(|e| Failure(e.to_string()))
 }
 
-/// `compile FILE [-o OUT] [--verbose] [-l LIBRARY]…`.
+/// `compile FILE [-o OUT] [--verbose] [-l LIBRARY]… [-t TARGET]`.
 fn compile(
     file: &str,
     output: Option<&str>,
     verbose: bool,
     libraries: &[String],
+    target: &str,
 ) -> Result<(), Failure> {
+    use chorus_lang::target::{Target, TargetKind};
+    let target = Target::from_name(target).map_err(|e| Failure(format!("chorus: {e}")))?;
+    if target.kind == TargetKind::Cpu {
+        return Err(Failure(
+            "chorus: the CPU executor runs the checked IR; there is no source to print for `cpu`"
+                .into(),
+        ));
+    }
     // Refused before anything is read, so the kernel file is never at risk.
     if let Some(path) = output {
         refuse_output_that_is_input(file, path).map_err(Failure)?;
     }
     let mut expander = expander(libraries)?;
     let text = read(file).map_err(Failure)?;
-    let target = chorus_lang::target::Target::default_cuda();
     let (module, skipped) = chorus_lang::compile_source_with(&mut expander, &text, file, &target)
         .map_err(|e| Failure(e.to_string()))?;
     report_skipped(&skipped, verbose);
-    let code = chorus_lang::cuda::print_module(&module)
+    let options = chorus_lang::cfamily::PrintOptions::default();
+    let code = chorus_lang::cfamily::print_for_target(&module, &target, &options)
         .map_err(|e| Failure(e.to_string()))?
         .code;
     match output {

@@ -495,3 +495,52 @@ fn a_shipped_library_is_defined_before_the_file_and_errors_keep_their_own_lines(
         stderr(&out)
     );
 }
+
+#[test]
+fn compile_prints_hip_and_msl_for_other_targets_and_refuses_what_they_lack() {
+    let out = chorus(&["compile", "--target", "hip:gfx90a", "vec-add.lisp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("#include <hip/hip_runtime.h>"),
+        "{}",
+        stdout(&out)
+    );
+    let out = chorus(&["compile", "-t", "metal", "vec-add.lisp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("#include <metal_stdlib>"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("kernel void"), "{}", stdout(&out));
+    // The CUDA default and an explicit sm_90 print the same C.
+    let default = chorus(&["compile", "vec-add.lisp"]);
+    let sm90 = chorus(&["compile", "-t", "sm_90", "vec-add.lisp"]);
+    assert_eq!(stdout(&default), stdout(&sm90));
+    // What a target lacks is an error at its span, before any printing.
+    let dir = scratch("targets");
+    let file = dir.join("bf16.lisp");
+    std::fs::write(
+        &file,
+        "(defkernel k (void ((a bfloat16*)))\n  (set (aref a 0) (float-to-bfloat16 1.0)))\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    assert!(chorus(&["compile", "-t", "sm_80", path]).status.success());
+    let out = chorus(&["compile", "-t", "hip:gfx1030", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("bf16.lisp:1:") && stderr(&out).contains("needs bfloat16"),
+        "{}",
+        stderr(&out)
+    );
+    for (target, said) in [
+        ("sm_9", "unknown target `sm_9`; the targets are cuda, sm_XY"),
+        ("cpu", "there is no source to print for `cpu`"),
+    ] {
+        let out = chorus(&["compile", "-t", target, "vec-add.lisp"]);
+        assert_eq!(out.status.code(), Some(1), "{target}");
+        assert!(stderr(&out).contains(said), "{target}: {}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

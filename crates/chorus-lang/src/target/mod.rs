@@ -105,6 +105,58 @@ const CUDA_PARAM_BYTES_BEFORE_VOLTA: u64 = 4096;
 const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
 impl Target {
+    /// The target a short name gives, as `chorus compile --target` takes it: `cuda` (sm_90,
+    /// [`Target::default_cuda`]), `sm_XY` or `cuda:sm_XY` (`sm_90a` is sm_90), an AMD processor
+    /// `gfxNNN` or `hip:gfxNNN` ([`Target::hip`]), `metal` (Apple8) or `metal:appleN`
+    /// ([`Target::metal`]), `cpu` ([`Target::cpu`]). The error says what the names are.
+    ///
+    /// ```
+    /// use chorus_lang::target::Target;
+    ///
+    /// assert_eq!(Target::from_name("sm_80").unwrap().compute_capability, Some((8, 0)));
+    /// assert_eq!(Target::from_name("hip:gfx90a").unwrap().warp_width, 64);
+    /// assert_eq!(Target::from_name("metal").unwrap().arch, "apple8");
+    /// assert!(Target::from_name("sm_9").unwrap_err().contains("sm_XY"));
+    /// ```
+    pub fn from_name(name: &str) -> Result<Target, String> {
+        const NAMES: &str = "cuda, sm_XY (sm_70 … sm_120), hip:gfxNNN (gfx90a, gfx942, gfx950, \
+                             gfx1030, gfx1100, gfx1200, gfx1201), metal, metal:apple7 … apple9, cpu";
+        let unknown = || format!("unknown target `{name}`; the targets are {NAMES}");
+        let name = name.trim();
+        let cuda = name.strip_prefix("cuda:").unwrap_or(name);
+        if let Some(digits) = cuda.strip_prefix("sm_") {
+            let digits = digits.strip_suffix('a').unwrap_or(digits);
+            let (major, minor) = match digits.len() {
+                2 | 3 if digits.bytes().all(|b| b.is_ascii_digit()) => {
+                    digits.split_at(digits.len() - 1)
+                }
+                _ => return Err(unknown()),
+            };
+            let (major, minor) = (
+                major.parse().map_err(|_| unknown())?,
+                minor.parse().map_err(|_| unknown())?,
+            );
+            return Ok(Target::cuda(major, minor));
+        }
+        let hip = name.strip_prefix("hip:").unwrap_or(name);
+        if hip.starts_with("gfx") {
+            return Target::hip(hip).ok_or_else(unknown);
+        }
+        match name {
+            "cuda" => Ok(Target::default_cuda()),
+            "metal" => Ok(Target::metal(8).ok_or_else(unknown)?),
+            "cpu" => Ok(Target::cpu()),
+            _ => {
+                let family = name.strip_prefix("metal:apple").ok_or_else(unknown)?;
+                family
+                    .parse()
+                    .ok()
+                    .and_then(Target::metal)
+                    .ok_or_else(unknown)
+            }
+        }
+    }
+
     /// A CUDA device of compute capability `major.minor` (`Target::cuda(9, 0)` for an H100 or
     /// H200). Capabilities follow the CUDA C++ Programming Guide's feature table, as each
     /// [`Capability`] documents; limits: 48 KiB of static shared memory, 1024 threads per block,
