@@ -4,7 +4,7 @@
 //! chorus compile FILE [-o OUT.cu] [--verbose] [-l LIBRARY]… [-t TARGET]
 //!                                   print (or write) the CUDA C (or HIP, MSL) of a kernel file
 //! chorus expand FILE [-l LIBRARY]…  print the kernel file after macro expansion
-//! chorus devices                    list the CUDA devices
+//! chorus devices                    list every backend's devices (or why it has none)
 //! chorus cache path                 print the kernel cache directory
 //! chorus cache clear                delete the cached kernel images
 //! chorus --version | --help         (and `chorus COMMAND --help`)
@@ -71,7 +71,7 @@ enum Command {
         #[arg(short, long = "library", value_name = "LIBRARY")]
         libraries: Vec<String>,
     },
-    /// List the CUDA devices.
+    /// List the devices of every backend (CUDA, Metal, HIP, the CPU), or why a backend has none.
     Devices,
     /// The kernel cache.
     Cache {
@@ -193,21 +193,41 @@ fn expand(file: &str, libraries: &[String]) -> Result<(), Failure> {
     write_stdout(&printed.join("\n"))
 }
 
-/// `devices`: one line per CUDA device, after the driver's CUDA version.
+/// `devices`: every backend, available or why not, and the devices of those that are, each with
+/// the target it compiles for; the device kernels run on by default is marked. Fails (after the
+/// list) only when `CHORUS_BACKEND` or `CHORUS_DEVICE` selects a device that cannot run.
 fn devices() -> Result<(), Failure> {
-    let failed = |e: chorus_cuda::DriverError| Failure(format!("chorus: {e}"));
-    let (major, minor) = chorus_cuda::driver_version().map_err(failed)?;
-    let devices = chorus_cuda::devices().map_err(failed)?;
-    let mut text = format!("CUDA driver {major}.{minor}, {} device(s)\n", devices.len());
-    for d in devices {
-        let (cc_major, cc_minor) = d.compute_capability;
-        let gib = d.total_memory as f64 / f64::from(1u32 << 30);
-        text.push_str(&format!(
-            "{}: {} (compute capability {cc_major}.{cc_minor}, {gib:.1} GiB)\n",
-            d.id, d.name
-        ));
+    use chorus::Backend;
+    let selected = chorus::current_device();
+    let mut text = String::new();
+    for backend in Backend::ALL {
+        if let Err(why) = backend.availability() {
+            text.push_str(&format!("{backend}: {why}\n"));
+            continue;
+        }
+        let devices = backend.devices();
+        let driver = match (backend, chorus_cuda::driver_version()) {
+            (Backend::Cuda, Ok((major, minor))) => format!("driver {major}.{minor}, "),
+            _ => String::new(),
+        };
+        text.push_str(&format!("{backend}: {driver}{} device(s)\n", devices.len()));
+        for device in devices {
+            let target = device.target().map_or_else(
+                |e| format!("no target: {e}"),
+                |t| format!("target {}", t.arch),
+            );
+            let default = if selected.as_ref().is_ok_and(|d| *d == device) {
+                " [default]"
+            } else {
+                ""
+            };
+            text.push_str(&format!("  {device}, {target}{default}\n"));
+        }
     }
-    write_stdout(&text)
+    write_stdout(&text)?;
+    selected
+        .map(drop)
+        .map_err(|e| Failure(format!("chorus: the selected device: {e}")))
 }
 
 /// `cache path` and `cache clear`.

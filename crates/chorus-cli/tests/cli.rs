@@ -348,25 +348,53 @@ fn cache_clear_refuses_a_directory_others_may_write() {
     assert!(kept);
 }
 
-/// Lists devices where a driver loads; elsewhere says why not and exits with 1.
+/// Lists every backend: its devices, each with its target, or why it has none; the CPU is always
+/// there, and the default device is marked. A selection that cannot run fails after the list.
 #[test]
-fn devices_lists_devices_or_says_why_not() {
+fn devices_lists_every_backend_and_marks_the_default() {
     let out = chorus(&["devices"]);
-    match out.status.code() {
-        Some(0) => {
-            let text = stdout(&out);
-            assert!(text.starts_with("CUDA driver "), "{text}");
-            let count: usize = text
-                .split(", ")
-                .nth(1)
-                .and_then(|s| s.split(' ').next())
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert_eq!(text.lines().count(), 1 + count, "{text}");
-        }
-        Some(1) => assert!(stderr(&out).starts_with("chorus: "), "{}", stderr(&out)),
-        other => panic!("exit status {other:?}: {}", stderr(&out)),
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for backend in ["CUDA: ", "Metal: ", "HIP: ", "CPU: 1 device(s)"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(backend)),
+            "{backend}: {text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  CPU device 0: ") && l.contains(", target cpu")),
+        "{text}"
+    );
+    assert_eq!(text.matches("[default]").count(), 1, "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .arg("devices")
+        .env("CHORUS_BACKEND", "cpu")
+        .env("CHORUS_CPU_DEVICES", "2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("CPU: 2 device(s)"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  CPU device 0: ") && l.ends_with("[default]")),
+        "{text}"
+    );
+    // A selection that names a backend that cannot run: the list, then the reason, status 1.
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .arg("devices")
+        .env("CHORUS_BACKEND", "metal")
+        .output()
+        .unwrap();
+    if !stdout(&out).lines().any(|l| l.starts_with("Metal: 1")) {
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stdout(&out).contains("CPU: "), "{}", stdout(&out));
+        assert!(
+            stderr(&out).starts_with("chorus: the selected device: "),
+            "{}",
+            stderr(&out)
+        );
     }
     assert_eq!(chorus(&["devices", "extra"]).status.code(), Some(2));
 }
