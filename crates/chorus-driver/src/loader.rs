@@ -150,7 +150,7 @@ pub fn probe_library_files(
                     path: None,
                     missing: Some(format!(
                         "none of {} in the system loader's path or in {}",
-                        file_names.join(", "),
+                        distinct(file_names).join(", "),
                         dirs.iter()
                             .map(|d| d.display().to_string())
                             .collect::<Vec<_>>()
@@ -488,4 +488,15 @@ mod tests {
         assert!(loader_cache_paths("/nonexistent/ld.so.cache", &names).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// `names` without repeats, in their order (cudarc's candidate lists name some files twice; a
+/// message lists each once).
+fn distinct(names: &[String]) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| seen.insert(*n))
+        .collect()
 }
