@@ -383,6 +383,17 @@ unsafe fn load_by_path(path: &Path) -> Result<Library, libloading::Error> {
     unsafe { Library::new(path) }
 }
 
+/// `names` without repeats, in their order (cudarc's candidate lists name some files twice; a
+/// message lists each once).
+fn distinct(names: &[String]) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| seen.insert(*n))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,15 +499,4 @@ mod tests {
         assert!(loader_cache_paths("/nonexistent/ld.so.cache", &names).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
-}
-
-/// `names` without repeats, in their order (cudarc's candidate lists name some files twice; a
-/// message lists each once).
-fn distinct(names: &[String]) -> Vec<&str> {
-    let mut seen = std::collections::HashSet::new();
-    names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| seen.insert(*n))
-        .collect()
 }
