@@ -162,17 +162,16 @@ pub fn check_gemm_samples(
 /// Why a warp-level tensor-core example (mma.sync, ldmatrix) cannot run on the current device
 /// (HIP, Metal, the CPU with 64-lane waves, a CUDA device older than sm_80), or `None`.
 pub fn tensor_cores_unavailable() -> chorus::Result<Option<String>> {
-    let target = chorus::current_device()?.target()?;
-    Ok(
-        (!target.has(chorus::lang::target::Capability::TensorCores)).then(|| {
-            format!(
-                "mma.sync and ldmatrix need warp-level tensor cores, which {} ({}) does not have",
-                target.arch,
-                chorus::current_device()
-                    .map_or_else(|_| "this device".into(), |d| d.backend().to_string())
-            )
-        }),
-    )
+    let device = chorus::current_device()?;
+    let target = device.target()?;
+    let has = target.has(chorus::lang::target::Capability::TensorCores);
+    Ok((!has).then(|| {
+        format!(
+            "mma.sync and ldmatrix need warp-level tensor cores, which {} ({}) does not have",
+            target.arch,
+            device.backend()
+        )
+    }))
 }
 
 /// Why a Hopper example cannot run here (not CUDA, or not compute capability 9.0), or `None`.

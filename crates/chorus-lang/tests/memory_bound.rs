@@ -238,16 +238,7 @@ fn a_self_copying_macro_stops_within_bounded_memory() {
   (tri (a b c d e f g h i j k l m n o p)
     (for (i 0 (< i n) (+ i 1))
       (set (aref out i) (+ (aref out i) (* 2.0 (aref out (+ i 1))) (* 3.0 (aref out (+ i 2))))))))";
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut message = String::new();
-    let peak = peak_during(|| {
-        message = chorus_lang::compile_str(text, "t.lisp")
-            .expect_err("the budget stops it")
-            .to_string();
-    });
-    println!("self-copying macro: peak {} MiB: {message}", peak >> 20);
-    assert!(message.contains("`tri`"), "{message}");
-    assert!(peak < 256 << 20, "peak {} MiB", peak >> 20);
+    stops_within(text, "self-copying macro", "`tri`", 256);
 }
 
 /// A macro that expands into its own call with its body twice (the fuzzer's
@@ -263,14 +254,20 @@ fn a_self_doubling_macro_stops_within_bounded_memory() {
     (unless (> n 3)
       (set (aref out 0) 1)
       (break))))";
+    stops_within(text, "self-doubling macro", "in macro `progn`", 96);
+}
+
+/// Compiles `text`, which must fail with an error that says `says`, and asserts that the heap
+/// peaked under `mib` MiB meanwhile.
+fn stops_within(text: &str, what: &str, says: &str, mib: usize) {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut message = String::new();
     let peak = peak_during(|| {
         message = chorus_lang::compile_str(text, "t.lisp")
-            .expect_err("the step limit stops it")
+            .expect_err("a limit stops it")
             .to_string();
     });
-    println!("self-doubling macro: peak {} MiB: {message}", peak >> 20);
-    assert!(message.contains("in macro `progn`"), "{message}");
-    assert!(peak < 96 << 20, "peak {} MiB", peak >> 20);
+    println!("{what}: peak {} MiB: {message}", peak >> 20);
+    assert!(message.contains(says), "{message}");
+    assert!(peak < mib << 20, "peak {} MiB", peak >> 20);
 }

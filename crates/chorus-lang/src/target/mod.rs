@@ -144,7 +144,7 @@ impl Target {
         }
         match name {
             "cuda" => Ok(Target::default_cuda()),
-            "metal" => Ok(Target::metal(8).ok_or_else(unknown)?),
+            "metal" => Target::metal(8).ok_or_else(unknown),
             "cpu" => Ok(Target::cpu()),
             _ => {
                 let family = name.strip_prefix("metal:apple").ok_or_else(unknown)?;
