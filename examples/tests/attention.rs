@@ -77,6 +77,13 @@ fn check(variant: Variant, dim: usize) {
             wrong_scale > shape.len() / 2,
             "a wrong scale passes: {wrong_scale}"
         );
+        // The same check of the GPU's output (skipped without one, a failure under
+        // CHORUS_REQUIRE_GPU=1).
+        let what = format!("attention {variant:?} d{dim} causal {causal} (CUDA)");
+        if chorus::cuda::testing::gpu_available_or_skip(&what) {
+            let o = attention_on(Backend::Cuda, variant, shape, causal, &inputs, scale);
+            assert_eq!(failures(&o, &inputs, shape, causal, scale), 0, "{what}");
+        }
     }
 }
 
