@@ -7,12 +7,12 @@
 #   LIM=120 bash benches/device-examples.sh "hgemm" "hgemm-hopper --size 8192" "libs_bench"
 set -u
 OUT=${OUT:-$(mktemp -d)}
-bash .device/run.sh no_such_test_filter >/dev/null 2>&1
+bash "${CHORUS_STAGE:-.device}/run.sh" no_such_test_filter >/dev/null 2>&1
 export CHORUS_REQUIRE_GPU=1
 mkdir -p examples benches
 for spec in "$@"; do
   start=$(date +%s)
-  out=$(timeout ${LIM:-150} bash .device/run.sh --bin $spec 2>&1); rc=$?
+  out=$(timeout ${LIM:-150} bash "${CHORUS_STAGE:-.device}/run.sh" --bin $spec 2>&1); rc=$?
   { echo "=== $spec rc=$rc $(( $(date +%s) - start ))s"; echo "$out"; } >> "$OUT/examples.log"
   echo "=== $spec rc=$rc $(( $(date +%s) - start ))s"; echo "$out" | grep -v '^NVIDIA H200' | tail -n ${TAILN:-8}
 done

@@ -20,9 +20,6 @@ date -u
 /tmp/chorus-baselines | tee "$out/baselines.tsv"
 mkdir -p examples benches  # run.sh runs each binary from its package folder
 bash "$stage/run.sh" --bin bench_suite --baseline "$out/baselines.tsv" --out "$out/results.tsv" 2>&1 | tee "$out/bench.log"
-for example in diffuse0 diffuse1 nbody sph reduction transpose sgemm scan; do
-    echo "=== example $example"
-    bash "$stage/run.sh" --bin "$example" 2>&1 | tail -n 12
-    echo "=== exit status of $example: ${PIPESTATUS[0]}"
-done 2>&1 | tee "$out/examples.log"
+OUT="$out" TAILN=12 bash "$here/device-examples.sh" diffuse0 diffuse1 nbody sph reduction \
+    transpose sgemm scan
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu --format=csv
