@@ -135,6 +135,104 @@ pub fn hopper_gemm_launch(m: usize, n: usize) -> chorus::Launch<'static> {
         .shared_mem(HOPPER_GEMM_SHARED_BYTES)
 }
 
+/// How a Hopper GEMM kernel of `kernels/hgemm-hopper.lisp` covers C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HopperSchedule {
+    /// `define-hopper-gemm`: one block per 128×256 tile in a 2-D grid, C as BF16.
+    PerTile,
+    /// `define-hopper-gemm … :grouped`: one block per tile in a 1-D grid that the kernel maps
+    /// to tiles in grouped order, C as BF16.
+    Grouped,
+    /// `define-hopper-gemm-persistent`: one block per multiprocessor walking the tiles, C as
+    /// 32-bit words of two BF16.
+    Persistent,
+}
+
+/// The launch of a persistent Hopper GEMM of an `m`×`n` C on the current device: one block
+/// per multiprocessor (no more than the tiles), three warpgroups.
+pub fn hopper_gemm_persistent_launch(
+    m: usize,
+    n: usize,
+) -> chorus::Result<chorus::Launch<'static>> {
+    use chorus::cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    let device = chorus::cuda::current_device().map_err(chorus::cuda::Error::from)?;
+    let multiprocessors =
+        chorus::cuda::device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(chorus::cuda::Error::from)?;
+    let blocks = (multiprocessors.max(1) as usize).min((m / 128) * (n / 256));
+    Ok(chorus::Launch::grid(blocks)
+        .block(384)
+        .shared_mem(HOPPER_GEMM_SHARED_BYTES))
+}
+
+/// Runs the Hopper GEMM `kernel` of `program` (scheduled as `schedule`) on the operands behind
+/// `a_map` and `b_map` once to compile and load it, then `iterations` times on the null
+/// stream: the seconds per launch and C (`m`×`n`, row-major BF16) on the host.
+pub fn run_hopper_gemm(
+    program: &Program,
+    kernel: &str,
+    schedule: HopperSchedule,
+    (a_map, b_map): (&chorus::cuda::TensorMap, &chorus::cuda::TensorMap),
+    (m, n, k): (usize, usize, usize),
+    iterations: u32,
+) -> chorus::Result<(f64, Vec<chorus::bf16>)> {
+    // C as the kernel takes it: BF16, or (persistent) pairs of BF16 in 32-bit words, the lower
+    // column in the lower half.
+    enum Output {
+        Bf16(MemoryBlock<chorus::bf16>),
+        Pairs(MemoryBlock<u32>),
+    }
+    let (mut c, launch) = match schedule {
+        HopperSchedule::PerTile => (
+            Output::Bf16(MemoryBlock::alloc(m * n)?),
+            hopper_gemm_launch(m, n),
+        ),
+        HopperSchedule::Grouped => (
+            Output::Bf16(MemoryBlock::alloc(m * n)?),
+            chorus::Launch::grid((m / 128) * (n / 256))
+                .block(384)
+                .shared_mem(HOPPER_GEMM_SHARED_BYTES),
+        ),
+        HopperSchedule::Persistent => (
+            Output::Pairs(MemoryBlock::alloc(m * n / 2)?),
+            hopper_gemm_persistent_launch(m, n)?,
+        ),
+    };
+    let args = [
+        Arg::tensor_map(a_map),
+        Arg::tensor_map(b_map),
+        match &c {
+            Output::Bf16(c) => c.as_arg(),
+            Output::Pairs(c) => c.as_arg(),
+        },
+        Arg::value(m as i32),
+        Arg::value(n as i32),
+        Arg::value(k as i32),
+    ];
+    program.launch(kernel, &args, launch.clone())?; // compile and load outside the time
+    chorus::synchronize()?;
+    let ((), elapsed) = timed(|| {
+        for _ in 0..iterations {
+            program.launch(kernel, &args, launch.clone())?;
+        }
+        chorus::synchronize()
+    })?;
+    let c = match &mut c {
+        Output::Bf16(c) => {
+            c.sync(chorus::Direction::DeviceToHost)?;
+            c.as_slice().to_vec()
+        }
+        Output::Pairs(c) => {
+            c.sync(chorus::Direction::DeviceToHost)?;
+            c.as_slice()
+                .iter()
+                .flat_map(|&w| [w as u16, (w >> 16) as u16].map(chorus::bf16::from_bits))
+                .collect()
+        }
+    };
+    Ok((elapsed.as_secs_f64() / f64::from(iterations), c))
+}
+
 /// Checks 1024 sampled entries of `c` (M×N row-major BF16) against the exact A·Bᵀ, with A
 /// (M×K) and B (N×K) row-major, read through `a` and `b` (element index → value): how many
 /// differ by more than half a BF16 ulp (C's rounding, when every partial sum is exact in f32),

@@ -38,66 +38,156 @@
          (col (+ ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)) (mod ,i 2))))
      (set (aref c (+ (* row n) col)) (float-to-bfloat16 (wgmma-acc-ref ,acc ,i)))))
 
-;;; (define-hopper-gemm name element slice-k mma mma-k): the kernel `name` over inputs of
-;;; `element` (`slice-k` of them in 128 bytes), multiplying with `mma` (K = `mma-k`).
-(defkernelmacro define-hopper-gemm (name element slice-k mma mma-k)
+;;; Stores registers i and i + 1 of the accumulator (adjacent columns of one row) as one
+;;; packed pair of BF16 into `c`, C viewed as 32-bit words (`uint*`, two columns a word): half
+;;; the store instructions of `store-register`.
+(defkernelmacro store-pair (acc i row0 col0 tid)
+  `(let ((row (+ ,row0 (* 16 (/ ,tid 32)) (/ (mod ,tid 32) 4) (* 8 (mod (/ ,i 2) 2))))
+         (col (+ ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)))))
+     (set (aref c (/ (+ (* row n) col) 2))
+          (pack-bf16x2 (wgmma-acc-ref ,acc ,i) (wgmma-acc-ref ,acc (+ ,i 1))))))
+
+;;; The pipeline's shared state around `body`: the `full` and `empty` mbarriers of every stage
+;;; (initialised), the stage buffers `a-tiles` and `b-tiles` in dynamic shared memory from its
+;;; first 1024-byte boundary (the 128-byte swizzle repeats every 1024 bytes; the launch adds
+;;; 1024 bytes for this), the thread's `warpgroup` and `tid` in it, and `slices`, the K slices
+;;; of one tile.
+(defkernelmacro with-gemm-pipeline ((element slice-k) &body body)
+  `(with-shared-memory ((full uint64 4)
+                        (empty uint64 4))
+     (with-dynamic-shared-memory ((raw ,element))
+       (let* ((pad (logand (- 1024 (logand (shared-address raw) 1023)) 1023))
+              (a-tiles (pointer (aref raw (/ pad ,(/ 128 slice-k)))))
+              (b-tiles (pointer (aref a-tiles (* stages 128 ,slice-k))))
+              (warpgroup (/ thread-idx-x 128))
+              (tid (mod thread-idx-x 128))
+              (slices (/ k ,slice-k)))
+         (when (= thread-idx-x 0)
+           (unroll (s 0 1 4)                    ; every stage
+             (mbarrier-init (pointer (aref full s)) 1)
+             (mbarrier-init (pointer (aref empty s)) 2)))
+         (syncthreads)
+         ,@body))))
+
+;;; The producer's step for the `it`-th slice the block loads (counting over all its tiles):
+;;; slice `kb` of the tile at rows m0 of A and n0 of B. It waits until the consumers released
+;;; the stage's previous slice, announces the stage's bytes on `full` and starts both copies.
+(defkernelmacro produce-slice (it kb m0 n0 slice-k)
+  `(let ((s (mod ,it stages)))
+     (when (>= ,it stages)
+       (mbarrier-wait (pointer (aref empty s)) (mod (- (/ ,it stages) 1) 2)))
+     (mbarrier-arrive-expect-tx (pointer (aref full s)) stage-bytes)
+     (tma-load-2d (pointer (aref a-tiles (* s 128 ,slice-k)))
+                  (pointer (aref full s)) (pointer a-map) (* ,kb ,slice-k) ,m0)
+     (tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
+                  (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0)))
+
+;;; A consumer's step for the `it`-th slice: wait for it, four wgmmas of its `rows` of A
+;;; against all of B into `acc`, wait for them and release the stage.
+(defkernelmacro consume-slice (it acc rows mma mma-k slice-k)
+  `(let ((s (mod ,it stages)))
+     (mbarrier-wait (pointer (aref full s)) (mod (/ ,it stages) 2))
+     (wgmma-fence)
+     (let ((a (pointer (aref a-tiles (+ (* s 128 ,slice-k) (* ,rows ,slice-k)))))
+           (b (pointer (aref b-tiles (* s 256 ,slice-k)))))
+       (mma-slice ,mma ,mma-k ,acc a b))
+     (wgmma-commit-group)
+     ;; Done with the slice: its buffer may be refilled. (Keeping one group in flight,
+     ;; wait-group 1, makes ptxas serialise the wgmmas, C7514; the other consumer keeps the
+     ;; tensor cores busy meanwhile.)
+     (wgmma-wait-group 0)
+     (when (= tid 0)
+       (mbarrier-arrive (pointer (aref empty s))))))
+
+;;; Rows of tiles per group in the persistent kernels' walk over C: the blocks running at once
+;;; (132 on an H200) then cover about 16 × 8 tiles, reading 16 panels of A and 8 of B (about
+;;; 64 MiB at 8192³, near L2's 50 MiB) where the row-by-row order reads all 64 panels of A
+;;; (128 MiB) for every two columns of tiles.
+(defkernel-symbol-macro group-rows 16)
+
+;;; Binds m0 and n0 to the first row and column of tile number `tile` of C, counting tiles in
+;;; groups of `group-rows` rows of tiles, column by column within a group (Triton's grouped
+;;; ordering), then runs body.
+(defkernelmacro with-tile ((m0 n0) tile tiles-m tiles-n &body body)
+  `(let* ((in-group (* group-rows ,tiles-n))
+          (first-m (* (/ ,tile in-group) group-rows))
+          (rows-here (min (- ,tiles-m first-m) group-rows))
+          (r (mod ,tile in-group))
+          (,m0 (* 128 (+ first-m (mod r rows-here))))
+          (,n0 (* 256 (/ r rows-here))))
+     ,@body))
+
+;;; (define-hopper-gemm name element slice-k mma mma-k [order]): the kernel `name` over inputs
+;;; of `element` (`slice-k` of them in 128 bytes), multiplying with `mma` (K = `mma-k`). One
+;;; block per 128×256 tile of C: with `order` :rows (the default), a grid of (M/128, N/256),
+;;; the tile rows of A fastest; with :grouped, a grid of M/128 · N/256 blocks in grouped
+;;; order (`with-tile`).
+(defkernelmacro define-hopper-gemm (name element slice-k mma mma-k &optional (order :rows))
   `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map) (c bfloat16*)
                            (m int) (n int) (k int)))
      (declare (launch-bounds 384 1))
-     (with-shared-memory ((full uint64 4)
-                          (empty uint64 4))
-       ;; Dynamic shared memory: the stages of A, then of B, from the first 1024-byte boundary
-       ;; (the 128-byte swizzle repeats every 1024 bytes; the launch adds 1024 bytes for this).
-       (with-dynamic-shared-memory ((raw ,element))
-         (let* ((pad (logand (- 1024 (logand (shared-address raw) 1023)) 1023))
-                (a-tiles (pointer (aref raw (/ pad ,(/ 128 slice-k)))))
-                (b-tiles (pointer (aref a-tiles (* stages 128 ,slice-k))))
-                (warpgroup (/ thread-idx-x 128))
-                (tid (mod thread-idx-x 128))
-                (m0 (* block-idx-x 128))
-                (n0 (* block-idx-y 256))
-                (slices (/ k ,slice-k)))
-           (when (= thread-idx-x 0)
-             (unroll (s 0 1 4)                  ; every stage
-               (mbarrier-init (pointer (aref full s)) 1)
-               (mbarrier-init (pointer (aref empty s)) 2)))
-           (syncthreads)
-           (if (= warpgroup 0)
-               ;; The producer.
-               (progn
-                 (setmaxnreg-dec 40)
-                 (when (= tid 0)
-                   (for (kb 0 (< kb slices) (+ kb 1))
-                     (let ((s (mod kb stages)))
-                       (when (>= kb stages)
-                         (mbarrier-wait (pointer (aref empty s)) (mod (- (/ kb stages) 1) 2)))
-                       (mbarrier-arrive-expect-tx (pointer (aref full s)) stage-bytes)
-                       (tma-load-2d (pointer (aref a-tiles (* s 128 ,slice-k)))
-                                    (pointer (aref full s)) (pointer a-map) (* kb ,slice-k) m0)
-                       (tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
-                                    (pointer (aref full s)) (pointer b-map) (* kb ,slice-k) n0)))))
-               ;; The consumers: warpgroup w owns rows 64 (w - 1) … of the tile.
-               (progn
-                 (setmaxnreg-inc 232)
-                 (let ((acc (wgmma-f32-m64n256))
-                       (rows (* (- warpgroup 1) 64)))
-                   (for (kb 0 (< kb slices) (+ kb 1))
-                     (let ((s (mod kb stages)))
-                       (mbarrier-wait (pointer (aref full s)) (mod (/ kb stages) 2))
-                       (wgmma-fence)
-                       (let ((a (pointer (aref a-tiles (+ (* s 128 ,slice-k) (* rows ,slice-k)))))
-                             (b (pointer (aref b-tiles (* s 256 ,slice-k)))))
-                         (mma-slice ,mma ,mma-k acc a b))
-                       (wgmma-commit-group)
-                       ;; Done with the slice: its buffer may be refilled. (Keeping one group
-                       ;; in flight, wait-group 1, makes ptxas serialise the wgmmas, C7514; the
-                       ;; other consumer keeps the tensor cores busy meanwhile.)
-                       (wgmma-wait-group 0)
-                       (when (= tid 0)
-                         (mbarrier-arrive (pointer (aref empty s))))))
-                   (wgmma-fence-operand (pointer acc))
-                   (unroll (i 0 1 128)
-                     (store-register acc i (+ m0 rows) n0 tid))))))))))
+     (with-gemm-pipeline (,element ,slice-k)
+       (,@(if (eq order :grouped)
+              '(with-tile (m0 n0) block-idx-x (/ m 128) (/ n 256))
+              '(let ((m0 (* block-idx-x 128))
+                     (n0 (* block-idx-y 256)))))
+         (if (= warpgroup 0)
+             ;; The producer.
+             (progn
+               (setmaxnreg-dec 40)
+               (when (= tid 0)
+                 (for (kb 0 (< kb slices) (+ kb 1))
+                   (produce-slice kb kb m0 n0 ,slice-k))))
+             ;; The consumers: warpgroup w owns rows 64 (w - 1) … of the tile.
+             (progn
+               (setmaxnreg-inc 232)
+               (let ((acc (wgmma-f32-m64n256))
+                     (rows (* (- warpgroup 1) 64)))
+                 (for (kb 0 (< kb slices) (+ kb 1))
+                   (consume-slice kb acc rows ,mma ,mma-k ,slice-k))
+                 (wgmma-fence-operand (pointer acc))
+                 (unroll (i 0 1 128)
+                   (store-register acc i (+ m0 rows) n0 tid)))))))))
+
+;;; (define-hopper-gemm-persistent name element slice-k mma mma-k): the same product by a
+;;; persistent kernel: a grid of one block per multiprocessor, each block walking the tiles
+;;; block-idx-x, block-idx-x + grid-dim-x, … in grouped order, its pipeline running on from
+;;; one tile to the next (the producer loads the next tile's first slices while the consumers
+;;; store the last one). C is `uint*`, BF16 pairs (`store-pair`).
+(defkernelmacro define-hopper-gemm-persistent (name element slice-k mma mma-k)
+  `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map) (c uint*)
+                           (m int) (n int) (k int)))
+     (declare (launch-bounds 384 1))
+     (with-gemm-pipeline (,element ,slice-k)
+       (let* ((tiles-m (/ m 128))
+              (tiles-n (/ n 256))
+              (tiles (* tiles-m tiles-n))
+              (it 0))                           ; slices of the block so far
+         (if (= warpgroup 0)
+             (progn
+               (setmaxnreg-dec 40)
+               (when (= tid 0)
+                 (for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
+                   (with-tile (m0 n0) tile tiles-m tiles-n
+                     (for (kb 0 (< kb slices) (+ kb 1))
+                       (produce-slice it kb m0 n0 ,slice-k)
+                       (set it (+ it 1)))))))
+             (progn
+               (setmaxnreg-inc 232)
+               (let ((rows (* (- warpgroup 1) 64)))
+                 (for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
+                   (with-tile (m0 n0) tile tiles-m tiles-n
+                     (let ((acc (wgmma-f32-m64n256)))
+                       (for (kb 0 (< kb slices) (+ kb 1))
+                         (consume-slice it acc rows ,mma ,mma-k ,slice-k)
+                         (set it (+ it 1)))
+                       (wgmma-fence-operand (pointer acc))
+                       (unroll (i 0 2 128)
+                         (store-pair acc i (+ m0 rows) n0 tid))))))))))))
 
 (define-hopper-gemm hgemm-hopper bfloat16 64 wgmma-mma-async-bf16 16)
 (define-hopper-gemm fp8-gemm fp8 128 wgmma-mma-async-e4m3 32)
+(define-hopper-gemm hgemm-hopper-grouped bfloat16 64 wgmma-mma-async-bf16 16 :grouped)
+(define-hopper-gemm fp8-gemm-grouped fp8 128 wgmma-mma-async-e4m3 32 :grouped)
+(define-hopper-gemm-persistent hgemm-hopper-persistent bfloat16 64 wgmma-mma-async-bf16 16)
+(define-hopper-gemm-persistent fp8-gemm-persistent fp8 128 wgmma-mma-async-e4m3 32)

@@ -52,10 +52,11 @@ pub use chorus_driver::Error as DriverError;
 pub use chorus_driver::{
     BlockKind, Context, DeviceInfo, DeviceMemory, Direction, Event, Graph, GraphExec, MemoryBlock,
     MemsetValue, PinnedMemory, Stream, Timer, compute_capability, current_compute_capability,
-    current_stream, device_attribute, device_count, device_name, device_total_memory, devices,
-    driver_version, ensure_driver, error_text, memcpy_device_to_device, memcpy_device_to_device_2d,
-    memory_info, memset_device, reset_primary_context, retain_primary_context, sdk_not_found,
-    synchronize_context, with_cuda, with_primary_cuda, with_stream,
+    current_device, current_stream, device_attribute, device_count, device_name,
+    device_total_memory, devices, driver_version, ensure_driver, error_text,
+    memcpy_device_to_device, memcpy_device_to_device_2d, memory_info, memset_device,
+    reset_primary_context, retain_primary_context, sdk_not_found, synchronize_context, with_cuda,
+    with_primary_cuda, with_stream,
 };
 /// Tensor maps for the TMA built-ins (`tma-load-2d` …), passed with [`KernelArg::tensor_map`]
 /// (or `chorus::Arg::tensor_map`).

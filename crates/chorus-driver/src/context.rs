@@ -117,8 +117,8 @@ pub fn current_context() -> Option<sys::CUcontext> {
     current().ok().filter(|ctx| !ctx.is_null())
 }
 
-/// The current context's device ordinal.
-pub(crate) fn current_device() -> Result<usize> {
+/// The current context's device ordinal (`NoContext` outside every context).
+pub fn current_device() -> Result<usize> {
     current_context().ok_or(Error::NoContext)?;
     let mut dev = 0;
     cu!(cuCtxGetDevice(&mut dev))?;

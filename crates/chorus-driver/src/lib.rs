@@ -65,9 +65,9 @@ mod vmm;
 pub use call::{check, driver_version, ensure_driver, error_text, sdk_not_found};
 pub use context::{
     Context, DeviceInfo, ReleaseHook, compute_capability, current_compute_capability,
-    current_context, device_attribute, device_count, device_name, device_total_memory, devices,
-    memory_info, on_context_release, reset_primary_context, retain_primary_context,
-    synchronize_context, with_cuda, with_primary_cuda,
+    current_context, current_device, device_attribute, device_count, device_name,
+    device_total_memory, devices, memory_info, on_context_release, reset_primary_context,
+    retain_primary_context, synchronize_context, with_cuda, with_primary_cuda,
 };
 pub use error::{Error, Result, is_sticky_code};
 pub use loader::Probe;
