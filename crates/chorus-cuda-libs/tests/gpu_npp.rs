@@ -817,12 +817,15 @@ fn resize_nearest_linear_and_cubic() {
         let (dw, dh) = (90, 70);
         let got = dstf.download()?;
         // NPP documents the pixel-centre mapping (`src = (dst + 0.5)·scale − 0.5`) and border
-        // replication, not what a sample between the last pixel centre and the image's edge
-        // takes; the first H200 run differed from clamping there by 0.79 levels. So the
-        // interior (both taps of each axis inside the image) must match the f64 bilinear to
-        // f32 rounding, and the border band (outputs within a source pixel of the edge) must
-        // lie within its neighbourhood's source range, as any interpolation with non-negative
-        // weights does; both are printed.
+        // replication, but not its weights: the H200 runs of 2026-12-02 and 2026-12-04 differed from the
+        // f64 pixel-centre bilinear by up to 0.79 levels of 255 (inside the image, the second
+        // run showed), while the u8 upscale above is within 1 level. So every output
+        // must lie within the range of its source neighbourhood (any interpolation with
+        // non-negative weights does), and inside the image (both taps of each axis in it)
+        // within one level of the pixel-centre bilinear, the u8 tolerance: a mapping half a
+        // pixel off moves this smooth image's outputs by about 2.7 levels. When the interior
+        // is not exact to f32 rounding, the fit of other mappings and weight roundings is
+        // printed, so the log says which formula NPP follows.
         let want = resample_ref(&u, (sw, sh, 1), (dw, dh), false, true);
         let centre = |d: usize, s: usize, n: usize| (d as f64 + 0.5) * s as f64 / n as f64 - 0.5;
         let src_u8 = u.as_slice();
@@ -833,11 +836,12 @@ fn resize_nearest_linear_and_cubic() {
                 let g = got[y * dw + x] as f64 * 255.0;
                 let inner =
                     fx >= 0.0 && fy >= 0.0 && fx <= (sw - 1) as f64 && fy <= (sh - 1) as f64;
+                let difference = (g - want[y * dw + x]).abs();
                 if inner {
-                    interior = interior.max((g - want[y * dw + x]).abs());
-                    continue;
+                    interior = interior.max(difference);
+                } else {
+                    border = border.max(difference);
                 }
-                border = border.max((g - want[y * dw + x]).abs());
                 let (x0, y0) = (fx.floor().max(0.0) as usize, fy.floor().max(0.0) as usize);
                 let near = |v: usize, n: usize| v.saturating_sub(1)..=(v + 2).min(n - 1);
                 let (lo, hi) = near(y0, sh)
@@ -854,7 +858,7 @@ fn resize_nearest_linear_and_cubic() {
         if interior > 1e-3 {
             explain_linear_resize(&got, src_u8, (sw, sh), (dw, dh));
         }
-        assert!(interior <= 1e-3, "interior {interior}");
+        assert!(interior <= 1.0, "interior {interior}");
         assert!(
             outside <= 1e-3,
             "border band {border}, outside the range by {outside}"
