@@ -817,13 +817,14 @@ fn resize_nearest_linear_and_cubic() {
         let (dw, dh) = (90, 70);
         let got = dstf.download()?;
         // NPP documents the pixel-centre mapping (`src = (dst + 0.5)·scale − 0.5`) and border
-        // replication, but not its weights: the H200 runs of 2026-12-02 and 2026-12-04 differed from the
-        // f64 pixel-centre bilinear by up to 0.79 levels of 255 (inside the image, the second
-        // run showed), while the u8 upscale above is within 1 level. So every output
+        // replication, but not its weights: the H200 runs of 2026-12-02 and 2026-12-04 differed
+        // from the f64 pixel-centre bilinear by up to 0.79 levels of 255 (inside the image, the
+        // second run showed), while the u8 upscale above is within 1 level. So every output
         // must lie within the range of its source neighbourhood (any interpolation with
         // non-negative weights does), and inside the image (both taps of each axis in it)
-        // within one level of the pixel-centre bilinear, the u8 tolerance: a mapping half a
-        // pixel off moves this smooth image's outputs by about 2.7 levels. When the interior
+        // within one level of the pixel-centre bilinear, the u8 tolerance (other mappings miss
+        // it on this image: by 3.7 levels half a pixel off, 1.16 for the corners `d·s/n`, 1.06
+        // for aligned corners, computed on the host). When the interior
         // is not exact to f32 rounding, the fit of other mappings and weight roundings is
         // printed, so the log says which formula NPP follows.
         let want = resample_ref(&u, (sw, sh, 1), (dw, dh), false, true);
