@@ -286,15 +286,35 @@ pub enum Error {
     /// A grid or block extent that is not between 1 and `u32::MAX`.
     #[error("invalid launch: {dimension}: {source}")]
     InvalidExtent {
-        /// `grid` or `block`.
+        /// `grid`, `block` or `cluster`.
         dimension: &'static str,
         /// The extent given.
         source: BadExtent,
     },
-    /// A grid or block with an extent of 0.
+    /// A cluster whose extents do not divide the grid's.
+    #[error(
+        "invalid launch: the grid ({}, {}, {}) is not a whole number of clusters ({}, {}, {})",
+        .grid.x, .grid.y, .grid.z, .cluster.x, .cluster.y, .cluster.z
+    )]
+    ClusterShape {
+        /// The grid.
+        grid: Dim3,
+        /// The cluster.
+        cluster: Dim3,
+    },
+    /// A launch in clusters of more than one block on a backend without them.
+    #[error(
+        "the {backend} backend does not launch thread-block clusters (CUDA does, on compute \
+         capability 9.0 and newer)"
+    )]
+    ClustersUnsupported {
+        /// The backend.
+        backend: Backend,
+    },
+    /// A grid, block or cluster with an extent of 0.
     #[error("invalid launch: {dimension} ({}, {}, {}) has an extent of 0", .extents.x, .extents.y, .extents.z)]
     ZeroExtent {
-        /// `grid` or `block`.
+        /// `grid`, `block` or `cluster`.
         dimension: &'static str,
         /// Its extents.
         extents: Dim3,

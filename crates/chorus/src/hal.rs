@@ -194,6 +194,8 @@ pub(crate) struct LaunchShape<'a> {
     pub(crate) block: Dim3,
     pub(crate) shared_mem: u32,
     pub(crate) stream: Option<&'a dyn StreamImpl>,
+    /// Blocks per thread-block cluster; only the CUDA backend receives one.
+    pub(crate) cluster: Option<Dim3>,
     /// Where the launch was called from, so that a fault can name it.
     pub(crate) site: &'static std::panic::Location<'static>,
 }

@@ -1,4 +1,4 @@
-//! Launch configurations: grid and block sizes, dynamic shared memory, stream.
+//! Launch configurations: grid and block sizes, dynamic shared memory, stream, clusters.
 
 use crate::error::{BadExtent, Error, Result};
 use crate::kind::Device;
@@ -52,7 +52,8 @@ macro_rules! into_dim3 {
 into_dim3!(u32, i32, u64, usize);
 
 /// How a kernel is launched: the grid (in blocks), the block (in threads), the bytes of dynamic
-/// shared memory (`with-dynamic-shared-memory`), and the stream.
+/// shared memory (`with-dynamic-shared-memory`), the stream, and the blocks of a thread-block
+/// cluster (CUDA on sm_90 and newer).
 ///
 /// ```
 /// # use chorus::Launch;
@@ -74,6 +75,7 @@ pub struct Launch<'a> {
     shared_mem: u32,
     stream: Option<&'a Stream>,
     device: Option<Device>,
+    cluster: Option<std::result::Result<Dim3, BadExtent>>,
 }
 
 impl Default for Launch<'_> {
@@ -84,6 +86,7 @@ impl Default for Launch<'_> {
             shared_mem: 0,
             stream: None,
             device: None,
+            cluster: None,
         }
     }
 }
@@ -119,6 +122,26 @@ impl<'a> Launch<'a> {
     pub fn on(mut self, device: Device) -> Launch<'a> {
         self.device = Some(device);
         self
+    }
+
+    /// Groups the blocks into thread-block clusters of `cluster` blocks (CUDA, compute
+    /// capability 9.0 and newer: `cuLaunchKernelEx`); the grid must be a multiple of it in
+    /// every dimension. The blocks of a cluster run at once on one GPC and reach each other's
+    /// shared memory (`cluster-rank`, `cluster-barrier`, `mbarrier-arrive-cluster`, the TMA's
+    /// multicast). Other backends refuse a cluster of more than one block.
+    pub fn cluster(mut self, cluster: impl IntoDim3) -> Launch<'a> {
+        self.cluster = Some(cluster.into_dim3());
+        self
+    }
+
+    /// The cluster, if one was given, or the error its extents give.
+    pub fn cluster_dim(&self) -> Result<Option<Dim3>> {
+        self.cluster
+            .transpose()
+            .map_err(|source| Error::InvalidExtent {
+                dimension: "cluster",
+                source,
+            })
     }
 
     /// The grid, or the error its extents give.
@@ -162,6 +185,25 @@ impl<'a> Launch<'a> {
         }
         Ok((grid, block))
     }
+
+    /// The checked cluster of a launch of `grid`: `None` without one, else extents of at least
+    /// 1 that divide the grid's.
+    pub(crate) fn checked_cluster(&self, grid: Dim3) -> Result<Option<Dim3>> {
+        let Some(cluster) = self.cluster_dim()? else {
+            return Ok(None);
+        };
+        if cluster.volume() == 0 {
+            return Err(Error::ZeroExtent {
+                dimension: "cluster",
+                extents: cluster,
+            });
+        }
+        let divides = grid.x % cluster.x == 0 && grid.y % cluster.y == 0 && grid.z % cluster.z == 0;
+        if !divides {
+            return Err(Error::ClusterShape { grid, cluster });
+        }
+        Ok(Some(cluster))
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +228,37 @@ mod tests {
         assert_eq!(
             Launch::default().checked().unwrap(),
             (Dim3::new(1, 1, 1), Dim3::new(1, 1, 1))
+        );
+    }
+
+    #[test]
+    fn clusters_must_divide_the_grid() {
+        let launch = Launch::grid((8, 2)).block(32);
+        assert_eq!(launch.checked_cluster(Dim3::new(8, 2, 1)).unwrap(), None);
+        let paired = launch.clone().cluster(2);
+        assert_eq!(
+            paired.checked_cluster(Dim3::new(8, 2, 1)).unwrap(),
+            Some(Dim3::new(2, 1, 1))
+        );
+        let odd = launch.clone().cluster((3, 1));
+        let e = odd.checked_cluster(Dim3::new(8, 2, 1)).unwrap_err();
+        assert!(matches!(e, Error::ClusterShape { .. }), "{e}");
+        assert!(e.to_string().contains("(3, 1, 1)"), "{e}");
+        let zero = launch.clone().cluster((2, 0));
+        assert!(matches!(
+            zero.checked_cluster(Dim3::new(8, 2, 1)).unwrap_err(),
+            Error::ZeroExtent {
+                dimension: "cluster",
+                ..
+            }
+        ));
+        let negative = launch.cluster(-2);
+        assert!(
+            negative
+                .checked_cluster(Dim3::new(8, 2, 1))
+                .unwrap_err()
+                .to_string()
+                .contains("cluster: -2 is not an extent")
         );
     }
 

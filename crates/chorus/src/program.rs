@@ -318,6 +318,15 @@ impl Program {
             checks,
         )?;
         let (grid, block) = launch.checked()?;
+        // A cluster of one block is no cluster, on every backend.
+        let cluster = launch
+            .checked_cluster(grid)?
+            .filter(|cluster| cluster.volume() > 1);
+        if cluster.is_some() && device.backend() != Backend::Cuda {
+            return Err(Error::ClustersUnsupported {
+                backend: device.backend(),
+            });
+        }
         let stream = match launch.stream_ref() {
             Some(stream) if stream.inner.device != device => {
                 return Err(Error::StreamDevice {
@@ -333,6 +342,7 @@ impl Program {
             block,
             shared_mem: launch.shared_mem_bytes(),
             stream,
+            cluster,
             site: std::panic::Location::caller(),
         };
         self.compiled(device)?.launch(index, args, &shape)

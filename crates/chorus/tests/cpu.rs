@@ -474,3 +474,33 @@ fn run_time_faults_name_the_rust_source_position() {
         "{message}"
     );
 }
+
+#[test]
+fn clusters_of_several_blocks_are_refused_off_cuda() {
+    on_cpu(|| {
+        let n = 256usize;
+        let a = MemoryBlock::from_slice(&vec![1.0f32; n])?;
+        let b = MemoryBlock::from_slice(&vec![2.0f32; n])?;
+        let mut c = MemoryBlock::<f32>::alloc(n)?;
+        let launch = Launch::grid(4).block(64);
+        // A cluster of one block is no cluster: it runs.
+        vec_add_kernel(&a, &b, &mut c, n as i32, launch.clone().cluster(1))?;
+        c.sync(Direction::DeviceToHost)?;
+        assert!(c.as_slice().iter().all(|&x| x == 3.0));
+        let e = vec_add_kernel(&a, &b, &mut c, n as i32, launch.clone().cluster(2)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                chorus::Error::ClustersUnsupported {
+                    backend: Backend::Cpu
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("thread-block clusters"), "{e}");
+        // The shape is checked first, whatever the backend.
+        let e = vec_add_kernel(&a, &b, &mut c, n as i32, launch.cluster(3)).unwrap_err();
+        assert!(matches!(e, chorus::Error::ClusterShape { .. }), "{e}");
+        Ok(())
+    })
+}

@@ -174,3 +174,83 @@ fn each_cuda_device_runs_its_own_launches() {
         Ok(())
     });
 }
+
+/// Two blocks of a cluster each load half of a 32×16 f32 matrix with the TMA's multicast into
+/// both blocks' shared memory, completing on both blocks' `full` barrier; then each arrives on
+/// its own and its peer's `done` barrier (`mbarrier-arrive-cluster`) and waits for both
+/// arrivals. Every block writes the whole matrix out as it saw it.
+const MULTICAST: &str = "
+(defkernel multicast-halves (void ((m tensor-map) (out float*)))
+  (with-shared-memory ((full uint64 1)
+                       (done uint64 1))
+    (with-dynamic-shared-memory ((raw float))
+      (let* ((pad (logand (- 128 (logand (shared-address raw) 127)) 127))
+             (buf (pointer (aref raw (/ pad 4))))  ; 128-byte aligned, as the TMA wants
+             (rank (cluster-rank)))
+        (when (= thread-idx-x 0)
+          (mbarrier-init (pointer (aref full 0)) 1)
+          (mbarrier-init (pointer (aref done 0)) 2)
+          (fence-mbarrier-init))
+        (cluster-barrier)                       ; both blocks' barriers exist
+        (when (= thread-idx-x 0)
+          (mbarrier-arrive-expect-tx (pointer (aref full 0)) 2048)
+          (tma-load-2d-multicast (pointer (aref buf (* rank 256))) (pointer (aref full 0))
+                                 (pointer m) 3 0 (* (int rank) 16)))
+        (mbarrier-wait (pointer (aref full 0)) 0)
+        (for (i thread-idx-x (< i 512) (+ i block-dim-x))
+          (set (aref out (+ (* block-idx-x 512) i)) (aref buf i)))
+        (when (= thread-idx-x 0)
+          (mbarrier-arrive (pointer (aref done 0)))
+          (mbarrier-arrive-cluster (pointer (aref done 0)) (logxor rank 1)))
+        (mbarrier-wait (pointer (aref done 0)) 0)
+        (cluster-barrier)))))                   ; no block leaves while its peer may arrive
+";
+
+#[test]
+fn clusters_share_a_multicast_load_and_arrive_on_each_others_barriers() {
+    on_cuda("clusters_multicast", || {
+        use chorus::cuda::{TensorDataType, TensorLayout, TensorMap};
+        if chorus::cuda::compute_capability(0).map_err(chorus::cuda::Error::from)? < (9, 0) {
+            eprintln!("clusters_multicast: skipped, clusters need compute capability 9.0");
+            return Ok(());
+        }
+        let (width, height) = (16usize, 32usize);
+        let matrix: Vec<f32> = (0..width * height).map(|i| i as f32 + 0.5).collect();
+        let tensor = MemoryBlock::from_slice(&matrix)?;
+        let layout = TensorLayout::dense(
+            TensorDataType::F32,
+            tensor
+                .device_address()
+                .expect("a CUDA block has an address"),
+            &[width as u64, height as u64],
+        );
+        let map = TensorMap::encode_tiled(&layout, &[16, 16]).map_err(chorus::cuda::Error::from)?;
+        let program = chorus::Program::new(MULTICAST, "multicast.lisp")?;
+        let blocks = 4;
+        let mut out = MemoryBlock::<f32>::alloc(blocks * 512)?;
+        let launch = Launch::grid(blocks).block(128).shared_mem(2048 + 128);
+        program.launch(
+            "multicast-halves",
+            &[Arg::tensor_map(&map), out.as_arg()],
+            launch.clone().cluster(2),
+        )?;
+        out.sync(Direction::DeviceToHost)?;
+        for block in 0..blocks {
+            assert_eq!(
+                &out.as_slice()[block * 512..(block + 1) * 512],
+                &matrix[..],
+                "block {block}"
+            );
+        }
+        // The grid must be a whole number of clusters.
+        let e = program
+            .launch(
+                "multicast-halves",
+                &[Arg::tensor_map(&map), out.as_arg()],
+                Launch::grid(3).block(128).shared_mem(2048 + 128).cluster(2),
+            )
+            .unwrap_err();
+        assert!(matches!(e, chorus::Error::ClusterShape { .. }), "{e}");
+        Ok(())
+    });
+}

@@ -63,7 +63,12 @@ impl HopperHelper {
                     HopperOp::MbarrierTryWait => "mbarrier_try_wait",
                     HopperOp::MbarrierWait => "mbarrier_wait",
                     HopperOp::FenceProxyAsync => "fence_proxy_async",
+                    HopperOp::MbarrierArriveCluster => "mbarrier_arrive_cluster",
+                    HopperOp::FenceMbarrierInit => "fence_mbarrier_init",
                     HopperOp::TmaLoad(d) => return format!("chorus_tma_load_{d}d"),
+                    HopperOp::TmaLoadMulticast(d) => {
+                        return format!("chorus_tma_load_{d}d_multicast");
+                    }
                     HopperOp::TmaStore(d) => return format!("chorus_tma_store_{d}d"),
                     HopperOp::BulkCommitGroup => "bulk_commit_group",
                     HopperOp::BulkWaitGroupRead => "bulk_wait_group_read",
@@ -174,7 +179,10 @@ pub(super) fn call(
             helpers.push(h);
             format!("{}<{list}>()", h.name())
         }
-        HopperOp::TmaLoad(_) | HopperOp::TmaStore(_) | HopperOp::PrefetchTensorMap => {
+        HopperOp::TmaLoad(_)
+        | HopperOp::TmaLoadMulticast(_)
+        | HopperOp::TmaStore(_)
+        | HopperOp::PrefetchTensorMap => {
             let h = HopperHelper::Op(op);
             helpers.extend([HopperHelper::TensorMap, h]);
             format!("{}({list})", h.name())
@@ -220,7 +228,7 @@ fn coordinates(first: usize, dims: u8) -> String {
 pub(super) fn definition(helper: HopperHelper, name: &str) -> String {
     match helper {
         HopperHelper::ArchGuard => format!(
-            "{ARCH_SPECIFIC_GUARD}\n#error \"this module uses wgmma or setmaxnreg, which need \
+            "{ARCH_SPECIFIC_GUARD}\n#error \"this module uses wgmma, setmaxnreg or TMA multicast, which need \
              sm_90a: compile with -arch=sm_90a\"\n#endif\n"
         ),
         HopperHelper::TensorMap => {
@@ -280,6 +288,19 @@ fn op_definition(op: HopperOp, name: &str) -> String {
              \"r\"(parity) : \"memory\");\n  }} while (done == 0);\n}}\n",
             shared("bar")
         ),
+        HopperOp::MbarrierArriveCluster => asm_helper(
+            name,
+            "void* bar, unsigned int rank",
+            "{\\n\\t.reg .b32 remote;\\n\\tmapa.shared::cluster.u32 remote, %0, %1;\\n\\t\
+             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n\\t}",
+            &format!(" :: \"r\"({}), \"r\"(rank) : \"memory\"", shared("bar")),
+        ),
+        HopperOp::FenceMbarrierInit => asm_helper(
+            name,
+            "",
+            "fence.mbarrier_init.release.cluster;",
+            " ::: \"memory\"",
+        ),
         HopperOp::FenceProxyAsync => asm_helper(
             name,
             "",
@@ -302,6 +323,29 @@ fn op_definition(op: HopperOp, name: &str) -> String {
                 ),
                 &format!(
                     " :: \"r\"({}), \"l\"((unsigned long long)map), \"r\"({}), {} : \"memory\"",
+                    shared("dst"),
+                    shared("bar"),
+                    inputs.join(", ")
+                ),
+            )
+        }
+        HopperOp::TmaLoadMulticast(dims) => {
+            let coords: Vec<String> = (0..dims).map(|i| format!("int c{i}")).collect();
+            let inputs: Vec<String> = (0..dims).map(|i| format!("\"r\"(c{i})")).collect();
+            asm_helper(
+                name,
+                &format!(
+                    "void* dst, void* bar, const {map}* map, unsigned int mask, {}",
+                    coords.join(", ")
+                ),
+                &format!(
+                    "cp.async.bulk.tensor.{dims}d.shared::cluster.global.mbarrier::complete_tx::bytes\
+                     .multicast::cluster [%0], [%1, {}], [%2], %3;",
+                    coordinates(4, dims)
+                ),
+                &format!(
+                    " :: \"r\"({}), \"l\"((unsigned long long)map), \"r\"({}), \
+                     \"h\"((unsigned short)mask), {} : \"memory\"",
                     shared("dst"),
                     shared("bar"),
                     inputs.join(", ")

@@ -7,9 +7,12 @@
 //! | `(mbarrier-arrive bar)` | `mbarrier.arrive.shared::cta.b64` |
 //! | `(mbarrier-arrive-expect-tx bar bytes)` | `mbarrier.arrive.expect_tx.shared::cta.b64` |
 //! | `(mbarrier-try-wait bar parity)` → bool, `(mbarrier-wait bar parity)` | `mbarrier.try_wait.parity.shared::cta.b64` |
+//! | `(mbarrier-arrive-cluster bar rank)` | `mapa` + `mbarrier.arrive.release.cluster.shared::cluster.b64` |
+//! | `(fence-mbarrier-init)` | `fence.mbarrier_init.release.cluster` |
 //! | `(fence-proxy-async)` | `fence.proxy.async.shared::cta` |
 //! | `(shared-address p)` → uint | `__cvta_generic_to_shared`: to align a buffer |
 //! | `(tma-load-2d dst bar (pointer map) x y)` (1-D to 5-D) | `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes` |
+//! | `(tma-load-2d-multicast dst bar (pointer map) cta-mask x y)` (1-D to 5-D) | the same, `.multicast::cluster` |
 //! | `(tma-store-2d (pointer map) src x y)` (1-D to 5-D) | `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` |
 //! | `(tma-store-commit)`, `(tma-store-wait N)` | `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group.read N` |
 //! | `(prefetch-tensor-map (pointer map))` | `prefetch.tensormap` |
@@ -86,12 +89,12 @@ const MMA_NAMES: [(&str, WgmmaInput); 4] = [
 ];
 
 /// The bulk tensor copies by dimension count.
-const TMA_NAMES: [(&str, &str, u8); 5] = [
-    ("tma-load-1d", "tma-store-1d", 1),
-    ("tma-load-2d", "tma-store-2d", 2),
-    ("tma-load-3d", "tma-store-3d", 3),
-    ("tma-load-4d", "tma-store-4d", 4),
-    ("tma-load-5d", "tma-store-5d", 5),
+const TMA_NAMES: [(&str, &str, &str, u8); 5] = [
+    ("tma-load-1d", "tma-load-1d-multicast", "tma-store-1d", 1),
+    ("tma-load-2d", "tma-load-2d-multicast", "tma-store-2d", 2),
+    ("tma-load-3d", "tma-load-3d-multicast", "tma-store-3d", 3),
+    ("tma-load-4d", "tma-load-4d-multicast", "tma-store-4d", 4),
+    ("tma-load-5d", "tma-load-5d-multicast", "tma-store-5d", 5),
 ];
 
 /// One overload: the operation, the parameter types and the result type (the overload
@@ -141,6 +144,11 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
     );
     add("mbarrier-try-wait", counted(MbarrierTryWait, Type::Bool));
     add("mbarrier-wait", counted(MbarrierWait, Type::Void));
+    add(
+        "mbarrier-arrive-cluster",
+        counted(MbarrierArriveCluster, Type::Void),
+    );
+    add("fence-mbarrier-init", none(FenceMbarrierInit));
     add("fence-proxy-async", none(FenceProxyAsync));
     add(
         "shared-address",
@@ -148,7 +156,7 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
             .map(|p| sig(SharedAddress, std::slice::from_ref(p), Type::UINT))
             .collect(),
     );
-    for (load, store, dims) in TMA_NAMES {
+    for (load, multicast, store, dims) in TMA_NAMES {
         let coords = std::iter::repeat_n(int.clone(), usize::from(dims));
         add(
             load,
@@ -157,6 +165,19 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
                     let mut params = vec![p.clone(), bar.clone(), map.clone()];
                     params.extend(coords.clone());
                     sig(TmaLoad(dims), &params, Type::Void)
+                })
+                .collect(),
+        );
+        // The CTA mask, 16 bits in PTX, is an `int` or `uint` like the counts.
+        add(
+            multicast,
+            smem.iter()
+                .flat_map(|p| {
+                    [int.clone(), uint.clone()].map(|mask| {
+                        let mut params = vec![p.clone(), bar.clone(), map.clone(), mask];
+                        params.extend(coords.clone());
+                        sig(TmaLoadMulticast(dims), &params, Type::Void)
+                    })
                 })
                 .collect(),
         );
@@ -270,8 +291,15 @@ pub(super) fn has_effect(op: HopperOp) -> bool {
 
 /// The capability `op` needs.
 pub(super) fn needs(op: HopperOp) -> Capability {
-    if op.is_arch_specific() {
+    if matches!(op, HopperOp::TmaLoadMulticast(_)) {
+        Capability::TensorMemoryAccess
+    } else if op.is_arch_specific() {
         Capability::WarpgroupMma
+    } else if matches!(
+        op,
+        HopperOp::MbarrierArriveCluster | HopperOp::FenceMbarrierInit
+    ) {
+        Capability::Clusters
     } else {
         Capability::TensorMemoryAccess
     }

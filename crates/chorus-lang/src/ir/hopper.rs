@@ -72,6 +72,14 @@ pub enum HopperOp {
     MbarrierTryWait,
     /// `mbarrier-wait bar parity`: `mbarrier-try-wait` until it succeeds.
     MbarrierWait,
+    /// `mbarrier-arrive-cluster bar rank`: one arrival on the mbarrier at `bar`'s offset in
+    /// the shared memory of block `rank` of the cluster (`mapa.shared::cluster` and
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64`).
+    MbarrierArriveCluster,
+    /// `fence-mbarrier-init`: makes this thread's `mbarrier-init`s visible to the other blocks
+    /// of the cluster (and their copies) before a cluster barrier
+    /// (`fence.mbarrier_init.release.cluster`).
+    FenceMbarrierInit,
     /// `fence-proxy-async`: orders this thread's shared-memory accesses with the async proxy's
     /// (TMA, wgmma) (`fence.proxy.async.shared::cta`).
     FenceProxyAsync,
@@ -84,6 +92,11 @@ pub enum HopperOp {
     /// transactions (`cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`).
     /// The number is the dimension count, 1 to 5.
     TmaLoad(u8),
+    /// `tma-load-Nd-multicast dst bar tensor-map cta-mask c0 … cN-1`: the same box into the
+    /// same shared-memory offset of every block of the cluster whose bit is set in `cta-mask`
+    /// (bit i: cluster rank i), completing the transactions on the mbarrier at `bar`'s offset
+    /// in each (`….multicast::cluster`). The number is the dimension count, 1 to 5.
+    TmaLoadMulticast(u8),
     /// `tma-store-Nd tensor-map src c0 … cN-1`: shared → global in a bulk async group
     /// (`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`).
     TmaStore(u8),
@@ -124,8 +137,8 @@ pub enum HopperOp {
 
 impl HopperOp {
     /// True for the operations that need sm_90a (`wgmma`, `setmaxnreg`: PTX's "arch-specific"
-    /// features, compiled with `-arch=sm_90a`), as opposed to every sm_90 device's (TMA,
-    /// mbarriers, fences).
+    /// features, compiled with `-arch=sm_90a`; and the TMA's multicast, which ptxas 13 wants
+    /// there too), as opposed to every sm_90 device's (TMA, mbarriers, fences).
     pub fn is_arch_specific(self) -> bool {
         matches!(
             self,
@@ -139,6 +152,7 @@ impl HopperOp {
                 | HopperOp::WgmmaAccRef
                 | HopperOp::SetMaxNRegInc
                 | HopperOp::SetMaxNRegDec
+                | HopperOp::TmaLoadMulticast(_)
         )
     }
 }

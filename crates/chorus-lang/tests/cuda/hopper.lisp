@@ -69,3 +69,23 @@
       (wgmma-commit-group)
       (wgmma-wait-group 1)
       (set (aref out 0) (wgmma-acc-ref acc 127)))))
+
+;; Clusters: barriers visible to the cluster, TMA multicast of 1 to 5 dimensions into the
+;; blocks of a mask, and an arrival on the peer block's barrier.
+(defkernel hopper-cluster (void ((m tensor-map)))
+  (with-shared-memory ((a float 1024)
+                       (bar uint64))
+    (when (= thread-idx-x 0)
+      (mbarrier-init (pointer bar) 2)
+      (fence-mbarrier-init))
+    (cluster-barrier)
+    (when (= thread-idx-x 0)
+      (mbarrier-arrive-expect-tx (pointer bar) 4096)
+      (tma-load-1d-multicast a (pointer bar) (pointer m) 3 0)
+      (tma-load-2d-multicast a (pointer bar) (pointer m) (uint 3) 0 (* 16 (int (cluster-rank))))
+      (tma-load-3d-multicast a (pointer bar) (pointer m) 1 0 0 0)
+      (tma-load-4d-multicast a (pointer bar) (pointer m) 2 0 0 0 0)
+      (tma-load-5d-multicast a (pointer bar) (pointer m) 3 0 0 0 0 0)
+      (mbarrier-arrive-cluster (pointer bar) (logxor (cluster-rank) 1)))
+    (mbarrier-wait (pointer bar) 0)
+    (cluster-barrier)))

@@ -539,6 +539,9 @@ impl CompiledImpl for CudaCompiled {
         let mut config = chorus_cuda::LaunchConfig::grid(launch.grid)
             .block(launch.block)
             .shared_mem(launch.shared_mem);
+        if let Some(cluster) = launch.cluster {
+            config = config.cluster(cluster);
+        }
         let mut stream_last = None;
         if let Some(stream) = launch.stream {
             let stream =
