@@ -198,7 +198,9 @@ impl<'a> Launch<'a> {
                 extents: cluster,
             });
         }
-        let divides = grid.x % cluster.x == 0 && grid.y % cluster.y == 0 && grid.z % cluster.z == 0;
+        let divides = grid.x.is_multiple_of(cluster.x)
+            && grid.y.is_multiple_of(cluster.y)
+            && grid.z.is_multiple_of(cluster.z);
         if !divides {
             return Err(Error::ClusterShape { grid, cluster });
         }
