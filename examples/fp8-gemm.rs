@@ -2,9 +2,9 @@
 //! cores: the skeleton of `hgemm-hopper` (`kernels/hgemm-hopper.lisp`, `define-hopper-gemm`)
 //! with 128-element K slices and wgmma m64n256k32 e4m3. 8192³.
 //!
-//! Like `hgemm-hopper`, it runs the kernel's three schedules: `fp8-gemm` (a block per tile),
-//! `fp8-gemm-grouped` (the same in grouped order) and `fp8-gemm-persistent` (a block per
-//! multiprocessor).
+//! Like `hgemm-hopper`, it runs the kernel's four schedules: `fp8-gemm` (a block per tile),
+//! `fp8-gemm-grouped` (the same in grouped order), `fp8-gemm-persistent` (a block per
+//! multiprocessor) and `fp8-gemm-multicast` (persistent, in clusters of two sharing B).
 //!
 //! Checks 1024 sampled entries against the exact product (the inputs are multiples of 1/8 in
 //! [−1, 1], exact in E4M3, so the only error is C's rounding to BF16), then makes the same
@@ -53,6 +53,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // The TMA moves FP8 as bytes.
     let a_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&a)?, m, k, 128)?;
     let b_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&b)?, n, k, 256)?;
+    let b_half_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&b)?, n, k, 128)?;
     let value = |x: &Fp8E4M3| f64::from(F8E4M3(x.0).to_f32());
     let check = |c: &[bf16]| {
         workloads::check_gemm_samples(c, (m, n, k), |i| value(&a_host[i]), |i| value(&b_host[i]))
@@ -61,19 +62,26 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     println!(
         "FP8 E4M3 GEMM {m}×{n}×{k} (C = A·Bᵀ, f32 accumulation, BF16 out), {ITERATIONS} launches"
     );
-    // The three schedules of the kernel, each printed as soon as it is measured: one block per
-    // tile, and persistent blocks.
+    // The four schedules of the kernel, each printed as soon as it is measured: one block per
+    // tile (rows of tiles first, or grouped), persistent blocks, and persistent pairs of blocks
+    // sharing B.
     let mut ours = Vec::new();
     for (kernel, schedule) in [
         ("fp8-gemm", HopperSchedule::PerTile),
         ("fp8-gemm-grouped", HopperSchedule::Grouped),
         ("fp8-gemm-persistent", HopperSchedule::Persistent),
+        ("fp8-gemm-multicast", HopperSchedule::Multicast),
     ] {
+        let b_map = if schedule.b_box_rows() == 256 {
+            &b_map
+        } else {
+            &b_half_map
+        };
         let (seconds, c) = workloads::run_hopper_gemm(
             &program,
             kernel,
             schedule,
-            (&a_map, &b_map),
+            (&a_map, b_map),
             (m, n, k),
             ITERATIONS,
         )?;

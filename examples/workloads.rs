@@ -146,13 +146,30 @@ pub enum HopperSchedule {
     /// `define-hopper-gemm-persistent`: one block per multiprocessor walking the tiles, C as
     /// 32-bit words of two BF16.
     Persistent,
+    /// `define-hopper-gemm-persistent … :multicast`: as `Persistent`, in clusters of two blocks
+    /// that share B, each loading half of it for both (B's map has 128-row boxes).
+    Multicast,
+}
+
+impl HopperSchedule {
+    /// The rows of B's tensor-map box: the block's 256, or half of them when a cluster's two
+    /// blocks share B.
+    pub fn b_box_rows(self) -> u32 {
+        match self {
+            HopperSchedule::Multicast => 128,
+            _ => 256,
+        }
+    }
 }
 
 /// The launch of a persistent Hopper GEMM of an `m`×`n` C on the current device: one block
-/// per multiprocessor (no more than the tiles), three warpgroups.
+/// per multiprocessor (no more than the tiles), three warpgroups; with `paired`, an even number
+/// of them in clusters of two (a GPC's multiprocessors come in pairs, so every one can run one
+/// block).
 pub fn hopper_gemm_persistent_launch(
     m: usize,
     n: usize,
+    paired: bool,
 ) -> chorus::Result<chorus::Launch<'static>> {
     use chorus::cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
     let device = chorus::cuda::current_device().map_err(chorus::cuda::Error::from)?;
@@ -160,14 +177,16 @@ pub fn hopper_gemm_persistent_launch(
         chorus::cuda::device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(chorus::cuda::Error::from)?;
     let blocks = (multiprocessors.max(1) as usize).min((m / 128) * (n / 256));
-    Ok(chorus::Launch::grid(blocks)
+    let launch = chorus::Launch::grid(if paired { blocks & !1 } else { blocks })
         .block(384)
-        .shared_mem(HOPPER_GEMM_SHARED_BYTES))
+        .shared_mem(HOPPER_GEMM_SHARED_BYTES);
+    Ok(if paired { launch.cluster(2) } else { launch })
 }
 
 /// Runs the Hopper GEMM `kernel` of `program` (scheduled as `schedule`) on the operands behind
-/// `a_map` and `b_map` once to compile and load it, then `iterations` times on the null
-/// stream: the seconds per launch and C (`m`×`n`, row-major BF16) on the host.
+/// `a_map` and `b_map` (whose box has `schedule.b_box_rows()` rows) once to compile and load
+/// it, then `iterations` times on the null stream: the seconds per launch and C (`m`×`n`,
+/// row-major BF16) on the host. M must be a multiple of 256 for `Multicast`, of 128 otherwise.
 pub fn run_hopper_gemm(
     program: &Program,
     kernel: &str,
@@ -195,7 +214,11 @@ pub fn run_hopper_gemm(
         ),
         HopperSchedule::Persistent => (
             Output::Pairs(MemoryBlock::alloc(m * n / 2)?),
-            hopper_gemm_persistent_launch(m, n)?,
+            hopper_gemm_persistent_launch(m, n, false)?,
+        ),
+        HopperSchedule::Multicast => (
+            Output::Pairs(MemoryBlock::alloc(m * n / 2)?),
+            hopper_gemm_persistent_launch(m, n, true)?,
         ),
     };
     let args = [

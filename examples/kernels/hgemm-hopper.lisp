@@ -51,8 +51,10 @@
 ;;; (initialised), the stage buffers `a-tiles` and `b-tiles` in dynamic shared memory from its
 ;;; first 1024-byte boundary (the 128-byte swizzle repeats every 1024 bytes; the launch adds
 ;;; 1024 bytes for this), the thread's `warpgroup` and `tid` in it, and `slices`, the K slices
-;;; of one tile.
-(defkernelmacro with-gemm-pipeline ((element slice-k) &body body)
+;;; of one tile. With `paired`, the block is one of a cluster of two that share B: a stage is
+;;; free once the consumers of both blocks released it (four arrivals on `empty`), and the
+;;; barriers are made visible to the peer before either block starts.
+(defkernelmacro with-gemm-pipeline ((element slice-k &optional paired) &body body)
   `(with-shared-memory ((full uint64 4)
                         (empty uint64 4))
      (with-dynamic-shared-memory ((raw ,element))
@@ -65,26 +67,35 @@
          (when (= thread-idx-x 0)
            (unroll (s 0 1 4)                    ; every stage
              (mbarrier-init (pointer (aref full s)) 1)
-             (mbarrier-init (pointer (aref empty s)) 2)))
-         (syncthreads)
+             (mbarrier-init (pointer (aref empty s)) ,(if paired 4 2)))
+           ,@(if paired '((fence-mbarrier-init))))
+         ,(if paired '(cluster-barrier) '(syncthreads))
          ,@body))))
 
 ;;; The producer's step for the `it`-th slice the block loads (counting over all its tiles):
 ;;; slice `kb` of the tile at rows m0 of A and n0 of B. It waits until the consumers released
 ;;; the stage's previous slice, announces the stage's bytes on `full` and starts both copies.
-(defkernelmacro produce-slice (it kb m0 n0 slice-k)
+;;; With `rank`, the block's rank in a cluster of two sharing B (whose map's box is then 128
+;;; rows), it loads half of B, rows 128 rank …, into both blocks' stage (multicast): the
+;;; peer's half completes on this block's `full` as this block's half on the peer's.
+(defkernelmacro produce-slice (it kb m0 n0 slice-k &optional rank)
   `(let ((s (mod ,it stages)))
      (when (>= ,it stages)
        (mbarrier-wait (pointer (aref empty s)) (mod (- (/ ,it stages) 1) 2)))
      (mbarrier-arrive-expect-tx (pointer (aref full s)) stage-bytes)
      (tma-load-2d (pointer (aref a-tiles (* s 128 ,slice-k)))
                   (pointer (aref full s)) (pointer a-map) (* ,kb ,slice-k) ,m0)
-     (tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
-                  (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0)))
+     ,(if rank
+          `(tma-load-2d-multicast
+            (pointer (aref b-tiles (+ (* s 256 ,slice-k) (* ,rank 128 ,slice-k))))
+            (pointer (aref full s)) (pointer b-map) 3 (* ,kb ,slice-k) (+ ,n0 (* ,rank 128)))
+          `(tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
+                        (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0))))
 
 ;;; A consumer's step for the `it`-th slice: wait for it, four wgmmas of its `rows` of A
-;;; against all of B into `acc`, wait for them and release the stage.
-(defkernelmacro consume-slice (it acc rows mma mma-k slice-k)
+;;; against all of B into `acc`, wait for them and release the stage (in the block of rank
+;;; `peer` of the cluster too, when given: its producer writes into this block's stage).
+(defkernelmacro consume-slice (it acc rows mma mma-k slice-k &optional peer)
   `(let ((s (mod ,it stages)))
      (mbarrier-wait (pointer (aref full s)) (mod (/ ,it stages) 2))
      (wgmma-fence)
@@ -97,7 +108,8 @@
      ;; tensor cores busy meanwhile.)
      (wgmma-wait-group 0)
      (when (= tid 0)
-       (mbarrier-arrive (pointer (aref empty s))))))
+       (mbarrier-arrive (pointer (aref empty s)))
+       ,@(if peer `((mbarrier-arrive-cluster (pointer (aref empty s)) ,peer))))))
 
 ;;; Rows of tiles per group in the persistent kernels' walk over C: the blocks running at once
 ;;; (132 on an H200) then cover about 16 × 8 tiles, reading 16 panels of A and 8 of B (about
@@ -149,19 +161,26 @@
                  (unroll (i 0 1 128)
                    (store-register acc i (+ m0 rows) n0 tid)))))))))
 
-;;; (define-hopper-gemm-persistent name element slice-k mma mma-k): the same product by a
-;;; persistent kernel: a grid of one block per multiprocessor, each block walking the tiles
-;;; block-idx-x, block-idx-x + grid-dim-x, … in grouped order, its pipeline running on from
-;;; one tile to the next (the producer loads the next tile's first slices while the consumers
-;;; store the last one). C is `uint*`, BF16 pairs (`store-pair`).
-(defkernelmacro define-hopper-gemm-persistent (name element slice-k mma mma-k)
+;;; (define-hopper-gemm-persistent name element slice-k mma mma-k [multicast]): the same
+;;; product by a persistent kernel: a grid of one block per multiprocessor, each block walking
+;;; the tiles block-idx-x, block-idx-x + grid-dim-x, … in grouped order, its pipeline running
+;;; on from one tile to the next (the producer loads the next tile's first slices while the
+;;; consumers store the last one). C is `uint*`, BF16 pairs (`store-pair`).
+;;;
+;;; With `multicast` (:multicast), the grid is launched in clusters of two blocks and must be
+;;; even, as M / 128 must: blocks 2c and 2c + 1 then walk tiles 2p and 2p + 1, the two halves of
+;;; a 256×256 tile in grouped order (same columns of C, `with-tile`'s groups having an even
+;;; number of rows), and each loads its own A but only half of the shared B, multicast into
+;;; both: a third less traffic from L2 per tile.
+(defkernelmacro define-hopper-gemm-persistent (name element slice-k mma mma-k &optional multicast)
   `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map) (c uint*)
                            (m int) (n int) (k int)))
      (declare (launch-bounds 384 1))
-     (with-gemm-pipeline (,element ,slice-k)
+     (with-gemm-pipeline (,element ,slice-k ,(eq multicast :multicast))
        (let* ((tiles-m (/ m 128))
               (tiles-n (/ n 256))
               (tiles (* tiles-m tiles-n))
+              ,@(if multicast '((rank (int (cluster-rank)))))
               (it 0))                           ; slices of the block so far
          (if (= warpgroup 0)
              (progn
@@ -170,7 +189,7 @@
                  (for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
                    (with-tile (m0 n0) tile tiles-m tiles-n
                      (for (kb 0 (< kb slices) (+ kb 1))
-                       (produce-slice it kb m0 n0 ,slice-k)
+                       (produce-slice it kb m0 n0 ,slice-k ,@(if multicast '(rank)))
                        (set it (+ it 1)))))))
              (progn
                (setmaxnreg-inc 232)
@@ -179,11 +198,14 @@
                    (with-tile (m0 n0) tile tiles-m tiles-n
                      (let ((acc (wgmma-f32-m64n256)))
                        (for (kb 0 (< kb slices) (+ kb 1))
-                         (consume-slice it acc rows ,mma ,mma-k ,slice-k)
+                         (consume-slice it acc rows ,mma ,mma-k ,slice-k
+                                        ,@(if multicast '((logxor rank 1))))
                          (set it (+ it 1)))
                        (wgmma-fence-operand (pointer acc))
                        (unroll (i 0 2 128)
-                         (store-pair acc i (+ m0 rows) n0 tid))))))))))))
+                         (store-pair acc i (+ m0 rows) n0 tid))))))))
+         ;; No block leaves while its peer may still write to it or arrive on its barriers.
+         ,@(if multicast '((cluster-barrier)))))))
 
 (define-hopper-gemm hgemm-hopper bfloat16 64 wgmma-mma-async-bf16 16)
 (define-hopper-gemm fp8-gemm fp8 128 wgmma-mma-async-e4m3 32)
@@ -191,3 +213,6 @@
 (define-hopper-gemm fp8-gemm-grouped fp8 128 wgmma-mma-async-e4m3 32 :grouped)
 (define-hopper-gemm-persistent hgemm-hopper-persistent bfloat16 64 wgmma-mma-async-bf16 16)
 (define-hopper-gemm-persistent fp8-gemm-persistent fp8 128 wgmma-mma-async-e4m3 32)
+(define-hopper-gemm-persistent hgemm-hopper-multicast bfloat16 64 wgmma-mma-async-bf16 16
+  :multicast)
+(define-hopper-gemm-persistent fp8-gemm-multicast fp8 128 wgmma-mma-async-e4m3 32 :multicast)
