@@ -292,7 +292,7 @@ fn op_definition(op: HopperOp, name: &str) -> String {
             name,
             "void* bar, unsigned int rank",
             "{\\n\\t.reg .b32 remote;\\n\\tmapa.shared::cluster.u32 remote, %0, %1;\\n\\t\
-             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n\\t}",
+             mbarrier.arrive.shared::cluster.b64 _, [remote];\\n\\t}",
             &format!(" :: \"r\"({}), \"r\"(rank) : \"memory\"", shared("bar")),
         ),
         HopperOp::FenceMbarrierInit => asm_helper(

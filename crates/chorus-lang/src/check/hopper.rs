@@ -7,7 +7,7 @@
 //! | `(mbarrier-arrive bar)` | `mbarrier.arrive.shared::cta.b64` |
 //! | `(mbarrier-arrive-expect-tx bar bytes)` | `mbarrier.arrive.expect_tx.shared::cta.b64` |
 //! | `(mbarrier-try-wait bar parity)` → bool, `(mbarrier-wait bar parity)` | `mbarrier.try_wait.parity.shared::cta.b64` |
-//! | `(mbarrier-arrive-cluster bar rank)` | `mapa` + `mbarrier.arrive.release.cluster.shared::cluster.b64` |
+//! | `(mbarrier-arrive-cluster bar rank)` | `mapa` + `mbarrier.arrive.shared::cluster.b64` |
 //! | `(fence-mbarrier-init)` | `fence.mbarrier_init.release.cluster` |
 //! | `(fence-proxy-async)` | `fence.proxy.async.shared::cta` |
 //! | `(shared-address p)` → uint | `__cvta_generic_to_shared`: to align a buffer |

@@ -74,7 +74,9 @@ pub enum HopperOp {
     MbarrierWait,
     /// `mbarrier-arrive-cluster bar rank`: one arrival on the mbarrier at `bar`'s offset in
     /// the shared memory of block `rank` of the cluster (`mapa.shared::cluster` and
-    /// `mbarrier.arrive.release.cluster.shared::cluster.b64`).
+    /// `mbarrier.arrive.shared::cluster.b64`, release at CTA scope as CUTLASS's
+    /// `ClusterBarrier::arrive(cta_id)`: a cluster-scope release costs a GPU-wide `MEMBAR`
+    /// on every arrival).
     MbarrierArriveCluster,
     /// `fence-mbarrier-init`: makes this thread's `mbarrier-init`s visible to the other blocks
     /// of the cluster (and their copies) before a cluster barrier
