@@ -92,10 +92,21 @@
           `(tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
                         (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0))))
 
-;;; A consumer's step for the `it`-th slice: wait for it, four wgmmas of its `rows` of A
-;;; against all of B into `acc`, wait for them and release the stage (in the block of rank
-;;; `peer` of the cluster too, when given: its producer writes into this block's stage).
-(defkernelmacro consume-slice (it acc rows mma mma-k slice-k &optional peer)
+;;; Releases stage `s` of the ring: one arrival of this consumer warpgroup on `empty`, and on
+;;; the `empty` of the block of rank `peer` of the cluster when given (its producer writes into
+;;; this block's stage too).
+(defkernelmacro release-stage (s peer)
+  `(when (= tid 0)
+     (mbarrier-arrive (pointer (aref empty ,s)))
+     ,@(if peer `((mbarrier-arrive-cluster (pointer (aref empty ,s)) ,peer)))))
+
+;;; A consumer's step for the `it`-th slice, the `kb`-th of its tile: wait for it, four wgmmas
+;;; of its `rows` of A against all of B into `acc`, then either wait for them and release the
+;;; stage, or, with `overlap`, leave them running (wait-group 1: the previous slice's are then
+;;; done) and release the previous slice's stage; `finish-slices` ends an overlapped tile.
+;;; (ptxas 13.0 keeps the overlapped wgmmas asynchronous: no C7514 serialisation; it injects
+;;; one wait where the epilogue reads the accumulator, C7517, where `finish-slices` waits.)
+(defkernelmacro consume-slice (it kb acc rows mma mma-k slice-k &key peer overlap)
   `(let ((s (mod ,it stages)))
      (mbarrier-wait (pointer (aref full s)) (mod (/ ,it stages) 2))
      (wgmma-fence)
@@ -103,13 +114,19 @@
            (b (pointer (aref b-tiles (* s 256 ,slice-k)))))
        (mma-slice ,mma ,mma-k ,acc a b))
      (wgmma-commit-group)
-     ;; Done with the slice: its buffer may be refilled. (Keeping one group in flight,
-     ;; wait-group 1, makes ptxas serialise the wgmmas, C7514; the other consumer keeps the
-     ;; tensor cores busy meanwhile.)
+     ,@(if overlap
+           `((wgmma-wait-group 1)
+             (when (> ,kb 0)
+               (release-stage (mod (- ,it 1) stages) ,peer)))
+           `((wgmma-wait-group 0)
+             (release-stage s ,peer)))))
+
+;;; After an overlapped tile whose last slice was the `it`-th: waits for its wgmmas and
+;;; releases its stage.
+(defkernelmacro finish-slices (it peer)
+  `(progn
      (wgmma-wait-group 0)
-     (when (= tid 0)
-       (mbarrier-arrive (pointer (aref empty s)))
-       ,@(if peer `((mbarrier-arrive-cluster (pointer (aref empty s)) ,peer))))))
+     (release-stage (mod ,it stages) ,peer)))
 
 ;;; Rows of tiles per group in the persistent kernels' walk over C: the blocks running at once
 ;;; (132 on an H200) then cover about 16 × 8 tiles, reading 16 panels of A and 8 of B (about
@@ -156,7 +173,7 @@
                (let ((acc (wgmma-f32-m64n256))
                      (rows (* (- warpgroup 1) 64)))
                  (for (kb 0 (< kb slices) (+ kb 1))
-                   (consume-slice kb acc rows ,mma ,mma-k ,slice-k))
+                   (consume-slice kb kb acc rows ,mma ,mma-k ,slice-k))
                  (wgmma-fence-operand (pointer acc))
                  (unroll (i 0 1 128)
                    (store-register acc i (+ m0 rows) n0 tid)))))))))
@@ -165,7 +182,8 @@
 ;;; product by a persistent kernel: a grid of one block per multiprocessor, each block walking
 ;;; the tiles block-idx-x, block-idx-x + grid-dim-x, … in grouped order, its pipeline running
 ;;; on from one tile to the next (the producer loads the next tile's first slices while the
-;;; consumers store the last one). C is `uint*`, BF16 pairs (`store-pair`).
+;;; consumers store the last one), and each consumer keeps one slice's wgmmas running while it
+;;; issues the next (`consume-slice … :overlap`). C is `uint*`, BF16 pairs (`store-pair`).
 ;;;
 ;;; With `multicast` (:multicast), the grid is launched in clusters of two blocks and must be
 ;;; even, as M / 128 must: blocks 2c and 2c + 1 then walk tiles 2p and 2p + 1, the two halves of
@@ -198,9 +216,10 @@
                    (with-tile (m0 n0) tile tiles-m tiles-n
                      (let ((acc (wgmma-f32-m64n256)))
                        (for (kb 0 (< kb slices) (+ kb 1))
-                         (consume-slice it acc rows ,mma ,mma-k ,slice-k
-                                        ,@(if multicast '((logxor rank 1))))
+                         (consume-slice it kb acc rows ,mma ,mma-k ,slice-k :overlap t
+                                        ,@(if multicast '(:peer (logxor rank 1))))
                          (set it (+ it 1)))
+                       (finish-slices (- it 1) ,(if multicast '(logxor rank 1)))
                        (wgmma-fence-operand (pointer acc))
                        (unroll (i 0 2 128)
                          (store-pair acc i (+ m0 rows) n0 tid))))))))
