@@ -79,8 +79,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         };
         let (seconds, c) = workloads::run_hopper_gemm(
             &program,
-            kernel,
-            schedule,
+            (kernel, schedule, 128),
             (&a_map, b_map),
             (m, n, k),
             ITERATIONS,

@@ -118,8 +118,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         };
         let (seconds, c) = workloads::run_hopper_gemm(
             &program,
-            kernel,
-            schedule,
+            (kernel, schedule, 64),
             (&a_map, b_map),
             (m, n, k),
             ITERATIONS,

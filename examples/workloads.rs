@@ -128,13 +128,6 @@ pub fn hopper_gemm_map(
     Ok(TensorMap::encode_tiled(&layout, &[box_k, box_rows])?)
 }
 
-/// The launch of a Hopper GEMM of an `m`×`n` C: 128×256 tiles, three warpgroups.
-pub fn hopper_gemm_launch(m: usize, n: usize) -> chorus::Launch<'static> {
-    chorus::Launch::grid((m / 128, n / 256))
-        .block(384)
-        .shared_mem(HOPPER_GEMM_SHARED_BYTES)
-}
-
 /// How a Hopper GEMM kernel of `kernels/hgemm-hopper.lisp` covers C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HopperSchedule {
@@ -160,67 +153,103 @@ impl HopperSchedule {
             _ => 256,
         }
     }
+
+    /// The launch of an `m`×`n` C on the current device, three warpgroups a block: a block per
+    /// 128×256 tile, or (persistent) one per multiprocessor and no more than the tiles, an even
+    /// number of them in clusters of two for `Multicast` (a GPC's multiprocessors come in
+    /// pairs, so every one can run one block).
+    pub fn launch(self, m: usize, n: usize) -> chorus::Result<chorus::Launch<'static>> {
+        use chorus::cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        let tiles = (m / 128) * (n / 256);
+        let grid = match self {
+            HopperSchedule::PerTile => {
+                return Ok(chorus::Launch::grid((m / 128, n / 256))
+                    .block(384)
+                    .shared_mem(HOPPER_GEMM_SHARED_BYTES));
+            }
+            HopperSchedule::Grouped => tiles,
+            HopperSchedule::Persistent | HopperSchedule::Multicast => {
+                let device = chorus::cuda::current_device().map_err(chorus::cuda::Error::from)?;
+                let multiprocessors = chorus::cuda::device_attribute(
+                    device,
+                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                )
+                .map_err(chorus::cuda::Error::from)?;
+                let blocks = (multiprocessors.max(1) as usize).min(tiles);
+                if self == HopperSchedule::Multicast {
+                    blocks & !1
+                } else {
+                    blocks
+                }
+            }
+        };
+        let launch = chorus::Launch::grid(grid)
+            .block(384)
+            .shared_mem(HOPPER_GEMM_SHARED_BYTES);
+        Ok(if self == HopperSchedule::Multicast {
+            launch.cluster(2)
+        } else {
+            launch
+        })
+    }
+
+    /// `None` when the kernels of this schedule can compute an `m`×`n` C over `k` with
+    /// `slice_k` elements a K slice, else why not.
+    pub fn unsupported_shape(
+        self,
+        (m, n, k): (usize, usize, usize),
+        slice_k: usize,
+    ) -> Option<String> {
+        let rows = if self == HopperSchedule::Multicast {
+            256
+        } else {
+            128
+        };
+        let fits = |x: usize, y: usize| x.checked_mul(y).is_some_and(|p| p < 1 << 31);
+        if m == 0 || n == 0 || k == 0 || m % rows != 0 || n % 256 != 0 || k % slice_k != 0 {
+            Some(format!(
+                "{self:?} needs M a multiple of {rows}, N of 256 and K of {slice_k}, got {m}×{n}×{k}"
+            ))
+        } else if !(fits(m, n) && fits(m, k) && fits(n, k)) {
+            Some(format!(
+                "the Hopper GEMMs index in int: {m}×{n}×{k} is too large"
+            ))
+        } else {
+            None
+        }
+    }
 }
 
-/// The launch of a persistent Hopper GEMM of an `m`×`n` C on the current device: one block
-/// per multiprocessor (no more than the tiles), three warpgroups; with `paired`, an even number
-/// of them in clusters of two (a GPC's multiprocessors come in pairs, so every one can run one
-/// block).
-pub fn hopper_gemm_persistent_launch(
-    m: usize,
-    n: usize,
-    paired: bool,
-) -> chorus::Result<chorus::Launch<'static>> {
-    use chorus::cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-    let device = chorus::cuda::current_device().map_err(chorus::cuda::Error::from)?;
-    let multiprocessors =
-        chorus::cuda::device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(chorus::cuda::Error::from)?;
-    let blocks = (multiprocessors.max(1) as usize).min((m / 128) * (n / 256));
-    let launch = chorus::Launch::grid(if paired { blocks & !1 } else { blocks })
-        .block(384)
-        .shared_mem(HOPPER_GEMM_SHARED_BYTES);
-    Ok(if paired { launch.cluster(2) } else { launch })
-}
-
-/// Runs the Hopper GEMM `kernel` of `program` (scheduled as `schedule`) on the operands behind
-/// `a_map` and `b_map` (whose box has `schedule.b_box_rows()` rows) once to compile and load
-/// it, then `iterations` times on the null stream: the seconds per launch and C (`m`×`n`,
-/// row-major BF16) on the host. M must be a multiple of 256 for `Multicast`, of 128 otherwise.
+/// Runs the Hopper GEMM `kernel` of `program` (scheduled as `schedule`, with `slice_k` elements
+/// a K slice) on the operands behind `a_map` and `b_map` (whose box has
+/// `schedule.b_box_rows()` rows) once to compile and load it, then `iterations` times on the
+/// null stream: the seconds per launch and C (`m`×`n`, row-major BF16) on the host. A shape the
+/// schedule cannot tile is an error.
 pub fn run_hopper_gemm(
     program: &Program,
-    kernel: &str,
-    schedule: HopperSchedule,
+    (kernel, schedule, slice_k): (&str, HopperSchedule, usize),
     (a_map, b_map): (&chorus::cuda::TensorMap, &chorus::cuda::TensorMap),
     (m, n, k): (usize, usize, usize),
     iterations: u32,
-) -> chorus::Result<(f64, Vec<chorus::bf16>)> {
+) -> Result<(f64, Vec<chorus::bf16>), Box<dyn std::error::Error>> {
+    if let Some(why) = schedule.unsupported_shape((m, n, k), slice_k) {
+        return Err(why.into());
+    }
     // C as the kernel takes it: BF16, or (persistent) pairs of BF16 in 32-bit words, the lower
     // column in the lower half.
     enum Output {
         Bf16(MemoryBlock<chorus::bf16>),
         Pairs(MemoryBlock<u32>),
     }
-    let (mut c, launch) = match schedule {
-        HopperSchedule::PerTile => (
-            Output::Bf16(MemoryBlock::alloc(m * n)?),
-            hopper_gemm_launch(m, n),
-        ),
-        HopperSchedule::Grouped => (
-            Output::Bf16(MemoryBlock::alloc(m * n)?),
-            chorus::Launch::grid((m / 128) * (n / 256))
-                .block(384)
-                .shared_mem(HOPPER_GEMM_SHARED_BYTES),
-        ),
-        HopperSchedule::Persistent => (
-            Output::Pairs(MemoryBlock::alloc(m * n / 2)?),
-            hopper_gemm_persistent_launch(m, n, false)?,
-        ),
-        HopperSchedule::Multicast => (
-            Output::Pairs(MemoryBlock::alloc(m * n / 2)?),
-            hopper_gemm_persistent_launch(m, n, true)?,
-        ),
+    let mut c = match schedule {
+        HopperSchedule::PerTile | HopperSchedule::Grouped => {
+            Output::Bf16(MemoryBlock::alloc(m * n)?)
+        }
+        HopperSchedule::Persistent | HopperSchedule::Multicast => {
+            Output::Pairs(MemoryBlock::alloc(m * n / 2)?)
+        }
     };
+    let launch = schedule.launch(m, n)?;
     let args = [
         Arg::tensor_map(a_map),
         Arg::tensor_map(b_map),
