@@ -1886,7 +1886,7 @@ impl<'a, 'f, 'j> Lower<'a, 'f, 'j> {
                 let exit = match self.loops.last() {
                     Some(Target::Thread { brk, .. } | Target::Switch { brk }) => Exit::Jump(*brk),
                     Some(Target::Region { lp, .. }) => Exit::Leave(*lp),
-                    None => return unsupported(&s.span, "`break` outside a loop"),
+                    None => return unsupported(&s.span, "`break` outside a loop or switch"),
                 };
                 self.exit_to(exit)
             }
