@@ -1,19 +1,28 @@
 ;;;; C = A·Bᵀ with f32 accumulation on Hopper's tensor cores (sm_90a), BF16 in (`hgemm-hopper`)
 ;;;; or FP8 E4M3 in (`fp8-gemm`), BF16 out: A is M×K and B is N×K, both row-major (K innermost,
-;;;; "K-major"), C is M×N row-major. Both kernels are one skeleton, `define-hopper-gemm`.
+;;;; "K-major"), C is M×N row-major. Every kernel here comes from one skeleton written as
+;;;; kernel macros (`with-gemm-pipeline`, `produce-slice`, `consume-slice`).
 ;;;;
 ;;;; One block computes a 128×256 tile of C with three warpgroups (384 threads):
 ;;;; * warpgroup 0, the producer, gives its registers back (setmaxnreg-dec 40) and one of its
-;;;;   threads streams 128-byte K slices (64 BF16 or 128 FP8) of A (128 rows) and B (256 rows) into shared memory with
-;;;;   TMA, 128-byte swizzled, through a ring of `stages` buffers: it waits for a buffer's
-;;;;   `empty` mbarrier, announces the bytes on its `full` mbarrier and starts both copies;
+;;;;   threads streams 128-byte K slices (64 BF16 or 128 FP8) of A (128 rows) and B (256 rows)
+;;;;   into shared memory with TMA, 128-byte swizzled, through a ring of `stages` buffers: it
+;;;;   waits for a buffer's `empty` mbarrier, announces the bytes on its `full` mbarrier and
+;;;;   starts both copies;
 ;;;; * warpgroups 1 and 2, the consumers, take more registers (setmaxnreg-inc 232) and each
 ;;;;   own 64 rows of the tile in one m64n256 f32 accumulator (128 registers a thread): for
 ;;;;   every slice they wait for `full`, issue four wgmma m64n256k16 (k32 for FP8) straight from
-;;;;   the swizzled buffers (shared-memory descriptors, 32 bytes further along K each), commit, wait, and
-;;;;   release the buffer (while one consumer waits, the other's wgmmas run);
+;;;;   the swizzled buffers (shared-memory descriptors, 32 bytes further along K each), commit,
+;;;;   wait, and release the buffer (while one consumer waits, the other's wgmmas run);
 ;;;; * the epilogue converts the accumulators to BF16 and stores them.
-;;;; M must be a multiple of 128, N of 256, K of one slice (64 BF16, 128 FP8: the maps' boxes).
+;;;;
+;;;; Four schedules of that block (the examples time each): `define-hopper-gemm` makes a block
+;;;; per tile, in a 2-D grid (`hgemm-hopper`) or in grouped order (`-grouped`);
+;;;; `define-hopper-gemm-persistent` makes persistent blocks whose pipeline runs across tiles,
+;;;; each consumer keeping one slice's wgmmas in flight (`-persistent`), and the same in
+;;;; 2-block clusters that share B through the TMA's multicast (`-multicast`).
+;;;; M must be a multiple of 128 (256 for `-multicast`), N of 256, K of one slice (64 BF16,
+;;;; 128 FP8: the maps' boxes).
 
 ;;; The pipeline's depth, and the bytes of one stage: a 128-row A and a 256-row B slice of
 ;;; 128 bytes a row, whatever the element type.
