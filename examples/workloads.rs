@@ -154,42 +154,37 @@ impl HopperSchedule {
         }
     }
 
-    /// The launch of an `m`×`n` C on the current device, three warpgroups a block: a block per
-    /// 128×256 tile, or (persistent) one per multiprocessor and no more than the tiles, an even
-    /// number of them in clusters of two for `Multicast` (a GPC's multiprocessors come in
-    /// pairs, so every one can run one block).
-    pub fn launch(self, m: usize, n: usize) -> chorus::Result<chorus::Launch<'static>> {
-        use chorus::cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    /// The launch of `kernel` of `program` for an `m`×`n` C on the current device, three
+    /// warpgroups a block: a block per 128×256 tile, or (persistent) as many blocks as the
+    /// device runs at once (`Program::occupancy`: one per multiprocessor at this shared
+    /// memory; for `Multicast`, two per cluster that fits) and no more than the tiles.
+    pub fn launch(
+        self,
+        program: &Program,
+        kernel: &str,
+        (m, n): (usize, usize),
+    ) -> chorus::Result<chorus::Launch<'static>> {
         let tiles = (m / 128) * (n / 256);
-        let grid = match self {
-            HopperSchedule::PerTile => {
-                return Ok(chorus::Launch::grid((m / 128, n / 256))
-                    .block(384)
-                    .shared_mem(HOPPER_GEMM_SHARED_BYTES));
-            }
-            HopperSchedule::Grouped => tiles,
-            HopperSchedule::Persistent | HopperSchedule::Multicast => {
-                let device = chorus::cuda::current_device().map_err(chorus::cuda::Error::from)?;
-                let multiprocessors = chorus::cuda::device_attribute(
-                    device,
-                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                )
-                .map_err(chorus::cuda::Error::from)?;
-                let blocks = (multiprocessors.max(1) as usize).min(tiles);
-                if self == HopperSchedule::Multicast {
-                    blocks & !1
-                } else {
-                    blocks
-                }
-            }
+        let shape = |grid: usize| {
+            chorus::Launch::grid(grid)
+                .block(384)
+                .shared_mem(HOPPER_GEMM_SHARED_BYTES)
         };
-        let launch = chorus::Launch::grid(grid)
-            .block(384)
-            .shared_mem(HOPPER_GEMM_SHARED_BYTES);
-        Ok(if self == HopperSchedule::Multicast {
-            launch.cluster(2)
-        } else {
-            launch
+        Ok(match self {
+            HopperSchedule::PerTile => chorus::Launch::grid((m / 128, n / 256))
+                .block(384)
+                .shared_mem(HOPPER_GEMM_SHARED_BYTES),
+            HopperSchedule::Grouped => shape(tiles),
+            HopperSchedule::Persistent => {
+                let o = program.occupancy(kernel, &shape(1))?;
+                let resident = (o.multiprocessors * o.blocks_per_multiprocessor).max(1);
+                shape((resident as usize).min(tiles))
+            }
+            HopperSchedule::Multicast => {
+                let pairs = shape(2).cluster(2);
+                let clusters = program.occupancy(kernel, &pairs)?.clusters.unwrap_or(1);
+                shape((2 * clusters.max(1) as usize).min(tiles) & !1).cluster(2)
+            }
         })
     }
 
@@ -249,7 +244,7 @@ pub fn run_hopper_gemm(
             Output::Pairs(MemoryBlock::alloc(m * n / 2)?)
         }
     };
-    let launch = schedule.launch(m, n)?;
+    let launch = schedule.launch(program, kernel, (m, n))?;
     let args = [
         Arg::tensor_map(a_map),
         Arg::tensor_map(b_map),

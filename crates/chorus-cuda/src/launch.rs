@@ -123,7 +123,7 @@ impl<'s> LaunchConfig<'s> {
         self
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         for (what, d) in [("grid", self.grid), ("block", self.block)] {
             if d.volume() == 0 {
                 return Err(Error::InvalidArgument(format!(
@@ -377,38 +377,51 @@ pub unsafe fn launch_unchecked(
             params.as_mut_ptr(),
             std::ptr::null_mut()
         )),
-        Some(c) => {
-            let mut attr = sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue {
-                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
-                        x: c.x,
-                        y: c.y,
-                        z: c.z,
-                    },
-                },
-            };
-            let launch = sys::CUlaunchConfig {
-                gridDimX: g.x,
-                gridDimY: g.y,
-                gridDimZ: g.z,
-                blockDimX: b.x,
-                blockDimY: b.y,
-                blockDimZ: b.z,
-                sharedMemBytes: config.shared_mem,
-                hStream: stream,
-                attrs: &mut attr,
-                numAttrs: 1,
-            };
+        Some(cluster) => with_cluster_config(config, cluster, stream, |launch| {
             cu!(cuLaunchKernelEx(
-                &launch,
+                launch,
                 function.raw(),
                 params.as_mut_ptr(),
                 std::ptr::null_mut()
             ))
-        }
+        }),
     }
+}
+
+/// Calls `f` with the driver's form of `config` in clusters of `cluster` blocks on `stream`
+/// (`cuLaunchKernelEx` and `cuOccupancyMaxActiveClusters` take it; the cluster attribute it
+/// points to lives for the call).
+pub(crate) fn with_cluster_config<R>(
+    config: &LaunchConfig<'_>,
+    cluster: Dim3,
+    stream: sys::CUstream,
+    f: impl FnOnce(&sys::CUlaunchConfig) -> R,
+) -> R {
+    let (g, b) = (config.grid, config.block);
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                x: cluster.x,
+                y: cluster.y,
+                z: cluster.z,
+            },
+        },
+    };
+    let launch = sys::CUlaunchConfig {
+        gridDimX: g.x,
+        gridDimY: g.y,
+        gridDimZ: g.z,
+        blockDimX: b.x,
+        blockDimY: b.y,
+        blockDimZ: b.z,
+        sharedMemBytes: config.shared_mem,
+        hStream: stream,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    f(&launch)
 }
 
 #[cfg(test)]

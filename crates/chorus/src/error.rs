@@ -302,6 +302,12 @@ pub enum Error {
         /// The cluster.
         cluster: Dim3,
     },
+    /// An occupancy query on a backend that cannot answer it.
+    #[error("the {backend} backend does not report occupancy (CUDA does)")]
+    OccupancyUnsupported {
+        /// The backend.
+        backend: Backend,
+    },
     /// A launch in clusters of more than one block on a backend without them.
     #[error(
         "the {backend} backend does not launch thread-block clusters (CUDA does, on compute \

@@ -7,6 +7,7 @@
 use crate::error::{Error, Result, Unavailable};
 use crate::image::{ChannelFormat, ImageShape, TextureDesc};
 use crate::kind::{Backend, CopyRoute, Device};
+use crate::launch::Occupancy;
 use chorus_cuda::Dim3;
 use chorus_lang::ir::{Global, Module};
 use chorus_lang::target::Target;
@@ -167,6 +168,11 @@ pub(crate) trait CompiledImpl: Send + Sync {
         args: CheckedArgs<'_, '_>,
         launch: &LaunchShape<'_>,
     ) -> Result<()>;
+    /// How many blocks (and clusters) of `launch`'s shape the device runs at once; `None` where
+    /// the backend cannot say.
+    fn occupancy(&self, _kernel: usize, _launch: &LaunchShape<'_>) -> Result<Option<Occupancy>> {
+        Ok(None)
+    }
     /// Reads `global`'s bytes into `dst` (its size).
     fn read_global(&self, global: &Global, dst: &mut [u8]) -> Result<()>;
     /// Writes `src` (its size) to `global`.

@@ -101,7 +101,7 @@ pub use backend::{
 pub use error::{ArgumentKind, BadExtent, Error, Result, Unavailable};
 pub use image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ReadMode, TextureDesc};
 pub use kind::{Backend, CopyRoute, Device};
-pub use launch::{Dim3, IntoDim3, Launch};
+pub use launch::{Dim3, IntoDim3, Launch, Occupancy};
 pub use memory::{DeviceAddress, DevicePtr, Direction, MemoryBlock};
 pub use program::Program;
 pub use stream::Stream;

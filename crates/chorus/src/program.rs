@@ -7,7 +7,7 @@ use crate::dispatch;
 use crate::error::{Error, Result, Unavailable};
 use crate::hal::{CompiledImpl, LaunchShape};
 use crate::kind::{Backend, Device};
-use crate::launch::Launch;
+use crate::launch::{Launch, Occupancy};
 use chorus_lang::host::KernelValue;
 use chorus_lang::ir::{Function, FunctionKind, Global, Module};
 use chorus_lang::library::Library;
@@ -261,6 +261,43 @@ impl Program {
         let device = launch_device(&launch)?;
         let index = self.kernel_index(kernel)?;
         self.launch_resolved(device, index, args, &launch, Checks::All)
+    }
+
+    /// How many blocks of `launch`'s shape (its block, dynamic shared memory and cluster; the
+    /// grid only has to be a whole number of clusters) of kernel `kernel` its device runs at
+    /// once: what a persistent kernel sizes its grid by. The program is compiled for the device
+    /// first if it has not been yet. The CUDA backend answers
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, `cuOccupancyMaxActiveClusters`); the
+    /// others return [`Error::OccupancyUnsupported`].
+    ///
+    /// ```no_run
+    /// # fn main() -> chorus::Result<()> {
+    /// # let program = chorus::Program::new("(defkernel k (void ()) (return))", "k.lisp")?;
+    /// use chorus::Launch;
+    /// let pairs = Launch::grid(2).block(384).shared_mem(197_632).cluster(2);
+    /// let occupancy = program.occupancy("k", &pairs)?;
+    /// let grid = 2 * occupancy.clusters.unwrap_or(1); // every pair that runs at once
+    /// # let _ = grid;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn occupancy(&self, kernel: &str, launch: &Launch<'_>) -> Result<Occupancy> {
+        let device = launch_device(launch)?;
+        let index = self.kernel_index(kernel)?;
+        let (grid, block) = launch.checked()?;
+        let shape = LaunchShape {
+            grid,
+            block,
+            shared_mem: launch.shared_mem_bytes(),
+            stream: None,
+            cluster: launch.checked_cluster(grid)?,
+            site: std::panic::Location::caller(),
+        };
+        self.compiled(device)?
+            .occupancy(index, &shape)?
+            .ok_or(Error::OccupancyUnsupported {
+                backend: device.backend(),
+            })
     }
 
     /// The launch of a `defkernel!` function: `kernel` is resolved to its index once, into

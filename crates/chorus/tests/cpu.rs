@@ -476,7 +476,7 @@ fn run_time_faults_name_the_rust_source_position() {
 }
 
 #[test]
-fn clusters_of_several_blocks_are_refused_off_cuda() {
+fn clusters_and_occupancy_are_refused_off_cuda() {
     on_cpu(|| {
         let n = 256usize;
         let a = MemoryBlock::from_slice(&vec![1.0f32; n])?;
@@ -499,8 +499,23 @@ fn clusters_of_several_blocks_are_refused_off_cuda() {
         );
         assert!(e.to_string().contains("thread-block clusters"), "{e}");
         // The shape is checked first, whatever the backend.
-        let e = vec_add_kernel(&a, &b, &mut c, n as i32, launch.cluster(3)).unwrap_err();
+        let e = vec_add_kernel(&a, &b, &mut c, n as i32, launch.clone().cluster(3)).unwrap_err();
         assert!(matches!(e, chorus::Error::ClusterShape { .. }), "{e}");
+        // Occupancy is the CUDA backend's to report.
+        let program = chorus::Program::new(
+            "(defkernel touch (void ((a float*))) (set (aref a thread-idx-x) 1.0))",
+            "touch.lisp",
+        )?;
+        let e = program.occupancy("touch", &launch).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                chorus::Error::OccupancyUnsupported {
+                    backend: Backend::Cpu
+                }
+            ),
+            "{e}"
+        );
         Ok(())
     })
 }

@@ -235,6 +235,21 @@ fn clusters_share_a_multicast_load_and_arrive_on_each_others_barriers() {
             launch.clone().cluster(2),
         )?;
         out.sync(Direction::DeviceToHost)?;
+        // What a persistent kernel in pairs would size its grid by.
+        let occupancy = program.occupancy("multicast-halves", &launch.clone().cluster(2))?;
+        let pairs = occupancy
+            .clusters
+            .expect("a cluster launch reports its clusters");
+        assert!(occupancy.multiprocessors >= 2 && occupancy.blocks_per_multiprocessor >= 1);
+        assert!(
+            pairs >= 1
+                && 2 * pairs <= occupancy.multiprocessors * occupancy.blocks_per_multiprocessor,
+            "{occupancy:?}"
+        );
+        let single = program.occupancy("multicast-halves", &launch)?;
+        assert_eq!(single.clusters, None);
+        assert_eq!(single.multiprocessors, occupancy.multiprocessors);
+        eprintln!("clusters_multicast: {occupancy:?}");
         for block in 0..blocks {
             assert_eq!(
                 &out.as_slice()[block * 512..(block + 1) * 512],

@@ -21,6 +21,7 @@ use crate::hal::{
 };
 use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::{Backend, CopyRoute, Device};
+use crate::launch::Occupancy;
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use std::any::Any;
@@ -512,16 +513,19 @@ impl CudaCompiled {
     }
 }
 
-impl CompiledImpl for CudaCompiled {
-    fn launch(
+impl CudaCompiled {
+    /// Kernel `kernel` of the loaded module, allowed `launch`'s dynamic shared memory, and the
+    /// launch configuration of `launch`'s shape (without its stream).
+    fn prepare<'l>(
         &self,
+        loaded: &'l Loaded,
         kernel: usize,
-        args: CheckedArgs<'_, '_>,
         launch: &LaunchShape<'_>,
-    ) -> Result<()> {
-        let loaded = self.loaded()?;
+    ) -> Result<(
+        &'l chorus_cuda::Function,
+        chorus_cuda::LaunchConfig<'static>,
+    )> {
         let generation = &loaded.generation;
-        generation.enter("compiled program")?;
         let function = loaded.kernels[kernel].as_ref().ok_or_else(|| Error::Cuda {
             device: Some(generation.device),
             source: chorus_cuda::Error::NotFound {
@@ -542,6 +546,48 @@ impl CompiledImpl for CudaCompiled {
         if let Some(cluster) = launch.cluster {
             config = config.cluster(cluster);
         }
+        Ok((function, config))
+    }
+}
+
+impl CompiledImpl for CudaCompiled {
+    fn occupancy(&self, kernel: usize, launch: &LaunchShape<'_>) -> Result<Option<Occupancy>> {
+        use chorus_cuda::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        let loaded = self.loaded()?;
+        let generation = &loaded.generation;
+        generation.enter("compiled program")?;
+        let (function, config) = self.prepare(loaded, kernel, launch)?;
+        let fail = |e| generation.fail(e, None);
+        let threads = u32::try_from(launch.block.volume()).unwrap_or(u32::MAX);
+        let blocks_per_multiprocessor = function
+            .max_active_blocks_per_multiprocessor(threads, launch.shared_mem as usize)
+            .map_err(fail)?;
+        let multiprocessors = chorus_cuda::device_attribute(
+            generation.device.index(),
+            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .map_err(|e| fail(e.into()))?;
+        let clusters = match launch.cluster {
+            Some(_) => Some(function.max_active_clusters(&config).map_err(fail)?),
+            None => None,
+        };
+        Ok(Some(Occupancy {
+            blocks_per_multiprocessor,
+            multiprocessors: multiprocessors.max(0) as u32,
+            clusters,
+        }))
+    }
+
+    fn launch(
+        &self,
+        kernel: usize,
+        args: CheckedArgs<'_, '_>,
+        launch: &LaunchShape<'_>,
+    ) -> Result<()> {
+        let loaded = self.loaded()?;
+        let generation = &loaded.generation;
+        generation.enter("compiled program")?;
+        let (function, mut config) = self.prepare(loaded, kernel, launch)?;
         let mut stream_last = None;
         if let Some(stream) = launch.stream {
             let stream =
