@@ -284,6 +284,11 @@ impl CpuModule {
         self.workers = workers.max(1);
     }
 
+    /// How many OS threads run blocks: how many blocks run at once.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
     /// Runs every kernel on the SIMT interpreter (`true`) or, where the native compiler
     /// compiles it, as machine code (`false`, the default unless the environment variable
     /// `CHORUS_CPU` is `interpret` when the module is prepared).

@@ -266,9 +266,10 @@ impl Program {
     /// How many blocks of `launch`'s shape (its block, dynamic shared memory and cluster; the
     /// grid only has to be a whole number of clusters) of kernel `kernel` its device runs at
     /// once: what a persistent kernel sizes its grid by. The program is compiled for the device
-    /// first if it has not been yet. The CUDA backend answers
-    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, `cuOccupancyMaxActiveClusters`); the
-    /// others return [`Error::OccupancyUnsupported`].
+    /// first if it has not been yet. The CUDA backend answers with its occupancy calculator
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, `cuOccupancyMaxActiveClusters`), the CPU
+    /// executor with its worker threads (one block each; clusters of one block only); HIP and
+    /// Metal return [`Error::OccupancyUnsupported`].
     ///
     /// ```no_run
     /// # fn main() -> chorus::Result<()> {

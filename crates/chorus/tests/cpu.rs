@@ -476,7 +476,7 @@ fn run_time_faults_name_the_rust_source_position() {
 }
 
 #[test]
-fn clusters_and_occupancy_are_refused_off_cuda() {
+fn clusters_are_refused_and_occupancy_is_the_worker_threads_off_cuda() {
     on_cpu(|| {
         let n = 256usize;
         let a = MemoryBlock::from_slice(&vec![1.0f32; n])?;
@@ -501,16 +501,28 @@ fn clusters_and_occupancy_are_refused_off_cuda() {
         // The shape is checked first, whatever the backend.
         let e = vec_add_kernel(&a, &b, &mut c, n as i32, launch.clone().cluster(3)).unwrap_err();
         assert!(matches!(e, chorus::Error::ClusterShape { .. }), "{e}");
-        // Occupancy is the CUDA backend's to report.
+        // The executor runs one block on each worker thread at once; clusters only of one.
         let program = chorus::Program::new(
             "(defkernel touch (void ((a float*))) (set (aref a thread-idx-x) 1.0))",
             "touch.lisp",
         )?;
-        let e = program.occupancy("touch", &launch).unwrap_err();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let occupancy = program.occupancy("touch", &launch)?;
+        assert_eq!(
+            occupancy,
+            chorus::Occupancy {
+                blocks_per_multiprocessor: 1,
+                multiprocessors: workers,
+                clusters: None
+            }
+        );
+        let single = program.occupancy("touch", &launch.clone().cluster(1))?;
+        assert_eq!(single.clusters, Some(workers));
+        let e = program.occupancy("touch", &launch.cluster(2)).unwrap_err();
         assert!(
             matches!(
                 e,
-                chorus::Error::OccupancyUnsupported {
+                chorus::Error::ClustersUnsupported {
                     backend: Backend::Cpu
                 }
             ),
