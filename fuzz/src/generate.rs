@@ -509,13 +509,8 @@ impl Generator {
                 self.out.push_str(word);
             }
             16 if !self.in_helper && self.rng.one_in(3) => self.out.push_str("(return)"),
-            17 if self.scope.iter().filter(|v| v.assignable).count() >= 2 => {
-                let vars: Vec<Var> = self
-                    .scope
-                    .iter()
-                    .filter(|v| v.assignable)
-                    .cloned()
-                    .collect();
+            17 if self.assignable().len() >= 2 => {
+                let vars = self.assignable();
                 let a = self.rng.pick(&vars).clone();
                 let b = self.rng.pick(&vars).clone();
                 let _ = write!(self.out, "(fz-swap {} {})", a.name, b.name);
@@ -549,14 +544,22 @@ impl Generator {
         self.in_loop = was;
     }
 
+    /// The variables a statement may assign: those whose visible binding (the innermost of
+    /// their name) is assignable. A loop counter that an odd name makes shadow a global of the
+    /// same name hides it: `(set a …)` would assign the counter (seed 8 made a `while` loop
+    /// that never ended that way).
+    fn assignable(&self) -> Vec<Var> {
+        self.scope
+            .iter()
+            .enumerate()
+            .filter(|&(i, v)| v.assignable && !self.scope[i + 1..].iter().any(|w| w.name == v.name))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// An assignment or a store.
     fn simple_statement(&mut self) {
-        let vars: Vec<Var> = self
-            .scope
-            .iter()
-            .filter(|v| v.assignable)
-            .cloned()
-            .collect();
+        let vars = self.assignable();
         if !vars.is_empty() && self.rng.one_in(2) {
             let var = self.rng.pick(&vars).clone();
             let _ = write!(self.out, "(set {} ", var.name);
@@ -872,5 +875,46 @@ fn type_name(ty: Ty) -> &'static str {
         Ty::Float => "float",
         Ty::Double => "double",
         Ty::Bool => "bool",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generator() -> Generator {
+        Generator {
+            rng: Rng::new(1),
+            out: String::new(),
+            scope: Vec::new(),
+            arrays: Vec::new(),
+            helpers: Vec::new(),
+            next_id: 0,
+            fuel: 10,
+            in_loop: false,
+            in_helper: false,
+            clean: true,
+        }
+    }
+
+    fn var(name: &str, assignable: bool) -> Var {
+        Var {
+            name: name.into(),
+            ty: Ty::Int,
+            assignable,
+        }
+    }
+
+    #[test]
+    fn a_counter_hides_the_global_it_shadows_from_assignments() {
+        let mut g = generator();
+        // (defglobal a 5) (defglobal b 1), then a loop counted by `a` (an odd name).
+        g.scope = vec![var("a", true), var("b", true), var("a", false)];
+        let names: Vec<String> = g.assignable().into_iter().map(|v| v.name).collect();
+        assert_eq!(names, ["b"]);
+        // Inside the loop, a new assignable `a` is the one a statement sees, and may assign.
+        g.scope.push(var("a", true));
+        let names: Vec<String> = g.assignable().into_iter().map(|v| v.name).collect();
+        assert_eq!(names, ["b", "a"]);
     }
 }
