@@ -123,7 +123,7 @@ impl<'s> LaunchConfig<'s> {
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         for (what, d) in [("grid", self.grid), ("block", self.block)] {
             if d.volume() == 0 {
                 return Err(Error::InvalidArgument(format!(
@@ -388,10 +388,34 @@ pub unsafe fn launch_unchecked(
     }
 }
 
+// The occupancy of cluster launches, here beside the launch whose driver form it shares.
+impl Function {
+    /// Clusters of `config`'s shape (its `cluster`, block and dynamic shared memory; the grid
+    /// must be a whole number of clusters) that the device runs at once
+    /// (`cuOccupancyMaxActiveClusters`): where a persistent kernel in clusters sizes its grid.
+    /// A kernel above 48 KiB of dynamic shared memory must have been allowed it first
+    /// ([`Function::set_max_dynamic_shared_memory`]).
+    pub fn max_active_clusters(&self, config: &LaunchConfig<'_>) -> Result<u32> {
+        config.validate()?;
+        let cluster = config.cluster.ok_or_else(|| {
+            Error::InvalidArgument("max_active_clusters needs a launch with a cluster".into())
+        })?;
+        let mut clusters = 0;
+        with_cluster_config(config, cluster, std::ptr::null_mut(), |launch| {
+            cu!(cuOccupancyMaxActiveClusters(
+                &mut clusters,
+                self.raw(),
+                launch
+            ))
+        })?;
+        Ok(clusters.max(0) as u32)
+    }
+}
+
 /// Calls `f` with the driver's form of `config` in clusters of `cluster` blocks on `stream`
 /// (`cuLaunchKernelEx` and `cuOccupancyMaxActiveClusters` take it; the cluster attribute it
 /// points to lives for the call).
-pub(crate) fn with_cluster_config<R>(
+fn with_cluster_config<R>(
     config: &LaunchConfig<'_>,
     cluster: Dim3,
     stream: sys::CUstream,

@@ -235,27 +235,6 @@ impl Function {
         Ok(blocks.max(0) as u32)
     }
 
-    /// Clusters of `config`'s shape (its `cluster`, block and dynamic shared memory; the grid
-    /// must be a whole number of clusters) that the device runs at once
-    /// (`cuOccupancyMaxActiveClusters`): where a persistent kernel in clusters sizes its grid.
-    /// A kernel above 48 KiB of dynamic shared memory must have been allowed it first
-    /// ([`Function::set_max_dynamic_shared_memory`]).
-    pub fn max_active_clusters(&self, config: &crate::LaunchConfig<'_>) -> Result<u32> {
-        config.validate()?;
-        let cluster = config.cluster.ok_or_else(|| {
-            Error::InvalidArgument("max_active_clusters needs a launch with a cluster".into())
-        })?;
-        let mut clusters = 0;
-        crate::launch::with_cluster_config(config, cluster, std::ptr::null_mut(), |launch| {
-            cu!(cuOccupancyMaxActiveClusters(
-                &mut clusters,
-                self.raw,
-                launch
-            ))
-        })?;
-        Ok(clusters.max(0) as u32)
-    }
-
     /// The block size that maximises occupancy and the smallest grid that reaches it, as
     /// `(min_grid_size, block_size)`.
     pub fn suggested_block_size(&self, dynamic_shared_mem: usize) -> Result<(u32, u32)> {

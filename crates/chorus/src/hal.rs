@@ -7,7 +7,7 @@
 use crate::error::{Error, Result, Unavailable};
 use crate::image::{ChannelFormat, ImageShape, TextureDesc};
 use crate::kind::{Backend, CopyRoute, Device};
-use crate::launch::Occupancy;
+use crate::occupancy::Occupancy;
 use chorus_cuda::Dim3;
 use chorus_lang::ir::{Global, Module};
 use chorus_lang::target::Target;

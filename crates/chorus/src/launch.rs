@@ -51,21 +51,6 @@ macro_rules! into_dim3 {
 
 into_dim3!(u32, i32, u64, usize);
 
-/// How many blocks of a launch's shape (its block size, dynamic shared memory and cluster) a
-/// device runs at once, from [`crate::Program::occupancy`]: what a persistent kernel sizes its
-/// grid by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Occupancy {
-    /// Blocks of the shape that one multiprocessor runs at once (0: the shape does not fit).
-    pub blocks_per_multiprocessor: u32,
-    /// The device's multiprocessors.
-    pub multiprocessors: u32,
-    /// With [`Launch::cluster`], the clusters of the shape the whole device runs at once
-    /// (`cuOccupancyMaxActiveClusters`): fewer than the multiprocessors could hold when the
-    /// clusters do not tile the GPCs.
-    pub clusters: Option<u32>,
-}
-
 /// How a kernel is launched: the grid (in blocks), the block (in threads), the bytes of dynamic
 /// shared memory (`with-dynamic-shared-memory`), the stream, and the blocks of a thread-block
 /// cluster (CUDA on sm_90 and newer).

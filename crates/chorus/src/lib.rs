@@ -89,6 +89,7 @@ mod image;
 mod kind;
 mod launch;
 mod memory;
+mod occupancy;
 mod program;
 mod stream;
 mod texture;
@@ -101,8 +102,9 @@ pub use backend::{
 pub use error::{ArgumentKind, BadExtent, Error, Result, Unavailable};
 pub use image::{AddressMode, ChannelFormat, ChannelType, FilterMode, ReadMode, TextureDesc};
 pub use kind::{Backend, CopyRoute, Device};
-pub use launch::{Dim3, IntoDim3, Launch, Occupancy};
+pub use launch::{Dim3, IntoDim3, Launch};
 pub use memory::{DeviceAddress, DevicePtr, Direction, MemoryBlock};
+pub use occupancy::Occupancy;
 pub use program::Program;
 pub use stream::Stream;
 pub use texture::{Surface, Texture, TextureArray};

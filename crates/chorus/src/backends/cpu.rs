@@ -12,7 +12,7 @@ use crate::hal::{
 };
 use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::Backend;
-use crate::launch::Occupancy;
+use crate::occupancy::Occupancy;
 use chorus_lang::ir::{Global, Module};
 use chorus_lang::target::{Capability, Target};
 use std::any::Any;

@@ -21,7 +21,7 @@ use crate::hal::{
 };
 use crate::image::{ChannelFormat, ImageShape};
 use crate::kind::{Backend, CopyRoute, Device};
-use crate::launch::Occupancy;
+use crate::occupancy::Occupancy;
 use chorus_lang::ir::{FunctionKind, Global, Module};
 use chorus_lang::target::Target;
 use std::any::Any;
