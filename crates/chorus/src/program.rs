@@ -5,7 +5,7 @@ use crate::args::{Arg, Checks, check_args};
 use crate::backend::current_device;
 use crate::dispatch;
 use crate::error::{Error, Result, Unavailable};
-use crate::hal::{CompiledImpl, LaunchShape};
+use crate::hal::{CompiledImpl, LaunchShape, StreamImpl};
 use crate::kind::{Backend, Device};
 use crate::launch::Launch;
 use crate::occupancy::Occupancy;
@@ -286,15 +286,7 @@ impl Program {
     pub fn occupancy(&self, kernel: &str, launch: &Launch<'_>) -> Result<Occupancy> {
         let device = launch_device(launch)?;
         let index = self.kernel_index(kernel)?;
-        let (grid, block) = launch.checked()?;
-        let shape = LaunchShape {
-            grid,
-            block,
-            shared_mem: launch.shared_mem_bytes(),
-            stream: None,
-            cluster: launch.checked_cluster(grid)?,
-            site: std::panic::Location::caller(),
-        };
+        let shape = launch_shape(device, launch, None)?;
         self.compiled(device)?
             .occupancy(index, &shape)?
             .ok_or(Error::OccupancyUnsupported {
@@ -356,16 +348,6 @@ impl Program {
             device,
             checks,
         )?;
-        let (grid, block) = launch.checked()?;
-        // A cluster of one block is no cluster, on every backend.
-        let cluster = launch
-            .checked_cluster(grid)?
-            .filter(|cluster| cluster.volume() > 1);
-        if cluster.is_some() && device.backend() != Backend::Cuda {
-            return Err(Error::ClustersUnsupported {
-                backend: device.backend(),
-            });
-        }
         let stream = match launch.stream_ref() {
             Some(stream) if stream.inner.device != device => {
                 return Err(Error::StreamDevice {
@@ -376,14 +358,9 @@ impl Program {
             Some(stream) => Some(&*stream.inner.stream),
             None => None,
         };
-        let shape = LaunchShape {
-            grid,
-            block,
-            shared_mem: launch.shared_mem_bytes(),
-            stream,
-            cluster,
-            site: std::panic::Location::caller(),
-        };
+        let mut shape = launch_shape(device, launch, stream)?;
+        // A cluster of one block is no cluster: launched without one, on every backend.
+        shape.cluster = shape.cluster.filter(|cluster| cluster.volume() > 1);
         self.compiled(device)?.launch(index, args, &shape)
     }
 
@@ -424,6 +401,32 @@ impl Program {
 }
 
 /// The device a launch runs on: the one it names, else its stream's, else the current one.
+/// The checked shape of `launch` on `device`, on `stream` (the backend's stream, if any): every
+/// extent at least 1, the cluster (if any) dividing the grid and of more than one block only on
+/// CUDA; the caller's location names the launch in fault reports.
+#[track_caller]
+fn launch_shape<'a>(
+    device: Device,
+    launch: &Launch<'_>,
+    stream: Option<&'a dyn StreamImpl>,
+) -> Result<LaunchShape<'a>> {
+    let (grid, block) = launch.checked()?;
+    let cluster = launch.checked_cluster(grid)?;
+    if cluster.is_some_and(|c| c.volume() > 1) && device.backend() != Backend::Cuda {
+        return Err(Error::ClustersUnsupported {
+            backend: device.backend(),
+        });
+    }
+    Ok(LaunchShape {
+        grid,
+        block,
+        shared_mem: launch.shared_mem_bytes(),
+        stream,
+        cluster,
+        site: std::panic::Location::caller(),
+    })
+}
+
 fn launch_device(launch: &Launch<'_>) -> Result<Device> {
     match (launch.device(), launch.stream_ref()) {
         (Some(device), _) => Ok(device),

@@ -212,14 +212,9 @@ impl StreamImpl for CpuStream {
 struct CpuCompiled(chorus_cpu::CpuModule);
 
 impl CompiledImpl for CpuCompiled {
-    /// One block at a time on each worker thread, whatever its shape; no clusters (the facade
-    /// refuses clusters of more than one block before a launch gets here).
+    /// One block at a time on each worker thread, whatever its shape (the facade refuses
+    /// clusters of more than one block before a query or a launch gets here).
     fn occupancy(&self, _kernel: usize, launch: &LaunchShape<'_>) -> Result<Option<Occupancy>> {
-        if launch.cluster.is_some_and(|c| c.volume() > 1) {
-            return Err(Error::ClustersUnsupported {
-                backend: Backend::Cpu,
-            });
-        }
         let workers = u32::try_from(self.0.workers()).unwrap_or(u32::MAX);
         Ok(Some(Occupancy {
             blocks_per_multiprocessor: 1,
