@@ -51,9 +51,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let b = MemoryBlock::from_slice(&b_host)?;
     let address = |block: &MemoryBlock<Fp8E4M3>| block.device_address().ok_or("no device address");
     // The TMA moves FP8 as bytes.
-    let a_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&a)?, m, k, 128)?;
-    let b_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&b)?, n, k, 256)?;
-    let b_half_map = workloads::hopper_gemm_map(TensorDataType::U8, address(&b)?, n, k, 128)?;
+    let maps =
+        workloads::HopperMaps::new(TensorDataType::U8, (address(&a)?, address(&b)?), (m, n, k))?;
     let value = |x: &Fp8E4M3| f64::from(F8E4M3(x.0).to_f32());
     let check = |c: &[bf16]| {
         workloads::check_gemm_samples(c, (m, n, k), |i| value(&a_host[i]), |i| value(&b_host[i]))
@@ -66,21 +65,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // tile (rows of tiles first, or grouped), persistent blocks, and persistent pairs of blocks
     // sharing B.
     let mut ours = Vec::new();
-    for (kernel, schedule) in [
-        ("fp8-gemm", HopperSchedule::PerTile),
-        ("fp8-gemm-grouped", HopperSchedule::Grouped),
-        ("fp8-gemm-persistent", HopperSchedule::Persistent),
-        ("fp8-gemm-multicast", HopperSchedule::Multicast),
-    ] {
-        let b_map = if schedule.b_box_rows() == 256 {
-            &b_map
-        } else {
-            &b_half_map
-        };
-        let (seconds, c) = workloads::run_hopper_gemm(
+    for schedule in HopperSchedule::ALL {
+        let (kernel, seconds, c) = workloads::run_hopper_gemm(
             &program,
-            (kernel, schedule, 128),
-            (&a_map, b_map),
+            ("fp8-gemm", schedule),
+            &maps,
             (m, n, k),
             ITERATIONS,
         )?;
@@ -126,7 +115,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         theirs * 1e3,
         tflops(theirs),
     );
-    for &(kernel, seconds, _) in &ours {
+    for (kernel, seconds, _) in &ours {
         println!("{kernel}/cuBLASLt = {:.1}%", 100.0 * theirs / seconds);
     }
     Ok(their_bad == 0 && ours.iter().all(|&(_, _, bad)| bad == 0))

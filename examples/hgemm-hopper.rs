@@ -59,9 +59,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let b = MemoryBlock::from_slice(&b_host)?;
     let mut c_blas = MemoryBlock::<bf16>::alloc(m * n)?;
     let address = |block: &MemoryBlock<bf16>| block.device_address().ok_or("no device address");
-    let a_map = workloads::hopper_gemm_map(TensorDataType::Bf16, address(&a)?, m, k, 128)?;
-    let b_map = workloads::hopper_gemm_map(TensorDataType::Bf16, address(&b)?, n, k, 256)?;
-    let b_half_map = workloads::hopper_gemm_map(TensorDataType::Bf16, address(&b)?, n, k, 128)?;
+    let maps = workloads::HopperMaps::new(
+        TensorDataType::Bf16,
+        (address(&a)?, address(&b)?),
+        (m, n, k),
+    )?;
     let a_at = |i: usize| f64::from(a_host[i].to_f32());
     let b_at = |i: usize| f64::from(b_host[i].to_f32());
     // cuBLAS on the same inputs: row-major C = A·Bᵀ.
@@ -105,21 +107,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // leaves the others' figures): one block per tile (rows of tiles first, or grouped),
     // persistent blocks, and persistent pairs of blocks sharing B.
     let mut all_exact = bad_blas == 0;
-    for (kernel, schedule) in [
-        ("hgemm-hopper", HopperSchedule::PerTile),
-        ("hgemm-hopper-grouped", HopperSchedule::Grouped),
-        ("hgemm-hopper-persistent", HopperSchedule::Persistent),
-        ("hgemm-hopper-multicast", HopperSchedule::Multicast),
-    ] {
-        let b_map = if schedule.b_box_rows() == 256 {
-            &b_map
-        } else {
-            &b_half_map
-        };
-        let (seconds, c) = workloads::run_hopper_gemm(
+    for schedule in HopperSchedule::ALL {
+        let (kernel, seconds, c) = workloads::run_hopper_gemm(
             &program,
-            (kernel, schedule, 64),
-            (&a_map, b_map),
+            ("hgemm-hopper", schedule),
+            &maps,
             (m, n, k),
             ITERATIONS,
         )?;

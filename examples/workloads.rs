@@ -111,21 +111,43 @@ pub mod kernels {
 /// swizzle's repeat.
 pub const HOPPER_GEMM_SHARED_BYTES: u32 = 4 * (128 + 256) * 128 + 1024;
 
-/// The tensor map of a K-major `rows`×`k` matrix of `data_type` at `address` for the Hopper
-/// GEMMs: boxes of `box_rows` rows × 128 bytes (the 128-byte swizzle's span), swizzled.
-pub fn hopper_gemm_map(
-    data_type: chorus::cuda::TensorDataType,
-    address: u64,
-    rows: usize,
-    k: usize,
-    box_rows: u32,
-) -> Result<chorus::cuda::TensorMap, Box<dyn std::error::Error>> {
-    use chorus::cuda::{TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
-    let mut layout = TensorLayout::dense(data_type, address, &[k as u64, rows as u64]);
-    layout.swizzle = TensorSwizzle::B128;
-    layout.l2_promotion = TensorL2Promotion::B256;
-    let box_k = (128 / data_type.size()) as u32;
-    Ok(TensorMap::encode_tiled(&layout, &[box_k, box_rows])?)
+/// The tensor maps of a Hopper GEMM's operands, A (M×K) and B (N×K), both K-major: boxes of
+/// 128 bytes along K (the 128-byte swizzle's span, swizzled), 128 rows of A, and 256 rows of B
+/// (`b`) or 128 (`b_half`, for the clusters that share B).
+pub struct HopperMaps {
+    /// A's, 128-row boxes.
+    pub a: chorus::cuda::TensorMap,
+    /// B's, 256-row boxes.
+    pub b: chorus::cuda::TensorMap,
+    /// B's, 128-row boxes.
+    pub b_half: chorus::cuda::TensorMap,
+    /// The elements of one K slice (128 bytes): 64 BF16, 128 FP8.
+    pub slice_k: usize,
+}
+
+impl HopperMaps {
+    /// The maps of A at `a` and B at `b` (device addresses) of `data_type` for an `m`×`n`×`k`
+    /// product.
+    pub fn new(
+        data_type: chorus::cuda::TensorDataType,
+        (a, b): (u64, u64),
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<HopperMaps, Box<dyn std::error::Error>> {
+        use chorus::cuda::{TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
+        let slice_k = 128 / data_type.size() as usize;
+        let map = |address: u64, rows: usize, box_rows: u32| {
+            let mut layout = TensorLayout::dense(data_type, address, &[k as u64, rows as u64]);
+            layout.swizzle = TensorSwizzle::B128;
+            layout.l2_promotion = TensorL2Promotion::B256;
+            TensorMap::encode_tiled(&layout, &[slice_k as u32, box_rows])
+        };
+        Ok(HopperMaps {
+            a: map(a, m, 128)?,
+            b: map(b, n, 256)?,
+            b_half: map(b, n, 128)?,
+            slice_k,
+        })
+    }
 }
 
 /// How a Hopper GEMM kernel of `kernels/hgemm-hopper.lisp` covers C.
@@ -145,13 +167,25 @@ pub enum HopperSchedule {
 }
 
 impl HopperSchedule {
-    /// The rows of B's tensor-map box: the block's 256, or half of them when a cluster's two
-    /// blocks share B.
-    pub fn b_box_rows(self) -> u32 {
-        match self {
-            HopperSchedule::Multicast => 128,
-            _ => 256,
-        }
+    /// Every schedule, in the order the examples run them.
+    pub const ALL: [HopperSchedule; 4] = [
+        HopperSchedule::PerTile,
+        HopperSchedule::Grouped,
+        HopperSchedule::Persistent,
+        HopperSchedule::Multicast,
+    ];
+
+    /// The kernel of this schedule among those `kernels/hgemm-hopper.lisp` defines for
+    /// `base` (`hgemm-hopper`, `fp8-gemm`): `base`, `base-grouped`, `base-persistent`,
+    /// `base-multicast`.
+    pub fn kernel(self, base: &str) -> String {
+        let suffix = match self {
+            HopperSchedule::PerTile => "",
+            HopperSchedule::Grouped => "-grouped",
+            HopperSchedule::Persistent => "-persistent",
+            HopperSchedule::Multicast => "-multicast",
+        };
+        format!("{base}{suffix}")
     }
 
     /// The launch of `kernel` of `program` for an `m`×`n` C on the current device, three
@@ -164,16 +198,14 @@ impl HopperSchedule {
         kernel: &str,
         (m, n): (usize, usize),
     ) -> chorus::Result<chorus::Launch<'static>> {
-        let tiles = (m / 128) * (n / 256);
-        let shape = |grid: usize| {
+        fn shape(grid: impl chorus::IntoDim3) -> chorus::Launch<'static> {
             chorus::Launch::grid(grid)
                 .block(384)
                 .shared_mem(HOPPER_GEMM_SHARED_BYTES)
-        };
+        }
+        let tiles = (m / 128) * (n / 256);
         Ok(match self {
-            HopperSchedule::PerTile => chorus::Launch::grid((m / 128, n / 256))
-                .block(384)
-                .shared_mem(HOPPER_GEMM_SHARED_BYTES),
+            HopperSchedule::PerTile => shape((m / 128, n / 256)),
             HopperSchedule::Grouped => shape(tiles),
             HopperSchedule::Persistent => {
                 let o = program.occupancy(kernel, &shape(1))?;
@@ -215,21 +247,28 @@ impl HopperSchedule {
     }
 }
 
-/// Runs the Hopper GEMM `kernel` of `program` (scheduled as `schedule`, with `slice_k` elements
-/// a K slice) on the operands behind `a_map` and `b_map` (whose box has
-/// `schedule.b_box_rows()` rows) once to compile and load it, then `iterations` times on the
-/// null stream: the seconds per launch and C (`m`×`n`, row-major BF16) on the host. A shape the
-/// schedule cannot tile is an error.
+/// Runs the kernel of `schedule` for `base` (`HopperSchedule::kernel`) of `program` on the
+/// operands behind `maps` once to compile and load it, then `iterations` times on the null
+/// stream: the kernel's name, the seconds per launch and C (`m`×`n`, row-major BF16) on the
+/// host. A shape the schedule cannot tile is an error.
 pub fn run_hopper_gemm(
     program: &Program,
-    (kernel, schedule, slice_k): (&str, HopperSchedule, usize),
-    (a_map, b_map): (&chorus::cuda::TensorMap, &chorus::cuda::TensorMap),
+    (base, schedule): (&str, HopperSchedule),
+    maps: &HopperMaps,
     (m, n, k): (usize, usize, usize),
     iterations: u32,
-) -> Result<(f64, Vec<chorus::bf16>), Box<dyn std::error::Error>> {
-    if let Some(why) = schedule.unsupported_shape((m, n, k), slice_k) {
+) -> Result<(String, f64, Vec<chorus::bf16>), Box<dyn std::error::Error>> {
+    if let Some(why) = schedule.unsupported_shape((m, n, k), maps.slice_k) {
         return Err(why.into());
     }
+    let kernel = schedule.kernel(base);
+    let kernel = kernel.as_str();
+    // The clusters that share B load half of it each.
+    let b_map = if schedule == HopperSchedule::Multicast {
+        &maps.b_half
+    } else {
+        &maps.b
+    };
     // C as the kernel takes it: BF16, or (persistent) pairs of BF16 in 32-bit words, the lower
     // column in the lower half.
     enum Output {
@@ -246,7 +285,7 @@ pub fn run_hopper_gemm(
     };
     let launch = schedule.launch(program, kernel, (m, n))?;
     let args = [
-        Arg::tensor_map(a_map),
+        Arg::tensor_map(&maps.a),
         Arg::tensor_map(b_map),
         match &c {
             Output::Bf16(c) => c.as_arg(),
@@ -277,7 +316,11 @@ pub fn run_hopper_gemm(
                 .collect()
         }
     };
-    Ok((elapsed.as_secs_f64() / f64::from(iterations), c))
+    Ok((
+        kernel.to_string(),
+        elapsed.as_secs_f64() / f64::from(iterations),
+        c,
+    ))
 }
 
 /// Checks 1024 sampled entries of `c` (M×N row-major BF16) against the exact A·Bᵀ, with A
