@@ -307,45 +307,36 @@ fn op_definition(op: HopperOp, name: &str) -> String {
             "fence.proxy.async.shared::cta;",
             " ::: \"memory\"",
         ),
-        HopperOp::TmaLoad(dims) => {
+        HopperOp::TmaLoad(dims) | HopperOp::TmaLoadMulticast(dims) => {
             let coords: Vec<String> = (0..dims).map(|i| format!("int c{i}")).collect();
             let inputs: Vec<String> = (0..dims).map(|i| format!("\"r\"(c{i})")).collect();
+            // The multicast form takes the CTA mask as its fourth operand, a 16-bit register.
+            let (mask_param, multicast, mask_operand, mask_input, first) =
+                if matches!(op, HopperOp::TmaLoadMulticast(_)) {
+                    (
+                        "unsigned int mask, ",
+                        ".multicast::cluster",
+                        ", %3",
+                        "\"h\"((unsigned short)mask), ",
+                        4,
+                    )
+                } else {
+                    ("", "", "", "", 3)
+                };
             asm_helper(
                 name,
                 &format!(
-                    "void* dst, void* bar, const {map}* map, {}",
-                    coords.join(", ")
-                ),
-                &format!(
-                    "cp.async.bulk.tensor.{dims}d.shared::cluster.global.mbarrier::complete_tx::bytes \
-                     [%0], [%1, {}], [%2];",
-                    coordinates(3, dims)
-                ),
-                &format!(
-                    " :: \"r\"({}), \"l\"((unsigned long long)map), \"r\"({}), {} : \"memory\"",
-                    shared("dst"),
-                    shared("bar"),
-                    inputs.join(", ")
-                ),
-            )
-        }
-        HopperOp::TmaLoadMulticast(dims) => {
-            let coords: Vec<String> = (0..dims).map(|i| format!("int c{i}")).collect();
-            let inputs: Vec<String> = (0..dims).map(|i| format!("\"r\"(c{i})")).collect();
-            asm_helper(
-                name,
-                &format!(
-                    "void* dst, void* bar, const {map}* map, unsigned int mask, {}",
+                    "void* dst, void* bar, const {map}* map, {mask_param}{}",
                     coords.join(", ")
                 ),
                 &format!(
                     "cp.async.bulk.tensor.{dims}d.shared::cluster.global.mbarrier::complete_tx::bytes\
-                     .multicast::cluster [%0], [%1, {}], [%2], %3;",
-                    coordinates(4, dims)
+                     {multicast} [%0], [%1, {}], [%2]{mask_operand};",
+                    coordinates(first, dims)
                 ),
                 &format!(
-                    " :: \"r\"({}), \"l\"((unsigned long long)map), \"r\"({}), \
-                     \"h\"((unsigned short)mask), {} : \"memory\"",
+                    " :: \"r\"({}), \"l\"((unsigned long long)map), \"r\"({}), {mask_input}{} \
+                     : \"memory\"",
                     shared("dst"),
                     shared("bar"),
                     inputs.join(", ")
