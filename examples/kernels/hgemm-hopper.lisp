@@ -40,21 +40,24 @@
   `(unroll (kk 0 1 4)
      (,mma (pointer ,acc) (k-major-sw128 ,a (* kk ,mma-k)) (k-major-sw128 ,b (* kk ,mma-k)) 1)))
 
-;;; Stores register i of the accumulator (a row and a column of the warpgroup's 64×256 tile,
-;;; PTX's m64nN f32 fragment layout) as BF16.
-(defkernelmacro store-register (acc i row0 col0 tid)
-  `(let ((row (+ ,row0 (* 16 (/ ,tid 32)) (/ (mod ,tid 32) 4) (* 8 (mod (/ ,i 2) 2))))
-         (col (+ ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)) (mod ,i 2))))
-     (set (aref c (+ (* row n) col)) (float-to-bfloat16 (wgmma-acc-ref ,acc ,i)))))
+;;; The element of C (row-major, `n` columns) that register i of the accumulator holds, for
+;;; thread `tid` of a warpgroup whose 64×256 tile starts at (row0, col0): PTX's m64nN f32
+;;; fragment layout.
+(defkernelmacro accumulator-element (i row0 col0 tid)
+  `(+ (* (+ ,row0 (* 16 (/ ,tid 32)) (/ (mod ,tid 32) 4) (* 8 (mod (/ ,i 2) 2))) n)
+      ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)) (mod ,i 2)))
 
-;;; Stores registers i and i + 1 of the accumulator (adjacent columns of one row) as one
-;;; packed pair of BF16 into `c`, C viewed as 32-bit words (`uint*`, two columns a word): half
-;;; the store instructions of `store-register`.
+;;; Stores register i of the accumulator as BF16.
+(defkernelmacro store-register (acc i row0 col0 tid)
+  `(set (aref c (accumulator-element ,i ,row0 ,col0 ,tid))
+        (float-to-bfloat16 (wgmma-acc-ref ,acc ,i))))
+
+;;; Stores registers i and i + 1 (i even: adjacent columns of one row) as one packed pair of
+;;; BF16 into `c`, C viewed as 32-bit words (`uint*`, two columns a word): half the store
+;;; instructions of `store-register`.
 (defkernelmacro store-pair (acc i row0 col0 tid)
-  `(let ((row (+ ,row0 (* 16 (/ ,tid 32)) (/ (mod ,tid 32) 4) (* 8 (mod (/ ,i 2) 2))))
-         (col (+ ,col0 (* 8 (/ ,i 4)) (* 2 (mod ,tid 4)))))
-     (set (aref c (/ (+ (* row n) col) 2))
-          (pack-bf16x2 (wgmma-acc-ref ,acc ,i) (wgmma-acc-ref ,acc (+ ,i 1))))))
+  `(set (aref c (/ (accumulator-element ,i ,row0 ,col0 ,tid) 2))
+        (pack-bf16x2 (wgmma-acc-ref ,acc ,i) (wgmma-acc-ref ,acc (+ ,i 1)))))
 
 ;;; The pipeline's shared state around `body`: the `full` and `empty` mbarriers of every stage
 ;;; (initialised), the stage buffers `a-tiles` and `b-tiles` in dynamic shared memory from its
