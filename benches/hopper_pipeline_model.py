@@ -7,7 +7,7 @@ until a wait-group. It checks that every consumer reads the slices it expects, t
 lands in a stage a wgmma may still read, that every tile is computed, and that nothing
 deadlocks. It models the protocol, not the kernel text: change both together.
 
-    python3 benches/hopper_pipeline_model.py      # about a minute; prints four "ok"
+    python3 benches/hopper_pipeline_model.py      # about a second; prints four "ok" (run by .ci/run)
 
 Written 2026-12-05, when no GPU could run the kernels; each check was seen to fail on a
 mutated protocol (two arrivals per stage with multicast; releasing the current stage with one
