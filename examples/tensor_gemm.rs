@@ -1,6 +1,6 @@
 //! The BF16 tensor-core GEMM (`kernels/hgemm.lisp`, written with the tensor-core macro library
 //! `chorus::lang::library::TENSOR_CORE`), shared by the `hgemm` example and its test: the
-//! program, the launch, the shape rule and the host reference.
+//! program, its block shapes (each with its launch and shape rule) and the host reference.
 
 use chorus::lang::library::Library;
 use chorus::{Arg, Launch, MemoryBlock, Program, bf16};
@@ -14,43 +14,106 @@ pub fn program() -> chorus::Result<Program> {
     Program::with_libraries(&[Library::TensorCore], HGEMM, "hgemm.lisp")
 }
 
-/// `None` when the kernel can multiply an m×k by a k×n matrix (m, n multiples of 128, k of 32,
-/// all positive and m·n, m·k, k·n below 2^31: the kernel indexes in `int`), else why not.
-pub fn unsupported_shape(m: usize, n: usize, k: usize) -> Option<String> {
-    let fits = |x: usize, y: usize| x.checked_mul(y).is_some_and(|p| p < 1 << 31);
-    let tiles = m.is_multiple_of(128) && n.is_multiple_of(128) && k.is_multiple_of(32);
-    if m == 0 || n == 0 || k == 0 || !tiles {
-        Some(format!(
-            "hgemm needs M and N multiples of 128 and K a multiple of 32, got {m}×{n}×{k}"
-        ))
-    } else if !(fits(m, n) && fits(m, k) && fits(k, n)) {
-        Some(format!("hgemm indexes in int: {m}×{n}×{k} is too large"))
-    } else {
-        None
-    }
+/// One block shape of `kernels/hgemm.lisp` (`define-hgemm`): warps-m × warps-n warps, each
+/// computing a 64×64 tile of C, fed by a cp.async pipeline of `stages` k-tiles of 32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HgemmKernel {
+    /// The kernel's name in `kernels/hgemm.lisp`.
+    pub name: &'static str,
+    /// Warps along M and along N.
+    pub warps: (usize, usize),
+    /// Pipeline stages (k-tiles in flight).
+    pub stages: usize,
 }
 
-/// Launches `C = A·B` (row-major, A m×k, B k×n, C m×n) on the current device's default stream:
-/// a grid of (n/128, m/128) blocks of 128 threads.
-pub fn launch(
-    program: &Program,
-    a: &MemoryBlock<bf16>,
-    b: &MemoryBlock<bf16>,
-    c: &MemoryBlock<bf16>,
-    (m, n, k): (usize, usize, usize),
-) -> chorus::Result<()> {
-    program.launch(
-        "hgemm",
-        &[
-            a.as_arg(),
-            b.as_arg(),
-            c.as_arg(),
-            Arg::value(m as i32),
-            Arg::value(n as i32),
-            Arg::value(k as i32),
-        ],
-        Launch::grid((n / 128, m / 128)).block(128),
-    )
+impl HgemmKernel {
+    /// `hgemm`: 128×128 block tiles, four warps, three stages (48 KiB of shared memory).
+    pub const SQUARE: HgemmKernel = HgemmKernel {
+        name: "hgemm",
+        warps: (2, 2),
+        stages: 3,
+    };
+    /// `hgemm-wide`: 128×256 block tiles, eight warps, four stages (96 KiB).
+    pub const WIDE: HgemmKernel = HgemmKernel {
+        name: "hgemm-wide",
+        warps: (2, 4),
+        stages: 4,
+    };
+    /// `hgemm-tall`: 256×128 block tiles, eight warps, four stages (96 KiB).
+    pub const TALL: HgemmKernel = HgemmKernel {
+        name: "hgemm-tall",
+        warps: (4, 2),
+        stages: 4,
+    };
+    /// Every block shape the example times.
+    pub const ALL: [HgemmKernel; 3] = [Self::SQUARE, Self::WIDE, Self::TALL];
+
+    /// The block tile of C: (rows, columns).
+    pub fn tile(self) -> (usize, usize) {
+        (64 * self.warps.0, 64 * self.warps.1)
+    }
+
+    /// Threads per block.
+    pub fn threads(self) -> usize {
+        32 * self.warps.0 * self.warps.1
+    }
+
+    /// Dynamic shared memory per block: `stages` k-tiles of A (rows × 32) and B (32 × columns)
+    /// in BF16.
+    pub fn shared_bytes(self) -> u32 {
+        let (rows, columns) = self.tile();
+        let bytes = self.stages * (rows + columns) * 32 * std::mem::size_of::<bf16>();
+        bytes as u32 // at most a few hundred KiB: the shapes above
+    }
+
+    /// `None` when the kernel can multiply an m×k by a k×n matrix (m and n multiples of the
+    /// block tile, k of 32, all positive and m·n, m·k, k·n below 2^31: the kernel indexes in
+    /// `int`), else why not.
+    pub fn unsupported_shape(self, m: usize, n: usize, k: usize) -> Option<String> {
+        let fits = |x: usize, y: usize| x.checked_mul(y).is_some_and(|p| p < 1 << 31);
+        let (rows, columns) = self.tile();
+        let tiles = m.is_multiple_of(rows) && n.is_multiple_of(columns) && k.is_multiple_of(32);
+        if m == 0 || n == 0 || k == 0 || !tiles {
+            Some(format!(
+                "{} needs M a multiple of {rows}, N of {columns} and K of 32, got {m}×{n}×{k}",
+                self.name
+            ))
+        } else if !(fits(m, n) && fits(m, k) && fits(k, n)) {
+            Some(format!(
+                "{} indexes in int: {m}×{n}×{k} is too large",
+                self.name
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Launches `C = A·B` (row-major, A m×k, B k×n, C m×n) on the current device's default
+    /// stream: a grid of (n / columns, m / rows) blocks.
+    pub fn launch(
+        self,
+        program: &Program,
+        a: &MemoryBlock<bf16>,
+        b: &MemoryBlock<bf16>,
+        c: &MemoryBlock<bf16>,
+        (m, n, k): (usize, usize, usize),
+    ) -> chorus::Result<()> {
+        let (rows, columns) = self.tile();
+        program.launch(
+            self.name,
+            &[
+                a.as_arg(),
+                b.as_arg(),
+                c.as_arg(),
+                Arg::value(m as i32),
+                Arg::value(n as i32),
+                Arg::value(k as i32),
+            ],
+            Launch::grid((n / columns, m / rows))
+                .block(self.threads())
+                .shared_mem(self.shared_bytes()),
+        )
+    }
 }
 
 /// Entry (i, j) of A·B in `f64` (exact: every product of two bf16 values is), and the sum of

@@ -1,26 +1,44 @@
 ;;;; hgemm: C = A·B with BF16 inputs, f32 accumulation and a BF16 result, on the tensor cores
 ;;;; through mma.sync m16n8k16 (sm_80 and newer), written with the tensor-core macro library
 ;;;; (`chorus_lang::library::TENSOR_CORE`, the `tc-` macros). A is M×K, B is K×N, C is M×N,
-;;;; all row-major. Block tile 128×128×32, four warps in 2×2, each a 64×64 warp tile of 4×8
-;;;; float4 accumulators; a 3-stage cp.async pipeline (3 × 16 KiB: the 48 KiB of static shared
-;;;; memory); XOR-swizzled shared tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads
-;;;; 8 rows from 8 different bank groups without padding; blocks rasterised in groups of 8
-;;;; block rows for L2 reuse. M and N must be multiples of 128, K a multiple of 32.
+;;;; all row-major. Every warp computes a 64×64 warp tile of 4×8 float4 accumulators; a block
+;;;; is a grid of warps-m × warps-n warps over a (64·warps-m)×(64·warps-n)×32 block tile, fed
+;;;; by a cp.async pipeline of `stages` stages in dynamic shared memory; XOR-swizzled shared
+;;;; tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8 rows from 8 different bank
+;;;; groups without padding; blocks rasterised in groups of 8 block rows for L2 reuse.
+;;;;
+;;;; `define-hgemm` makes one kernel per block shape (the `hgemm` example times each):
+;;;; `hgemm`, 128×128 (2×2 warps, 3 stages, 48 KiB); `hgemm-wide`, 128×256 (2×4 warps, 4
+;;;; stages, 96 KiB) and `hgemm-tall`, 256×128 (4×2 warps, 4 stages, 96 KiB), which load a
+;;;; quarter fewer bytes from L2 per flop than 128×128. M must be a multiple of the block tile's
+;;;; rows, N of its columns, K of 32.
 
-;;; Issues k-tile `tile`'s copies into `stage`: 512 chunks of 16 bytes of A (128 rows × 4) and
-;;; 512 of B (32 rows × 16), four of each per thread.
-(defkernelmacro hg-load (stage tile)
+;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
+;;; `smem`, in elements: A's rows are 32 elements (4 chunks), swizzled by bits 1-2 of the row.
+(defkernelmacro hg-a-offset (stage row chunk)
+  `(+ (* ,stage a-stage) (* ,row 32) (* 8 (tc-swizzle ,chunk ,row 3 1))))
+
+;;; The same for B's k-tile (32 rows of tile-n elements, after every stage of A), swizzled by
+;;; the row's low 3 bits within each 8-chunk (128-byte) group.
+(defkernelmacro hg-b-offset (stage row chunk)
+  `(+ b-base (* ,stage b-stage) (* ,row tile-n) (* 8 (tc-swizzle ,chunk ,row 7 0))))
+
+;;; Issues k-tile `tile`'s copies into `stage`: tile-m × 4 chunks of A and 32 × tile-n/8 of
+;;; B, `a-parts` and `b-parts` of each per thread (`threads` threads).
+(defkernelmacro hg-load (stage tile a-parts b-parts threads)
   `(let ((k0 (* ,tile 32)))
-     (tc-unroll (part 0 4)
-       (let* ((idx (+ tid (* part 128)))
+     (tc-unroll (part 0 ,a-parts)
+       (let* ((idx (+ tid (* part ,threads)))
               (ar (/ idx 4))
-              (ac (mod idx 4))
-              (br (/ idx 16))
-              (bc (mod idx 16)))
-         (cp-async (pointer (aref as ,stage ar (* 8 (tc-swizzle ac ar 3 1))))
+              (ac (mod idx 4)))
+         (cp-async (pointer (aref smem (hg-a-offset ,stage ar ac)))
                    (pointer (aref a (+ (* (+ bm ar) k) k0 (* 8 ac))))
-                   16)
-         (cp-async (pointer (aref bs ,stage br (* 8 (tc-swizzle bc br 7 0))))
+                   16)))
+     (tc-unroll (part 0 ,b-parts)
+       (let* ((idx (+ tid (* part ,threads)))
+              (br (/ idx (/ tile-n 8)))
+              (bc (mod idx (/ tile-n 8))))
+         (cp-async (pointer (aref smem (hg-b-offset ,stage br bc)))
                    (pointer (aref b (+ (* (+ k0 br) n) bn (* 8 bc))))
                    16)))))
 
@@ -28,15 +46,13 @@
 ;;; row l % 16 at chunk 2 kk + l / 16, so the four matrices are A's (rows 0-7 | 8-15) × (k 0-7 |
 ;;; 8-15), the registers a0 … a3 of mma.m16n8k16.
 (defkernelmacro hg-a-fragment (i)
-  `(ldmatrix :x4 (pointer (aref as st (+ wm (* ,i 16) lr)
-                                (* 8 (tc-swizzle (+ (* kk 2) lc) (+ wm (* ,i 16) lr) 3 1))))))
+  `(ldmatrix :x4 (pointer (aref smem (hg-a-offset st (+ wm (* ,i 16) lr) (+ (* kk 2) lc))))))
 
 ;;; B fragments of n8 tiles 2j and 2j+1 at k16 step kk, transposed from k-major rows: lane l
 ;;; gives row kk·16 + l % 16 at chunk wn/8 + 2j + l / 16.
 (defkernelmacro hg-b-quad (j)
   `(ldmatrix :x4 :trans
-             (pointer (aref bs st (+ (* kk 16) lr)
-                            (* 8 (tc-swizzle (+ (/ wn 8) (* 2 ,j) lc) (+ (* kk 16) lr) 7 0))))))
+             (pointer (aref smem (hg-b-offset st (+ (* kk 16) lr) (+ (/ wn 8) (* 2 ,j) lc))))))
 
 ;;; The B fragment (b0 b1, b2 b3) of n8 tile j: half of quad j / 2.
 (defkernelmacro hg-b-fragment (j)
@@ -63,28 +79,46 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-(defkernel hgemm (void ((a bfloat16* :restrict) (b bfloat16* :restrict) (c bfloat16* :restrict)
-                        (m int) (n int) (k int)))
-  (declare (launch-bounds 128))
-  (with-shared-memory ((as bfloat16 3 128 32)
-                       (bs bfloat16 3 32 128))
-    (let* ((tid thread-idx-x)
-           (lane (mod tid 32))
-           (warp (/ tid 32))
-           (g (/ lane 4))
-           (q (mod lane 4))
-           (lr (mod lane 16))
-           (lc (/ lane 16))
-           ;; Blocks run in groups of 8 block rows, column by column within a group, so
-           ;; that the blocks resident at once share A's and B's panels in the L2.
-           (pid (+ (* block-idx-y grid-dim-x) block-idx-x))
-           (per-group (* 8 grid-dim-x))
-           (first-row (* (/ pid per-group) 8))
-           (rows (min (- grid-dim-y first-row) 8))
-           (bm (* (+ first-row (mod (mod pid per-group) rows)) 128))
-           (bn (* (/ (mod pid per-group) rows) 128))
-           (wm (* (/ warp 2) 64))
-           (wn (* (mod warp 2) 64)))
-      (tc-with-accumulators (acc 4 8)
-        (tc-pipeline (tile (/ k 32) 3) hg-load hg-compute)
-        (tc-for-each-accumulator (acc 4 8) hg-store)))))
+;;; (define-hgemm name warps-m warps-n stages): the kernel `name` with blocks of warps-m ×
+;;; warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n) tiles of C, a
+;;; grid of (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·32·2·stages bytes
+;;; of dynamic shared memory.
+(defkernelmacro define-hgemm (name warps-m warps-n stages)
+  (let* ((threads (* 32 warps-m warps-n))
+         (tile-m (* 64 warps-m))
+         (tile-n (* 64 warps-n)))
+    `(defkernel ,name (void ((a bfloat16* :restrict) (b bfloat16* :restrict)
+                             (c bfloat16* :restrict) (m int) (n int) (k int)))
+       (declare (launch-bounds ,threads))
+       (with-dynamic-shared-memory ((smem bfloat16))
+         (symbol-macrolet ((tile-n ,tile-n)
+                           (a-stage ,(* tile-m 32))
+                           (b-stage ,(* 32 tile-n))
+                           (b-base ,(* stages tile-m 32)))
+           (macrolet ((load-k-tile (stage tile)
+                        (list 'hg-load stage tile ,(/ (* 4 tile-m) threads)
+                              ,(/ (* 4 tile-n) threads) ,threads)))
+             (let* ((tid thread-idx-x)
+                    (lane (mod tid 32))
+                    (warp (/ tid 32))
+                    (g (/ lane 4))
+                    (q (mod lane 4))
+                    (lr (mod lane 16))
+                    (lc (/ lane 16))
+                    ;; Blocks run in groups of 8 block rows, column by column within a group,
+                    ;; so that the blocks resident at once share A's and B's panels in the L2.
+                    (pid (+ (* block-idx-y grid-dim-x) block-idx-x))
+                    (per-group (* 8 grid-dim-x))
+                    (first-row (* (/ pid per-group) 8))
+                    (rows (min (- grid-dim-y first-row) 8))
+                    (bm (* (+ first-row (mod (mod pid per-group) rows)) ,tile-m))
+                    (bn (* (/ (mod pid per-group) rows) ,tile-n))
+                    (wm (* (/ warp ,warps-n) 64))
+                    (wn (* (mod warp ,warps-n) 64)))
+               (tc-with-accumulators (acc 4 8)
+                 (tc-pipeline (tile (/ k 32) ,stages) load-k-tile hg-compute)
+                 (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
+
+(define-hgemm hgemm 2 2 3)
+(define-hgemm hgemm-wide 2 4 4)
+(define-hgemm hgemm-tall 4 2 4)

@@ -1,10 +1,11 @@
-//! The hgemm kernel (`kernels/hgemm.lisp`, the tensor-core macro library) on the CPU executor:
-//! 128×256×160 (two blocks, five k-tiles through the three cp.async stages), with small-integer
-//! inputs whose products and sums are exact, so the result must equal the host's product
-//! rounded to bf16, entry for entry. On CUDA where a GPU is reachable, the same bytes.
+//! The hgemm kernels (`kernels/hgemm.lisp`, the tensor-core macro library) on the CPU
+//! executor, each block shape over two blocks and five k-tiles (more than any pipeline's
+//! stages), with small-integer inputs whose products and sums are exact, so the result must
+//! equal the host's product rounded to bf16, entry for entry. On CUDA where a GPU is
+//! reachable, the same bytes.
 
 use chorus::{Backend, Direction, MemoryBlock, bf16, with_backend};
-use chorus_examples::tensor_gemm;
+use chorus_examples::tensor_gemm::{self, HgemmKernel};
 
 /// `len` small integers in −4..=4 as bf16, from `seed`.
 fn small(len: usize, seed: usize) -> Vec<bf16> {
@@ -13,7 +14,10 @@ fn small(len: usize, seed: usize) -> Vec<bf16> {
         .collect()
 }
 
-fn hgemm(m: usize, n: usize, k: usize) -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
+fn hgemm(
+    kernel: HgemmKernel,
+    (m, n, k): (usize, usize, usize),
+) -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
     let (a_host, b_host) = (small(m * k, 1), small(k * n, 2));
     let want: Vec<bf16> = (0..m * n)
         .map(|e| {
@@ -25,31 +29,71 @@ fn hgemm(m: usize, n: usize, k: usize) -> chorus::Result<(Vec<bf16>, Vec<bf16>)>
     let a = MemoryBlock::from_slice(&a_host)?;
     let b = MemoryBlock::from_slice(&b_host)?;
     let mut c = MemoryBlock::<bf16>::alloc(m * n)?;
-    tensor_gemm::launch(&program, &a, &b, &c, (m, n, k))?;
+    kernel.launch(&program, &a, &b, &c, (m, n, k))?;
     c.sync(Direction::DeviceToHost)?;
     Ok((c.as_slice().to_vec(), want))
 }
 
+/// Two blocks of `kernel` side by side along N, five k-tiles.
+fn two_blocks(kernel: HgemmKernel) -> (usize, usize, usize) {
+    let (rows, columns) = kernel.tile();
+    (rows, 2 * columns, 160)
+}
+
 #[test]
 fn hgemm_is_exact_on_the_cpu_executor() {
-    let (got, want) =
-        with_backend(Backend::Cpu, || hgemm(128, 256, 160)).expect("hgemm on the CPU");
-    let first = got.iter().zip(&want).position(|(g, w)| g != w);
-    assert_eq!(first, None, "first difference at {first:?}");
-    assert!(
-        want.iter().any(|w| w.to_f32().abs() > 64.0),
-        "the test needs large sums"
-    );
-    if chorus::cuda::testing::gpu_available_or_skip("hgemm_is_exact_on_the_cpu_executor (CUDA)") {
-        let (gpu, _) = with_backend(Backend::Cuda, || hgemm(128, 256, 160)).expect("hgemm on CUDA");
-        assert_eq!(gpu, got, "CUDA and the CPU executor differ");
+    for kernel in HgemmKernel::ALL {
+        let shape = two_blocks(kernel);
+        let (got, want) = with_backend(Backend::Cpu, || hgemm(kernel, shape))
+            .unwrap_or_else(|e| panic!("{} on the CPU: {e}", kernel.name));
+        let first = got.iter().zip(&want).position(|(g, w)| g != w);
+        assert_eq!(
+            first, None,
+            "{}: first difference at {first:?}",
+            kernel.name
+        );
+        assert!(
+            want.iter().any(|w| w.to_f32().abs() > 64.0),
+            "the test needs large sums"
+        );
+        if chorus::cuda::testing::gpu_available_or_skip("hgemm_is_exact_on_the_cpu_executor (CUDA)")
+        {
+            let (gpu, _) = with_backend(Backend::Cuda, || hgemm(kernel, shape))
+                .unwrap_or_else(|e| panic!("{} on CUDA: {e}", kernel.name));
+            assert_eq!(
+                gpu, got,
+                "{}: CUDA and the CPU executor differ",
+                kernel.name
+            );
+        }
     }
 }
 
 #[test]
-fn shapes_the_kernel_cannot_tile_are_refused() {
-    assert_eq!(tensor_gemm::unsupported_shape(128, 256, 160), None);
-    assert!(tensor_gemm::unsupported_shape(100, 128, 32).is_some());
-    assert!(tensor_gemm::unsupported_shape(128, 128, 48).is_some());
-    assert!(tensor_gemm::unsupported_shape(65536, 65536, 32).is_some());
+fn shapes_the_kernels_cannot_tile_are_refused() {
+    let [square, wide, tall] = HgemmKernel::ALL;
+    assert_eq!(square.unsupported_shape(128, 256, 160), None);
+    assert!(square.unsupported_shape(100, 128, 32).is_some());
+    assert!(square.unsupported_shape(128, 128, 48).is_some());
+    assert!(square.unsupported_shape(65536, 65536, 32).is_some());
+    assert_eq!(wide.unsupported_shape(128, 256, 32), None);
+    assert!(wide.unsupported_shape(256, 128, 32).is_some());
+    assert_eq!(tall.unsupported_shape(256, 128, 32), None);
+    assert!(tall.unsupported_shape(128, 256, 32).is_some());
+}
+
+#[test]
+fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
+    let shapes: Vec<_> = HgemmKernel::ALL
+        .iter()
+        .map(|k| (k.tile(), k.threads(), k.shared_bytes()))
+        .collect();
+    assert_eq!(
+        shapes,
+        [
+            ((128, 128), 128, 48 << 10),
+            ((128, 256), 256, 96 << 10),
+            ((256, 128), 256, 96 << 10)
+        ]
+    );
 }
