@@ -210,22 +210,42 @@ fn errors_in_a_unit_after_a_library_name_the_units_own_lines() {
 fn the_macro_library_writes_the_hgemm_main_loop() {
     let module = hgemm_module().unwrap_or_else(|e| panic!("{e}"));
     let code = print_module(&module).unwrap().code;
-    // 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step, 8 cp.async per tile.
-    assert_eq!(
-        code.matches("chorus_mma_m16n8k16_bf16(").count(),
-        64 + 1,
-        "{code}"
-    );
-    assert_eq!(code.matches("chorus_ldmatrix_x4(").count(), 8 + 1);
-    assert_eq!(code.matches("chorus_ldmatrix_x4_trans(").count(), 8 + 1);
-    // The prologue's two tiles and the loop's one: 3 × 8 copies.
-    assert_eq!(code.matches("chorus_cp_async_cg_16(").count(), 24 + 1);
-    assert!(code.contains("chorus_cp_async_wait_1();"), "{code}");
-    assert!(
-        code.contains("__shared__ __align__(16) __nv_bfloat16"),
-        "{code}"
-    );
-    // Static shared memory: exactly the 48 KiB CUDA allows.
+    // Each `define-hgemm` kernel's definition, from its `__global__` line to the next one.
+    let bodies: Vec<&str> = code.split("\n__global__ void").skip(1).collect();
+    // (name, stages, cp.async per thread and tile): 128×128 with 128 threads copies 4 + 4
+    // chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4 and 4 + 2.
+    let kernels = [
+        ("hgemm(", 3, 8),
+        ("hgemm_wide(", 4, 6),
+        ("hgemm_tall(", 4, 6),
+    ];
+    assert_eq!(bodies.len(), kernels.len(), "{code}");
+    for (body, (name, stages, copies)) in bodies.iter().zip(kernels) {
+        assert!(body.contains(name), "{name} out of order in\n{code}");
+        // Every warp: 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step.
+        assert_eq!(
+            body.matches("chorus_mma_m16n8k16_bf16(").count(),
+            64,
+            "{name}"
+        );
+        assert_eq!(body.matches("chorus_ldmatrix_x4(").count(), 8, "{name}");
+        assert_eq!(
+            body.matches("chorus_ldmatrix_x4_trans(").count(),
+            8,
+            "{name}"
+        );
+        // The prologue's stages − 1 tiles and the loop's one.
+        assert_eq!(
+            body.matches("chorus_cp_async_cg_16(").count(),
+            stages * copies,
+            "{name}"
+        );
+        assert!(
+            body.contains(&format!("chorus_cp_async_wait_{}();", stages - 2)),
+            "{name}"
+        );
+        assert!(body.contains("extern __shared__"), "{name}");
+    }
     assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
     assert!(validate(&module, &Target::cuda(7, 5)).is_err());
 }

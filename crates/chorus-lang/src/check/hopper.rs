@@ -157,13 +157,16 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
             .collect(),
     );
     for (load, multicast, store, dims) in TMA_NAMES {
-        let coords = std::iter::repeat_n(int.clone(), usize::from(dims));
+        // Every TMA operation's operands end in its `dims` coordinates.
+        let with_coords = |mut params: Vec<Type>| {
+            params.extend(std::iter::repeat_n(int.clone(), usize::from(dims)));
+            params
+        };
         add(
             load,
             smem.iter()
                 .map(|p| {
-                    let mut params = vec![p.clone(), bar.clone(), map.clone()];
-                    params.extend(coords.clone());
+                    let params = with_coords(vec![p.clone(), bar.clone(), map.clone()]);
                     sig(TmaLoad(dims), &params, Type::Void)
                 })
                 .collect(),
@@ -174,8 +177,7 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
             smem.iter()
                 .flat_map(|p| {
                     [int.clone(), uint.clone()].map(|mask| {
-                        let mut params = vec![p.clone(), bar.clone(), map.clone(), mask];
-                        params.extend(coords.clone());
+                        let params = with_coords(vec![p.clone(), bar.clone(), map.clone(), mask]);
                         sig(TmaLoadMulticast(dims), &params, Type::Void)
                     })
                 })
@@ -185,8 +187,7 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
             store,
             smem.iter()
                 .map(|p| {
-                    let mut params = vec![map.clone(), p.clone()];
-                    params.extend(coords.clone());
+                    let params = with_coords(vec![map.clone(), p.clone()]);
                     sig(TmaStore(dims), &params, Type::Void)
                 })
                 .collect(),
