@@ -914,10 +914,10 @@ use example_kernels::example_programs;
 const REFUSED_EXAMPLES: &[(&str, &str)] = &[
     ("texture-rotate", "texture and surface objects"),
     ("cusolver-eigen", "64-bit floating point"),
-    // The tensor-core examples: their shared tiles or cp.async, wgmma and TMA.
+    // The tensor-core examples: their cp.async, wgmma and TMA.
     (
         "hgemm",
-        "more than 32 KiB of static shared memory, Metal's limit",
+        "`cp-async` needs asynchronous copies to shared memory",
     ),
     (
         "attention",
