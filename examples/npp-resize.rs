@@ -78,22 +78,30 @@ fn bilinear(
         + ty * ((1.0 - tx) * p(x0, y1) + tx * p(x1, y1))
 }
 
-/// RGB → YUV → RGB with NPP's documented formulas (`nppiRGBToYUV`, `nppiYUVToRGB`): YUV in f32,
-/// rounded to 8 bits and saturated (V often is), then back, saturated.
-fn yuv_round_trip([r, g, b]: [u8; 3]) -> [f64; 3] {
+/// NPP's documented RGB → YUV (`nppiRGBToYUV`, analogue YUV: U and V offset by 128), before
+/// its rounding to 8 bits; V = 0.877·(R − Y) spans ±157 and saturates.
+fn rgb_to_yuv([r, g, b]: [u8; 3]) -> [f64; 3] {
     let (r, g, b) = (r as f64, g as f64, b as f64);
-    let byte = |v: f64| v.round().clamp(0.0, 255.0);
     let y = 0.299 * r + 0.587 * g + 0.114 * b;
-    let (u, v) = (
-        byte(0.492 * (b - y) + 128.0) - 128.0,
-        byte(0.877 * (r - y) + 128.0) - 128.0,
-    );
-    let y = byte(y);
     [
-        byte(y + 1.140 * v),
-        byte(y - 0.394 * u - 0.581 * v),
-        byte(y + 2.032 * u),
+        y,
+        0.492 * (b - y) + 128.0,
+        (0.877 * (r - y) + 128.0).clamp(0.0, 255.0),
     ]
+}
+
+/// NPP's documented YUV → RGB (`nppiYUVToRGB`) of 8-bit YUV, before its rounding, saturated.
+fn yuv_to_rgb([y, u, v]: [u8; 3]) -> [f64; 3] {
+    let (y, u, v) = (y as f64, u as f64 - 128.0, v as f64 - 128.0);
+    [y + 1.140 * v, y - 0.394 * u - 0.581 * v, y + 2.032 * u].map(|c| c.clamp(0.0, 255.0))
+}
+
+/// The largest difference between 8-bit pixels and the host's values for them.
+fn worst_pixel(got: &[u8], want: impl Iterator<Item = [f64; 3]>) -> f64 {
+    got.chunks_exact(3)
+        .zip(want)
+        .flat_map(|(q, w)| (0..3).map(move |k| (q[k] as f64 - w[k]).abs()))
+        .fold(0.0f64, f64::max)
 }
 
 fn run() -> Result<bool, Box<dyn std::error::Error>> {
@@ -178,20 +186,24 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             (0.299 * p[0] as f64 + 0.587 * p[1] as f64 + 0.114 * p[2] as f64 - g as f64).abs()
         })
         .fold(0.0f64, f64::max);
+    // Each step against NPP's formulas on the host, from that step's own input: NPP computes
+    // in f32 with its own rounding and coefficients (on the H200, 2026-12-05, RGB → YUV within
+    // 1.00 and YUV → RGB within 1.04 of the documented 3-digit formulas over this 1080p
+    // image), and a level of U or V comes back as up to 2 levels of B, so the round trip as a
+    // whole is not held to the host's rounding. Against the input it is not lossless either: V saturates
+    // (strong reds and cyans come back duller).
+    let got_yuv = yuv.download()?;
     let got_back = back.download()?;
-    // The round trip is not lossless: NPP's YUV is analogue YUV, whose V = 0.877·(R − Y) spans
-    // ±157 and saturates in 8 bits (strong reds and cyans come back duller), so the check is
-    // against NPP's documented formulas applied on the host, not against the input.
-    let worst_back = rgb
-        .chunks_exact(3)
-        .zip(got_back.chunks_exact(3))
-        .map(|(p, q)| {
-            let want = yuv_round_trip([p[0], p[1], p[2]]);
-            (0..3)
-                .map(|k| (q[k] as f64 - want[k]).abs())
-                .fold(0.0f64, f64::max)
-        })
-        .fold(0.0f64, f64::max);
+    let worst_yuv = worst_pixel(
+        &got_yuv,
+        rgb.chunks_exact(3).map(|p| rgb_to_yuv([p[0], p[1], p[2]])),
+    );
+    let worst_back = worst_pixel(
+        &got_back,
+        got_yuv
+            .chunks_exact(3)
+            .map(|p| yuv_to_rgb([p[0], p[1], p[2]])),
+    );
     let lossless = rgb
         .iter()
         .zip(&got_back)
@@ -201,7 +213,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let got_uhd = uhd.download()?;
     let got_blur = blur.download()?;
     println!(
-        "half-size linear: largest difference {worst_half:.2} from the f64 bilinear (sampled); grey: {worst_gray:.2}; RGB → YUV → RGB: {worst_back:.0} from NPP's formulas on the host ({lossless} from the input, V saturating)"
+        "half-size linear: largest difference {worst_half:.2} from the f64 bilinear (sampled); grey: {worst_gray:.2}; RGB → YUV: {worst_yuv:.2} and YUV → RGB: {worst_back:.2} from NPP's formulas on the host (the round trip {lossless} from the input, V saturating)"
     );
     let dir = std::env::temp_dir().join("chorus-npp-resize");
     std::fs::create_dir_all(&dir)?;
@@ -214,9 +226,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         "wrote input, half-linear, uhd-cubic, gray and gauss5 .png to {}",
         dir.display()
     );
-    // The round trip against its host model: a level of U or V rounding comes back as up to
-    // 2.032 levels of B (or 1.140 of R), plus the final rounding: at most 3.
-    Ok(worst_half <= 2.5 && worst_gray <= 1.0 && worst_back <= 3.0)
+    Ok(worst_half <= 2.5 && worst_gray <= 1.0 && worst_yuv <= 1.5 && worst_back <= 1.5)
 }
 
 fn main() -> ExitCode {
