@@ -2,7 +2,12 @@
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over the GPU test binaries on the GPU
 # machine, from the repository root, after `../shared/tools/device-stage` staged them in .device/:
 #
-#   bash benches/device-sanitize.sh
+#   bash benches/device-sanitize.sh [TARGET-NAME-REGEX] [TOOLS]
+#
+# The default set is the binaries whose kernels Chorus writes (the runtime's, the language's,
+# the facade's, the corpus); pass '.' for every staged GPU test binary but `cuda_fault`, which
+# faults on purpose (the libraries' tests then run NVIDIA's kernels under the tools too), and a
+# space-separated TOOLS list to run fewer tools. Each binary gets 300 s a tool.
 #
 # One line per tool and binary: exit status, the tool's error summary, the test result, and the
 # first findings. The gpu binary provokes CUDA API errors on purpose (UNSUPPORTED_PTX_VERSION).
@@ -10,11 +15,12 @@ root=$(pwd)
 bash .device/run.sh no_such_test_filter >/dev/null 2>&1   # unpack and link as run.sh does
 export CHORUS_REQUIRE_GPU=1 CUDA_PATH=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck synccheck initcheck; do
+pat=${1:-'^(gpu|gpu_lang|cuda|corpus_gpu|image_choice|manager|compile_cache)$'}
+for tool in ${2:-memcheck racecheck synccheck initcheck}; do
   while IFS=$'\t' read -r exe dir is_test tname; do
-    case "$tname" in gpu|gpu_lang|cuda|corpus_gpu|image_choice|manager|compile_cache) ;; *) continue ;; esac
+    [ "$is_test" = "1" ] && [[ "$tname" =~ $pat ]] && [ "$tname" != cuda_fault ] || continue
     out=$(cd "$root/$dir" && CARGO_MANIFEST_DIR="$root/$dir" timeout 300 "$san" --tool $tool --print-limit 5 "$root/.device/bin/$exe" --test-threads=1 2>&1); rc=$?
-    errs=$(echo "$out" | grep -oE "ERROR SUMMARY: [0-9]+ error" | tail -1)
+    errs=$(echo "$out" | grep -oE "(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)" | tail -1)
     res=$(echo "$out" | grep -E "^test result" | tail -1)
     echo "$tool $tname rc=$rc ${errs:-no summary} | $res"
     echo "$out" | grep -E "^=+ (Invalid|Program hit|Uninitialized|Race|Barrier|ERROR)|^---- " | head -8
