@@ -1,12 +1,13 @@
 //! BF16 matrix product C = A·B on the tensor cores (mma.sync m16n8k16 + ldmatrix + a cp.async
 //! pipeline; `kernels/hgemm.lisp`, written with the tensor-core macro library), f32
-//! accumulation, BF16 result, in three block shapes (128×128, 128×256, 256×128). Checks
+//! accumulation, BF16 result, in four block shapes (128×128 with k-tiles of 32 and of 64,
+//! 128×256, 256×128). Checks
 //! sampled entries of each against an f64 host reference (all of them on the CPU executor)
 //! and, on CUDA, against cuBLAS's BF16 `gemmEx` in the same run, and prints each rate and its
 //! ratio to cuBLAS's.
 //!
 //! `cargo run --release --example hgemm -- [--size N] [--iterations I]` (default 8192³ on the
-//! GPU; 256×256×96 on the CPU executor, `CHORUS_BACKEND=cpu`; a size that a block shape does
+//! GPU; 256×256×128 on the CPU executor, `CHORUS_BACKEND=cpu`; a size that a block shape does
 //! not tile skips that shape).
 
 use chorus::{Backend, Direction, MemoryBlock, bf16};
@@ -50,7 +51,7 @@ fn run(size: Option<usize>, iterations: usize) -> Result<bool, Box<dyn std::erro
     let cpu = workloads::on_cpu(backend);
     let (m, n, k) = match size {
         Some(s) => (s, s, s),
-        None if cpu => (256, 256, 96),
+        None if cpu => (256, 256, 128),
         None => (8192, 8192, 8192),
     };
     // Every block shape that tiles this size; the others say why not.
@@ -134,9 +135,10 @@ fn run(size: Option<usize>, iterations: usize) -> Result<bool, Box<dyn std::erro
             .count();
         let (rows, columns) = kernel.tile();
         print!(
-            "{} (Chorus, mma.sync, {rows}×{columns} block tiles, {} threads, {} stages): \
+            "{} (Chorus, mma.sync, {rows}×{columns}×{} block tiles, {} threads, {} stages): \
              {:.3} ms, {:.1} TFLOP/s",
             kernel.name,
+            kernel.tile_k,
             kernel.threads(),
             kernel.stages,
             ours * 1e3,
@@ -179,7 +181,9 @@ fn main() -> ExitCode {
             clap::Arg::new("size")
                 .long("size")
                 .value_parser(clap::value_parser!(usize))
-                .help("M = N = K (multiples of 128; default 8192 on a GPU, 256×256×96 on the CPU)"),
+                .help(
+                    "M = N = K (multiples of 128; default 8192 on a GPU, 256×256×128 on the CPU)",
+                ),
         )
         .arg(
             clap::Arg::new("iterations")

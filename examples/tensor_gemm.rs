@@ -15,7 +15,7 @@ pub fn program() -> chorus::Result<Program> {
 }
 
 /// One block shape of `kernels/hgemm.lisp` (`define-hgemm`): warps-m × warps-n warps, each
-/// computing a 64×64 tile of C, fed by a cp.async pipeline of `stages` k-tiles of 32.
+/// computing a 64×64 tile of C, fed by a cp.async pipeline of `stages` k-tiles of `tile_k`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HgemmKernel {
     /// The kernel's name in `kernels/hgemm.lisp`.
@@ -24,6 +24,8 @@ pub struct HgemmKernel {
     pub warps: (usize, usize),
     /// Pipeline stages (k-tiles in flight).
     pub stages: usize,
+    /// The k-tile: 32 or 64.
+    pub tile_k: usize,
 }
 
 impl HgemmKernel {
@@ -32,21 +34,31 @@ impl HgemmKernel {
         name: "hgemm",
         warps: (2, 2),
         stages: 3,
+        tile_k: 32,
     };
     /// `hgemm-wide`: 128×256 block tiles, eight warps, four stages (96 KiB).
     pub const WIDE: HgemmKernel = HgemmKernel {
         name: "hgemm-wide",
         warps: (2, 4),
         stages: 4,
+        tile_k: 32,
     };
     /// `hgemm-tall`: 256×128 block tiles, eight warps, four stages (96 KiB).
     pub const TALL: HgemmKernel = HgemmKernel {
         name: "hgemm-tall",
         warps: (4, 2),
         stages: 4,
+        tile_k: 32,
+    };
+    /// `hgemm-k64`: 128×128 block tiles, four warps, three stages of k-tiles of 64 (96 KiB).
+    pub const DEEP_K: HgemmKernel = HgemmKernel {
+        name: "hgemm-k64",
+        warps: (2, 2),
+        stages: 3,
+        tile_k: 64,
     };
     /// Every block shape the example times.
-    pub const ALL: [HgemmKernel; 3] = [Self::SQUARE, Self::WIDE, Self::TALL];
+    pub const ALL: [HgemmKernel; 4] = [Self::SQUARE, Self::DEEP_K, Self::WIDE, Self::TALL];
 
     /// The block tile of C: (rows, columns).
     pub fn tile(self) -> (usize, usize) {
@@ -58,24 +70,26 @@ impl HgemmKernel {
         32 * self.warps.0 * self.warps.1
     }
 
-    /// Dynamic shared memory per block: `stages` k-tiles of A (rows × 32) and B (32 × columns)
-    /// in BF16.
+    /// Dynamic shared memory per block: `stages` k-tiles of A (rows × tile_k) and B (tile_k ×
+    /// columns) in BF16.
     pub fn shared_bytes(self) -> u32 {
         let (rows, columns) = self.tile();
-        let bytes = self.stages * (rows + columns) * 32 * std::mem::size_of::<bf16>();
+        let bytes = self.stages * (rows + columns) * self.tile_k * std::mem::size_of::<bf16>();
         bytes as u32 // at most a few hundred KiB: the shapes above
     }
 
     /// `None` when the kernel can multiply an m×k by a k×n matrix (m and n multiples of the
-    /// block tile, k of 32, all positive and m·n, m·k, k·n below 2^31: the kernel indexes in
-    /// `int`), else why not.
+    /// block tile, k of its k-tile, all positive and m·n, m·k, k·n below 2^31: the kernel
+    /// indexes in `int`), else why not.
     pub fn unsupported_shape(self, m: usize, n: usize, k: usize) -> Option<String> {
         let fits = |x: usize, y: usize| x.checked_mul(y).is_some_and(|p| p < 1 << 31);
         let (rows, columns) = self.tile();
-        let tiles = m.is_multiple_of(rows) && n.is_multiple_of(columns) && k.is_multiple_of(32);
+        let tile_k = self.tile_k;
+        let tiles = m.is_multiple_of(rows) && n.is_multiple_of(columns) && k.is_multiple_of(tile_k);
         if m == 0 || n == 0 || k == 0 || !tiles {
             Some(format!(
-                "{} needs M a multiple of {rows}, N of {columns} and K of 32, got {m}×{n}×{k}",
+                "{} needs M a multiple of {rows}, N of {columns} and K of {tile_k}, got \
+                 {m}×{n}×{k}",
                 self.name
             ))
         } else if !(fits(m, n) && fits(m, k) && fits(k, n)) {

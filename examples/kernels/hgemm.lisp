@@ -2,35 +2,38 @@
 ;;;; through mma.sync m16n8k16 (sm_80 and newer), written with the tensor-core macro library
 ;;;; (`chorus_lang::library::TENSOR_CORE`, the `tc-` macros). A is M×K, B is K×N, C is M×N,
 ;;;; all row-major. Every warp computes a 64×64 warp tile of 4×8 float4 accumulators; a block
-;;;; is a grid of warps-m × warps-n warps over a (64·warps-m)×(64·warps-n)×32 block tile, fed
-;;;; by a cp.async pipeline of `stages` stages in dynamic shared memory; XOR-swizzled shared
+;;;; is a grid of warps-m × warps-n warps over a (64·warps-m)×(64·warps-n)×tile-k block tile
+;;;; (tile-k 32 or 64), fed by a cp.async pipeline of `stages` stages in dynamic shared memory; XOR-swizzled shared
 ;;;; tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8 rows from 8 different bank
 ;;;; groups without padding; blocks rasterised in groups of 8 block rows for L2 reuse.
 ;;;;
 ;;;; `define-hgemm` makes one kernel per block shape (the `hgemm` example times each):
 ;;;; `hgemm`, 128×128 (2×2 warps, 3 stages, 48 KiB); `hgemm-wide`, 128×256 (2×4 warps, 4
 ;;;; stages, 96 KiB) and `hgemm-tall`, 256×128 (4×2 warps, 4 stages, 96 KiB), which load a
-;;;; quarter fewer bytes from L2 per flop than 128×128. M must be a multiple of the block tile's
-;;;; rows, N of its columns, K of 32.
+;;;; quarter fewer bytes from L2 per flop than 128×128; `hgemm-k64`, 128×128 with k-tiles of
+;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s). M must be a multiple
+;;;; of the block tile's rows, N of its columns, K of its tile-k.
 
 ;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
-;;; `smem`, in elements: A's rows are 32 elements (4 chunks), swizzled by bits 1-2 of the row.
+;;; `smem`, in elements: A's rows are tile-k elements, swizzled by bits 1-2 of the row when they
+;;; are 4 chunks (tile-k 32), by bits 0-2 when 8 (`a-swizzle-mask`, `a-swizzle-shift`).
 (defkernelmacro hg-a-offset (stage row chunk)
-  `(+ (* ,stage a-stage) (* ,row 32) (* 8 (tc-swizzle ,chunk ,row 3 1))))
+  `(+ (* ,stage a-stage) (* ,row tile-k)
+      (* 8 (tc-swizzle ,chunk ,row a-swizzle-mask a-swizzle-shift))))
 
-;;; The same for B's k-tile (32 rows of tile-n elements, after every stage of A), swizzled by
+;;; The same for B's k-tile (tile-k rows of tile-n elements, after every stage of A), swizzled by
 ;;; the row's low 3 bits within each 8-chunk (128-byte) group.
 (defkernelmacro hg-b-offset (stage row chunk)
   `(+ b-base (* ,stage b-stage) (* ,row tile-n) (* 8 (tc-swizzle ,chunk ,row 7 0))))
 
-;;; Issues k-tile `tile`'s copies into `stage`: tile-m × 4 chunks of A and 32 × tile-n/8 of
-;;; B, `a-parts` and `b-parts` of each per thread (`threads` threads).
+;;; Issues k-tile `tile`'s copies into `stage`: tile-m × tile-k/8 chunks of A and tile-k ×
+;;; tile-n/8 of B, `a-parts` and `b-parts` of each per thread (`threads` threads).
 (defkernelmacro hg-load (stage tile a-parts b-parts threads)
-  `(let ((k0 (* ,tile 32)))
+  `(let ((k0 (* ,tile tile-k)))
      (tc-unroll (part 0 ,a-parts)
        (let* ((idx (+ tid (* part ,threads)))
-              (ar (/ idx 4))
-              (ac (mod idx 4)))
+              (ar (/ idx (/ tile-k 8)))
+              (ac (mod idx (/ tile-k 8))))
          (cp-async (pointer (aref smem (hg-a-offset ,stage ar ac)))
                    (pointer (aref a (+ (* (+ bm ar) k) k0 (* 8 ac))))
                    16)))
@@ -61,10 +64,11 @@
         `(uint2 (uint4-z ,quad) (uint4-w ,quad))
         `(uint2 (uint4-x ,quad) (uint4-y ,quad)))))
 
-;;; One stage: two k16 steps of the 64×64 warp tile (4 A and 4 B ldmatrix, 32 mma.sync each).
-(defkernelmacro hg-compute (stage)
+;;; One stage: `steps` k16 steps of the 64×64 warp tile (4 A and 4 B ldmatrix, 32 mma.sync
+;;; each).
+(defkernelmacro hg-compute (stage steps)
   `(let ((st ,stage))
-     (tc-unroll (kk 0 2)
+     (tc-unroll (kk 0 ,steps)
        (tc-bind-each (fa 4 hg-a-fragment)
          (tc-bind-each (bq 4 hg-b-quad)
            (tc-bind-each (fb 8 hg-b-fragment)
@@ -79,11 +83,11 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages): the kernel `name` with blocks of warps-m ×
-;;; warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n) tiles of C, a
-;;; grid of (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·32·2·stages bytes
-;;; of dynamic shared memory.
-(defkernelmacro define-hgemm (name warps-m warps-n stages)
+;;; (define-hgemm name warps-m warps-n stages [tile-k]): the kernel `name` with blocks of
+;;; warps-m × warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n) tiles
+;;; of C, k-tiles of tile-k (32 or 64), a grid of (N / tile columns, M / tile rows) blocks and
+;;; (tile-m + tile-n)·tile-k·2·stages bytes of dynamic shared memory.
+(defkernelmacro define-hgemm (name warps-m warps-n stages &optional (tile-k 32))
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
          (tile-n (* 64 warps-n)))
@@ -92,12 +96,17 @@
        (declare (launch-bounds ,threads))
        (with-dynamic-shared-memory ((smem bfloat16))
          (symbol-macrolet ((tile-n ,tile-n)
-                           (a-stage ,(* tile-m 32))
-                           (b-stage ,(* 32 tile-n))
-                           (b-base ,(* stages tile-m 32)))
+                           (tile-k ,tile-k)
+                           (a-swizzle-mask ,(if (= tile-k 32) 3 7))
+                           (a-swizzle-shift ,(if (= tile-k 32) 1 0))
+                           (a-stage ,(* tile-m tile-k))
+                           (b-stage ,(* tile-k tile-n))
+                           (b-base ,(* stages tile-m tile-k)))
            (macrolet ((load-k-tile (stage tile)
-                        (list 'hg-load stage tile ,(/ (* 4 tile-m) threads)
-                              ,(/ (* 4 tile-n) threads) ,threads)))
+                        (list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
+                              ,(/ (* tile-k tile-n) 8 threads) ,threads))
+                      (compute-k-tile (stage)
+                        (list 'hg-compute stage ,(/ tile-k 16))))
              (let* ((tid thread-idx-x)
                     (lane (mod tid 32))
                     (warp (/ tid 32))
@@ -116,9 +125,10 @@
                     (wm (* (/ warp ,warps-n) 64))
                     (wn (* (mod warp ,warps-n) 64)))
                (tc-with-accumulators (acc 4 8)
-                 (tc-pipeline (tile (/ k 32) ,stages) load-k-tile hg-compute)
+                 (tc-pipeline (tile (/ k tile-k) ,stages) load-k-tile compute-k-tile)
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
 
 (define-hgemm hgemm 2 2 3)
 (define-hgemm hgemm-wide 2 4 4)
 (define-hgemm hgemm-tall 4 2 4)
+(define-hgemm hgemm-k64 2 2 3 64)

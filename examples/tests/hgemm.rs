@@ -37,7 +37,7 @@ fn hgemm(
 /// Two blocks of `kernel` side by side along N, five k-tiles.
 fn two_blocks(kernel: HgemmKernel) -> (usize, usize, usize) {
     let (rows, columns) = kernel.tile();
-    (rows, 2 * columns, 160)
+    (rows, 2 * columns, 5 * kernel.tile_k)
 }
 
 #[test]
@@ -71,11 +71,13 @@ fn hgemm_is_exact_on_the_cpu_executor() {
 
 #[test]
 fn shapes_the_kernels_cannot_tile_are_refused() {
-    let [square, wide, tall] = HgemmKernel::ALL;
+    let [square, deep_k, wide, tall] = HgemmKernel::ALL;
     assert_eq!(square.unsupported_shape(128, 256, 160), None);
     assert!(square.unsupported_shape(100, 128, 32).is_some());
     assert!(square.unsupported_shape(128, 128, 48).is_some());
     assert!(square.unsupported_shape(65536, 65536, 32).is_some());
+    assert_eq!(deep_k.unsupported_shape(128, 128, 64), None);
+    assert!(deep_k.unsupported_shape(128, 128, 96).is_some());
     assert_eq!(wide.unsupported_shape(128, 256, 32), None);
     assert!(wide.unsupported_shape(256, 128, 32).is_some());
     assert_eq!(tall.unsupported_shape(256, 128, 32), None);
@@ -92,6 +94,7 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
         shapes,
         [
             ((128, 128), 128, 48 << 10),
+            ((128, 128), 128, 96 << 10),
             ((128, 256), 256, 96 << 10),
             ((256, 128), 256, 96 << 10)
         ]

@@ -212,28 +212,23 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     let code = print_module(&module).unwrap().code;
     // Each `define-hgemm` kernel's definition, from its `__global__` line to the next one.
     let bodies: Vec<&str> = code.split("\n__global__ void").skip(1).collect();
-    // (name, stages, cp.async per thread and tile): 128×128 with 128 threads copies 4 + 4
-    // chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4 and 4 + 2.
+    // (name, stages, cp.async per thread and tile, k16 steps a tile): 128×128×32 with 128
+    // threads copies 4 + 4 chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4 and
+    // 4 + 2; 128×128×64, 8 + 8.
     let kernels = [
-        ("hgemm(", 3, 8),
-        ("hgemm_wide(", 4, 6),
-        ("hgemm_tall(", 4, 6),
+        ("hgemm(", 3, 8, 2),
+        ("hgemm_wide(", 4, 6, 2),
+        ("hgemm_tall(", 4, 6, 2),
+        ("hgemm_k64(", 3, 16, 4),
     ];
     assert_eq!(bodies.len(), kernels.len(), "{code}");
-    for (body, (name, stages, copies)) in bodies.iter().zip(kernels) {
+    for (body, (name, stages, copies, steps)) in bodies.iter().zip(kernels) {
         assert!(body.contains(name), "{name} out of order in\n{code}");
-        // Every warp: 2 k16 steps × 32 mma.sync per stage, 4 + 4 ldmatrix per step.
-        assert_eq!(
-            body.matches("chorus_mma_m16n8k16_bf16(").count(),
-            64,
-            "{name}"
-        );
-        assert_eq!(body.matches("chorus_ldmatrix_x4(").count(), 8, "{name}");
-        assert_eq!(
-            body.matches("chorus_ldmatrix_x4_trans(").count(),
-            8,
-            "{name}"
-        );
+        // Every warp: 32 mma.sync and 4 + 4 ldmatrix per k16 step.
+        let count = |call: &str| body.matches(call).count();
+        assert_eq!(count("chorus_mma_m16n8k16_bf16("), 32 * steps, "{name}");
+        assert_eq!(count("chorus_ldmatrix_x4("), 4 * steps, "{name}");
+        assert_eq!(count("chorus_ldmatrix_x4_trans("), 4 * steps, "{name}");
         // The prologue's stages − 1 tiles and the loop's one.
         assert_eq!(
             body.matches("chorus_cp_async_cg_16(").count(),
