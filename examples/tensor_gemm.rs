@@ -57,8 +57,20 @@ impl HgemmKernel {
         stages: 3,
         tile_k: 64,
     };
+    /// `hgemm-interleaved`: `hgemm` with each tile's copies issued between its last k16 step's
+    /// ldmatrix and mma (`tc-pipeline`'s :issue-in-compute) instead of before its first ldmatrix.
+    pub const INTERLEAVED: HgemmKernel = HgemmKernel {
+        name: "hgemm-interleaved",
+        ..Self::SQUARE
+    };
     /// Every block shape the example times.
-    pub const ALL: [HgemmKernel; 4] = [Self::SQUARE, Self::DEEP_K, Self::WIDE, Self::TALL];
+    pub const ALL: [HgemmKernel; 5] = [
+        Self::SQUARE,
+        Self::INTERLEAVED,
+        Self::DEEP_K,
+        Self::WIDE,
+        Self::TALL,
+    ];
 
     /// The block tile of C: (rows, columns).
     pub fn tile(self) -> (usize, usize) {

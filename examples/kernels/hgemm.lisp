@@ -11,7 +11,9 @@
 ;;;; `hgemm`, 128×128 (2×2 warps, 3 stages, 48 KiB); `hgemm-wide`, 128×256 (2×4 warps, 4
 ;;;; stages, 96 KiB) and `hgemm-tall`, 256×128 (4×2 warps, 4 stages, 96 KiB), which load a
 ;;;; quarter fewer bytes from L2 per flop than 128×128; `hgemm-k64`, 128×128 with k-tiles of
-;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s). M must be a multiple
+;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s); `hgemm-interleaved`,
+;;;; `hgemm` with the next tile's copies issued after the tile's first mma instead of before its
+;;;; first ldmatrix. M must be a multiple
 ;;;; of the block tile's rows, N of its columns, K of its tile-k.
 
 ;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
@@ -65,14 +67,19 @@
         `(uint2 (uint4-x ,quad) (uint4-y ,quad)))))
 
 ;;; One stage: `steps` k16 steps of the 64×64 warp tile (4 A and 4 B ldmatrix, 32 mma.sync
-;;; each).
-(defkernelmacro hg-compute (stage steps)
+;;; each); `issue` (the next tile's copies, from `tc-pipeline`'s :issue-in-compute), when given,
+;;; goes between the last step's ldmatrix and its mma: the tile's first mma then follow their
+;;; ldmatrix at once, the other steps' ldmatrix can be scheduled among them, and the copies are
+;;; issued while the tensor cores work (ptxas keeps shared-memory accesses in source order).
+(defkernelmacro hg-compute (stage steps &optional issue)
   `(let ((st ,stage))
-     (tc-unroll (kk 0 ,steps)
-       (tc-bind-each (fa 4 hg-a-fragment)
-         (tc-bind-each (bq 4 hg-b-quad)
-           (tc-bind-each (fb 8 hg-b-fragment)
-             (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 8)))))))
+     ,@(loop for step from 0 below steps
+             collect `(symbol-macrolet ((kk ,step))
+                        (tc-bind-each (fa 4 hg-a-fragment)
+                          (tc-bind-each (bq 4 hg-b-quad)
+                            (tc-bind-each (fb 8 hg-b-fragment)
+                              ,@(if (and issue (= step (- steps 1))) (list issue) '())
+                              (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 8))))))))
 
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.
@@ -83,11 +90,12 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages [tile-k]): the kernel `name` with blocks of
-;;; warps-m × warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n) tiles
-;;; of C, k-tiles of tile-k (32 or 64), a grid of (N / tile columns, M / tile rows) blocks and
-;;; (tile-m + tile-n)·tile-k·2·stages bytes of dynamic shared memory.
-(defkernelmacro define-hgemm (name warps-m warps-n stages &optional (tile-k 32))
+;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave): the kernel `name` with
+;;; blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n)
+;;; tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of (N / tile columns, M / tile
+;;; rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of dynamic shared memory. With
+;;; :interleave, the next tile's copies go between the last k16 step's ldmatrix and mma.
+(defkernelmacro define-hgemm (name warps-m warps-n stages &key (tile-k 32) interleave)
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
          (tile-n (* 64 warps-n)))
@@ -105,8 +113,8 @@
            (macrolet ((load-k-tile (stage tile)
                         (list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
                               ,(/ (* tile-k tile-n) 8 threads) ,threads))
-                      (compute-k-tile (stage)
-                        (list 'hg-compute stage ,(/ tile-k 16))))
+                      (compute-k-tile (stage &optional issue)
+                        (list 'hg-compute stage ,(/ tile-k 16) issue)))
              (let* ((tid thread-idx-x)
                     (lane (mod tid 32))
                     (warp (/ tid 32))
@@ -125,10 +133,12 @@
                     (wm (* (/ warp ,warps-n) 64))
                     (wn (* (mod warp ,warps-n) 64)))
                (tc-with-accumulators (acc 4 8)
-                 (tc-pipeline (tile (/ k tile-k) ,stages) load-k-tile compute-k-tile)
+                 (tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
+                              load-k-tile compute-k-tile)
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
 
 (define-hgemm hgemm 2 2 3)
 (define-hgemm hgemm-wide 2 4 4)
 (define-hgemm hgemm-tall 4 2 4)
-(define-hgemm hgemm-k64 2 2 3 64)
+(define-hgemm hgemm-k64 2 2 3 :tile-k 64)
+(define-hgemm hgemm-interleaved 2 2 3 :interleave t)

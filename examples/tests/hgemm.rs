@@ -71,7 +71,8 @@ fn hgemm_is_exact_on_the_cpu_executor() {
 
 #[test]
 fn shapes_the_kernels_cannot_tile_are_refused() {
-    let [square, deep_k, wide, tall] = HgemmKernel::ALL;
+    let [square, interleaved, deep_k, wide, tall] = HgemmKernel::ALL;
+    assert_eq!(interleaved.unsupported_shape(128, 256, 160), None);
     assert_eq!(square.unsupported_shape(128, 256, 160), None);
     assert!(square.unsupported_shape(100, 128, 32).is_some());
     assert!(square.unsupported_shape(128, 128, 48).is_some());
@@ -93,6 +94,7 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
     assert_eq!(
         shapes,
         [
+            ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 96 << 10),
             ((128, 256), 256, 96 << 10),

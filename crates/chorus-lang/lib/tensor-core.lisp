@@ -60,15 +60,24 @@
 (defkernelmacro tc-swizzle (chunk row mask shift)
   `(logxor ,chunk (logand (shr ,row ,shift) ,mask)))
 
-;;; (tc-pipeline (tile count stages) load compute): the software-pipelined main loop over
-;;; `count` k-tiles with `stages` shared-memory stages (2 or more). `load` and `compute` name
-;;; kernel macros: (load stage tile) issues the cp-async copies of k-tile `tile` into `stage`,
-;;; (compute stage) consumes a stage. Tiles 0 … stages-2 load first; each iteration waits for its
-;;; tile (cp-async-wait stages-2), synchronises the block (the tile is visible, and the stage
-;;; about to be refilled is no longer read), issues the load `stages-1` tiles ahead, and
-;;; computes. Every iteration commits a group, empty or not, so the wait counts stay exact.
-(defkernelmacro tc-pipeline ((tile count stages) load compute)
-  (let ((ahead (gensym)) (n (gensym)))
+;;; (tc-pipeline (tile count stages [:issue-in-compute t]) load compute): the software-pipelined
+;;; main loop over `count` k-tiles with `stages` shared-memory stages (2 or more). `load` and
+;;; `compute` name kernel macros: (load stage tile) issues the cp-async copies of k-tile `tile`
+;;; into `stage`, (compute stage) consumes a stage. Tiles 0 … stages-2 load first; each iteration
+;;; waits for its tile (cp-async-wait stages-2), synchronises the block (the tile is visible, and
+;;; the stage about to be refilled is no longer read), issues the load `stages-1` tiles ahead,
+;;; and computes. Every iteration commits a group, empty or not, so the wait counts stay exact.
+;;; With :issue-in-compute, compute is called as (compute stage issue) and places the form
+;;; `issue` (the load and its commit) itself, after its first fragments' ldmatrix say: ptxas
+;;; keeps shared-memory operations in source order, so copies issued first delay every warp's
+;;; first mma of the tile.
+(defkernelmacro tc-pipeline ((tile count stages &key issue-in-compute) load compute)
+  (let* ((ahead (gensym))
+         (n (gensym))
+         (issue `(let ((,ahead (+ ,tile ,(- stages 1))))
+                   (when (< ,ahead ,n)
+                     (,load (mod ,ahead ,stages) ,ahead))
+                   (cp-async-commit))))
     `(let ((,n ,count))
        ,@(loop for p from 0 below (- stages 1)
                collect `(progn
@@ -77,9 +86,7 @@
        (for (,tile 0 (< ,tile ,n) (+ ,tile 1))
          (cp-async-wait ,(- stages 2))
          (syncthreads)
-         (let ((,ahead (+ ,tile ,(- stages 1))))
-           (when (< ,ahead ,n)
-             (,load (mod ,ahead ,stages) ,ahead))
-           (cp-async-commit))
-         (,compute (mod ,tile ,stages)))
+         ,@(if issue-in-compute
+               `((,compute (mod ,tile ,stages) ,issue))
+               `(,issue (,compute (mod ,tile ,stages)))))
        (cp-async-wait-all))))

@@ -214,12 +214,13 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     let bodies: Vec<&str> = code.split("\n__global__ void").skip(1).collect();
     // (name, stages, cp.async per thread and tile, k16 steps a tile): 128×128×32 with 128
     // threads copies 4 + 4 chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4 and
-    // 4 + 2; 128×128×64, 8 + 8.
+    // 4 + 2; 128×128×64, 8 + 8. (`hgemm_interleaved` is `hgemm` with the copies placed later.)
     let kernels = [
         ("hgemm(", 3, 8, 2),
         ("hgemm_wide(", 4, 6, 2),
         ("hgemm_tall(", 4, 6, 2),
         ("hgemm_k64(", 3, 16, 4),
+        ("hgemm_interleaved(", 3, 8, 2),
     ];
     assert_eq!(bodies.len(), kernels.len(), "{code}");
     for (body, (name, stages, copies, steps)) in bodies.iter().zip(kernels) {
