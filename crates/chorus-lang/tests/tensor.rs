@@ -242,6 +242,15 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
         );
         assert!(body.contains("extern __shared__"), "{name}");
     }
+    // In the main loop (after its barrier), `hgemm` issues the next tile's copies before its
+    // first ldmatrix; `hgemm_interleaved` (tc-pipeline's :issue-in-compute) after it.
+    let copies_first = |body: &str| {
+        let main_loop = &body[body.find("__syncthreads();").expect("a barrier")..];
+        let copy = main_loop.find("chorus_cp_async_cg_16(").expect("a copy");
+        copy < main_loop.find("chorus_ldmatrix_x4(").expect("an ldmatrix")
+    };
+    assert!(copies_first(bodies[0]), "hgemm");
+    assert!(!copies_first(bodies[4]), "hgemm_interleaved");
     assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
     assert!(validate(&module, &Target::cuda(7, 5)).is_err());
 }
