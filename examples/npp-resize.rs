@@ -190,8 +190,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // in f32 with its own rounding and coefficients (on the H200, 2026-12-05, RGB → YUV within
     // 1.00 and YUV → RGB within 1.04 of the documented 3-digit formulas over this 1080p
     // image), and a level of U or V comes back as up to 2 levels of B, so the round trip as a
-    // whole is not held to the host's rounding. Against the input it is not lossless either: V saturates
-    // (strong reds and cyans come back duller).
+    // whole is not held to the host's rounding. Against the input it is not lossless either: V
+    // saturates (strong reds and cyans come back duller).
     let got_yuv = yuv.download()?;
     let got_back = back.download()?;
     let worst_yuv = worst_pixel(

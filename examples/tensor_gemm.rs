@@ -53,9 +53,8 @@ impl HgemmKernel {
     /// `hgemm-k64`: 128×128 block tiles, four warps, three stages of k-tiles of 64 (96 KiB).
     pub const DEEP_K: HgemmKernel = HgemmKernel {
         name: "hgemm-k64",
-        warps: (2, 2),
-        stages: 3,
         tile_k: 64,
+        ..Self::SQUARE
     };
     /// `hgemm-interleaved`: `hgemm` with each tile's copies issued between its last k16 step's
     /// ldmatrix and mma (`tc-pipeline`'s :issue-in-compute) instead of before its first ldmatrix.

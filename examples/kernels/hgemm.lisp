@@ -3,18 +3,19 @@
 ;;;; (`chorus_lang::library::TENSOR_CORE`, the `tc-` macros). A is M×K, B is K×N, C is M×N,
 ;;;; all row-major. Every warp computes a 64×64 warp tile of 4×8 float4 accumulators; a block
 ;;;; is a grid of warps-m × warps-n warps over a (64·warps-m)×(64·warps-n)×tile-k block tile
-;;;; (tile-k 32 or 64), fed by a cp.async pipeline of `stages` stages in dynamic shared memory; XOR-swizzled shared
-;;;; tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8 rows from 8 different bank
-;;;; groups without padding; blocks rasterised in groups of 8 block rows for L2 reuse.
+;;;; (tile-k 32 or 64), fed by a cp.async pipeline of `stages` stages in dynamic shared
+;;;; memory; XOR-swizzled shared tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8
+;;;; rows from 8 different bank groups without padding; blocks rasterised in groups of 8 block
+;;;; rows for L2 reuse.
 ;;;;
 ;;;; `define-hgemm` makes one kernel per block shape (the `hgemm` example times each):
 ;;;; `hgemm`, 128×128 (2×2 warps, 3 stages, 48 KiB); `hgemm-wide`, 128×256 (2×4 warps, 4
 ;;;; stages, 96 KiB) and `hgemm-tall`, 256×128 (4×2 warps, 4 stages, 96 KiB), which load a
 ;;;; quarter fewer bytes from L2 per flop than 128×128; `hgemm-k64`, 128×128 with k-tiles of
 ;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s); `hgemm-interleaved`,
-;;;; `hgemm` with the next tile's copies issued after the tile's first mma instead of before its
-;;;; first ldmatrix. M must be a multiple
-;;;; of the block tile's rows, N of its columns, K of its tile-k.
+;;;; `hgemm` with the next tile's copies issued between its last k16 step's ldmatrix and mma
+;;;; instead of before its first ldmatrix. M must be a multiple of the block tile's rows, N of
+;;;; its columns, K of its tile-k.
 
 ;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
 ;;; `smem`, in elements: A's rows are tile-k elements, swizzled by bits 1-2 of the row when they

@@ -68,9 +68,9 @@
 ;;; the stage about to be refilled is no longer read), issues the load `stages-1` tiles ahead,
 ;;; and computes. Every iteration commits a group, empty or not, so the wait counts stay exact.
 ;;; With :issue-in-compute, compute is called as (compute stage issue) and places the form
-;;; `issue` (the load and its commit) itself, after its first fragments' ldmatrix say: ptxas
-;;; keeps shared-memory operations in source order, so copies issued first delay every warp's
-;;; first mma of the tile.
+;;; `issue` (the load and its commit) itself, among its ldmatrix and mma: ptxas keeps
+;;; shared-memory operations in source order, so copies issued first delay every warp's first
+;;; mma of the tile.
 (defkernelmacro tc-pipeline ((tile count stages &key issue-in-compute) load compute)
   (let* ((ahead (gensym))
          (n (gensym))

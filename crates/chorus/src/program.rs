@@ -400,7 +400,6 @@ impl Program {
     }
 }
 
-/// The device a launch runs on: the one it names, else its stream's, else the current one.
 /// The checked shape of `launch` on `device`, on `stream` (the backend's stream, if any): every
 /// extent at least 1, the cluster (if any) dividing the grid and of more than one block only on
 /// CUDA; the caller's location names the launch in fault reports.
@@ -427,6 +426,7 @@ fn launch_shape<'a>(
     })
 }
 
+/// The device a launch runs on: the one it names, else its stream's, else the current one.
 fn launch_device(launch: &Launch<'_>) -> Result<Device> {
     match (launch.device(), launch.stream_ref()) {
         (Some(device), _) => Ok(device),
