@@ -62,10 +62,19 @@ impl HgemmKernel {
         name: "hgemm-interleaved",
         ..Self::SQUARE
     };
+    /// `hgemm-prefetch`: `hgemm` with the warp's fragments double-buffered in registers
+    /// (`tc-pipeline-fragments`): each k16 step loads the next step's fragments before its own
+    /// mma, and a tile's last step waits and synchronises before its mma, so that every barrier
+    /// is followed by a step of mma whose operands are already loaded.
+    pub const PREFETCH: HgemmKernel = HgemmKernel {
+        name: "hgemm-prefetch",
+        ..Self::SQUARE
+    };
     /// Every block shape the example times.
-    pub const ALL: [HgemmKernel; 5] = [
+    pub const ALL: [HgemmKernel; 6] = [
         Self::SQUARE,
         Self::INTERLEAVED,
+        Self::PREFETCH,
         Self::DEEP_K,
         Self::WIDE,
         Self::TALL,

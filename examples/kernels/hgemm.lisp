@@ -60,12 +60,16 @@
   `(ldmatrix :x4 :trans
              (pointer (aref smem (hg-b-offset st (+ (* kk 16) lr) (+ (/ wn 8) (* 2 ,j) lc))))))
 
-;;; The B fragment (b0 b1, b2 b3) of n8 tile j: half of quad j / 2.
-(defkernelmacro hg-b-fragment (j)
-  (let ((quad (intern (format nil "bq-~a" (floor j 2)))))
+;;; The B fragment (b0 b1, b2 b3) of n8 tile j: half of quad `prefix`-(j / 2).
+(defkernelmacro hg-b-half (prefix j)
+  (let ((quad (intern (format nil "~a-~a" prefix (floor j 2)))))
     (if (oddp j)
         `(uint2 (uint4-z ,quad) (uint4-w ,quad))
         `(uint2 (uint4-x ,quad) (uint4-y ,quad)))))
+
+;;; The B fragment of n8 tile j from the quads bq-0 … bq-3.
+(defkernelmacro hg-b-fragment (j)
+  `(hg-b-half bq ,j))
 
 ;;; One stage: `steps` k16 steps of the 64×64 warp tile (4 A and 4 B ldmatrix, 32 mma.sync
 ;;; each); `issue` (the next tile's copies, from `tc-pipeline`'s :issue-in-compute), when given,
@@ -82,6 +86,33 @@
                               ,@(if (and issue (= step (- steps 1))) (list issue) '())
                               (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 8))))))))
 
+;;; With :prefetch (tc-pipeline-fragments), the fragments live in two register sets, fa0-i and
+;;; bq0-j, fa1-i and bq1-j, declared around the main loop.
+(defkernelmacro hg-with-fragment-sets (&body body)
+  `(let ,(loop for set from 0 below 2
+               append (loop for name in '("fa" "bq")
+                            append (loop for i from 0 below 4
+                                         collect `(,(intern (format nil "~a~a-~a" name set i))
+                                                   (uint4 0 0 0 0)))))
+     ,@body))
+
+;;; Loads k16 step `step` of `stage` into register set `set`: its 4 A fragments and 4 B quads.
+(defkernelmacro hg-fetch (stage step set)
+  `(let ((st ,stage))
+     (symbol-macrolet ((kk ,step))
+       ,@(loop for i from 0 below 4
+               collect `(set ,(intern (format nil "fa~a-~a" set i)) (hg-a-fragment ,i)))
+       ,@(loop for j from 0 below 4
+               collect `(set ,(intern (format nil "bq~a-~a" set j)) (hg-b-quad ,j))))))
+
+;;; The 32 mma.sync of one k16 step from register set `set`.
+(defkernelmacro hg-mma (set)
+  (let ((a (intern (format nil "fa~a" set)))
+        (quads (intern (format nil "bq~a" set))))
+    `(let ,(loop for j from 0 below 8
+                 collect `(,(intern (format nil "fb-~a" j)) (hg-b-half ,quads ,j)))
+       (tc-mma-grid (:m16n8k16 :bf16) acc ,a fb 4 8))))
+
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.
 (defkernelmacro hg-store (i j v)
@@ -96,7 +127,7 @@
 ;;; tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of (N / tile columns, M / tile
 ;;; rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of dynamic shared memory. With
 ;;; :interleave, the next tile's copies go between the last k16 step's ldmatrix and mma.
-(defkernelmacro define-hgemm (name warps-m warps-n stages &key (tile-k 32) interleave)
+(defkernelmacro define-hgemm (name warps-m warps-n stages &key (tile-k 32) interleave prefetch)
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
          (tile-n (* 64 warps-n)))
@@ -134,8 +165,12 @@
                     (wm (* (/ warp ,warps-n) 64))
                     (wn (* (mod warp ,warps-n) 64)))
                (tc-with-accumulators (acc 4 8)
-                 (tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
-                              load-k-tile compute-k-tile)
+                 ,(if prefetch
+                      `(hg-with-fragment-sets
+                         (tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
+                                                load-k-tile hg-fetch hg-mma))
+                      `(tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
+                                    load-k-tile compute-k-tile))
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
 
 (define-hgemm hgemm 2 2 3)
@@ -143,3 +178,4 @@
 (define-hgemm hgemm-tall 4 2 4)
 (define-hgemm hgemm-k64 2 2 3 :tile-k 64)
 (define-hgemm hgemm-interleaved 2 2 3 :interleave t)
+(define-hgemm hgemm-prefetch 2 2 3 :prefetch t)

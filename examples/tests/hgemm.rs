@@ -71,9 +71,10 @@ fn hgemm_is_exact_on_the_cpu_executor() {
 
 #[test]
 fn shapes_the_kernels_cannot_tile_are_refused() {
-    let [square, interleaved, deep_k, wide, tall] = HgemmKernel::ALL;
+    let [square, interleaved, prefetch, deep_k, wide, tall] = HgemmKernel::ALL;
     assert_eq!(interleaved.unsupported_shape(128, 256, 160), None);
     assert_eq!(square.unsupported_shape(128, 256, 160), None);
+    assert_eq!(prefetch.unsupported_shape(128, 256, 160), None);
     assert!(square.unsupported_shape(100, 128, 32).is_some());
     assert!(square.unsupported_shape(128, 128, 48).is_some());
     assert!(square.unsupported_shape(65536, 65536, 32).is_some());
@@ -94,6 +95,7 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
     assert_eq!(
         shapes,
         [
+            ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 96 << 10),

@@ -90,3 +90,50 @@
                `((,compute (mod ,tile ,stages) ,issue))
                `(,issue (,compute (mod ,tile ,stages)))))
        (cp-async-wait-all))))
+
+;;; (tc-pipeline-fragments (tile count stages steps) load fetch mma): tc-pipeline's main loop
+;;; with the warp's fragments double-buffered in registers as well (CUTLASS's multistage loop).
+;;; `load` is tc-pipeline's; (fetch stage kk buf) loads k16 step `kk`'s fragments of `stage`
+;;; into register set `buf` (0 or 1, both declared by the caller); (mma buf) multiplies set
+;;; `buf` into the accumulators. Every step fetches the next step's fragments before its own
+;;; mma, and a tile's last step first waits for the next tile and synchronises, then fetches
+;;; that tile's first step: after each barrier a whole step of mma has its operands in
+;;; registers already, so no warp starts a tile waiting for ldmatrix. The copies of the tile
+;;; `stages-1` ahead go after the first step's fetch; they refill the stage read before the
+;;; previous barrier. `steps` (k16 steps a tile) must be even and at least 2, so that step kk
+;;; always uses set kk mod 2.
+(defkernelmacro tc-pipeline-fragments ((tile count stages steps) load fetch mma)
+  (when (or (< steps 2) (oddp steps))
+    (error "tc-pipeline-fragments needs an even number of k16 steps a tile, at least 2"))
+  (when (< stages 2)
+    (error "tc-pipeline-fragments needs at least 2 stages"))
+  (let* ((ahead (gensym))
+         (n (gensym))
+         (st (gensym)))
+    `(let ((,n ,count))
+       ,@(loop for p from 0 below (- stages 1)
+               collect `(progn
+                          (when (< ,p ,n) (,load ,p ,p))
+                          (cp-async-commit)))
+       (cp-async-wait ,(- stages 2))
+       (syncthreads)
+       (,fetch 0 0 0)
+       (for (,tile 0 (< ,tile ,n) (+ ,tile 1))
+         (let ((,st (mod ,tile ,stages)))
+           ,@(loop for kk from 0 below steps
+                   collect (if (< kk (- steps 1))
+                               `(progn
+                                  (,fetch ,st ,(+ kk 1) ,(mod (+ kk 1) 2))
+                                  ,@(if (= kk 0)
+                                        `((let ((,ahead (+ ,tile ,(- stages 1))))
+                                            (when (< ,ahead ,n)
+                                              (,load (mod ,ahead ,stages) ,ahead))
+                                            (cp-async-commit)))
+                                        '())
+                                  (,mma ,(mod kk 2)))
+                               `(progn
+                                  (cp-async-wait ,(- stages 2))
+                                  (syncthreads)
+                                  (,fetch (mod (+ ,tile 1) ,stages) 0 0)
+                                  (,mma ,(mod kk 2)))))))
+       (cp-async-wait-all))))

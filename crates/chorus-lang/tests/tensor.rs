@@ -212,24 +212,27 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     let code = print_module(&module).unwrap().code;
     // Each `define-hgemm` kernel's definition, from its `__global__` line to the next one.
     let bodies: Vec<&str> = code.split("\n__global__ void").skip(1).collect();
-    // (name, stages, cp.async per thread and tile, k16 steps a tile): 128×128×32 with 128
-    // threads copies 4 + 4 chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4 and
-    // 4 + 2; 128×128×64, 8 + 8. (`hgemm_interleaved` is `hgemm` with the copies placed later.)
+    // (name, stages, cp.async per thread and tile, k16 steps a tile, fetches): 128×128×32
+    // with 128 threads copies 4 + 4 chunks a tile; 128×256 and 256×128 with 256 threads, 2 + 4
+    // and 4 + 2; 128×128×64, 8 + 8. Fetches: the k16 steps' ldmatrix groups, one more (before
+    // the loop) with double-buffered fragments. (`hgemm_interleaved` is `hgemm` with the copies
+    // placed later, `hgemm_prefetch` with tc-pipeline-fragments.)
     let kernels = [
-        ("hgemm(", 3, 8, 2),
-        ("hgemm_wide(", 4, 6, 2),
-        ("hgemm_tall(", 4, 6, 2),
-        ("hgemm_k64(", 3, 16, 4),
-        ("hgemm_interleaved(", 3, 8, 2),
+        ("hgemm(", 3, 8, 2, 2),
+        ("hgemm_wide(", 4, 6, 2, 2),
+        ("hgemm_tall(", 4, 6, 2, 2),
+        ("hgemm_k64(", 3, 16, 4, 4),
+        ("hgemm_interleaved(", 3, 8, 2, 2),
+        ("hgemm_prefetch(", 3, 8, 2, 3),
     ];
     assert_eq!(bodies.len(), kernels.len(), "{code}");
-    for (body, (name, stages, copies, steps)) in bodies.iter().zip(kernels) {
+    for (body, (name, stages, copies, steps, fetches)) in bodies.iter().zip(kernels) {
         assert!(body.contains(name), "{name} out of order in\n{code}");
-        // Every warp: 32 mma.sync and 4 + 4 ldmatrix per k16 step.
+        // Every warp: 32 mma.sync per k16 step, 4 + 4 ldmatrix per fetch.
         let count = |call: &str| body.matches(call).count();
         assert_eq!(count("chorus_mma_m16n8k16_bf16("), 32 * steps, "{name}");
-        assert_eq!(count("chorus_ldmatrix_x4("), 4 * steps, "{name}");
-        assert_eq!(count("chorus_ldmatrix_x4_trans("), 4 * steps, "{name}");
+        assert_eq!(count("chorus_ldmatrix_x4("), 4 * fetches, "{name}");
+        assert_eq!(count("chorus_ldmatrix_x4_trans("), 4 * fetches, "{name}");
         // The prologue's stages − 1 tiles and the loop's one.
         assert_eq!(
             body.matches("chorus_cp_async_cg_16(").count(),
@@ -251,6 +254,14 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     };
     assert!(copies_first(bodies[0]), "hgemm");
     assert!(!copies_first(bodies[4]), "hgemm_interleaved");
+    // The main loop's barrier: before a tile's first mma in `hgemm` (all 64 after it), before
+    // its last k16 step's 32 in `hgemm_prefetch`, whose operands were loaded before it.
+    let mma_after_last_barrier = |body: &str| {
+        let after = &body[body.rfind("__syncthreads();").expect("a barrier")..];
+        after.matches("chorus_mma_m16n8k16_bf16(").count()
+    };
+    assert_eq!(mma_after_last_barrier(bodies[0]), 64, "hgemm");
+    assert_eq!(mma_after_last_barrier(bodies[5]), 32, "hgemm_prefetch");
     assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
     assert!(validate(&module, &Target::cuda(7, 5)).is_err());
 }
