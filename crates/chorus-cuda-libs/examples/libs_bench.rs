@@ -117,12 +117,37 @@ fn download<T: bytemuck::Pod>(
     Ok(block.as_slice().to_vec())
 }
 
+/// An element type the GEMM checks read as float64.
+trait Wide: Copy {
+    fn wide(self) -> f64;
+}
+
+impl Wide for f32 {
+    fn wide(self) -> f64 {
+        self.into()
+    }
+}
+
+impl Wide for bf16 {
+    fn wide(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+impl Wide for F8E4M3 {
+    fn wide(self) -> f64 {
+        self.to_f32().into()
+    }
+}
+
 /// Column-major `C (m×n) = op(A)·B` checked at 64 places against float64, as libs.cu's `gemm_ok`:
 /// `|c − ref| ≤ tol·Σ|a·b|`. `A` is `m×k` (lda `m`) or, with `at`, `k×m` (lda `k`); `B` `k×n`.
+/// Only the sampled rows and columns are widened: at 8192² a widened copy of every operand took
+/// most of the benchmark's wall time.
 fn gemm_ok(
-    a: &[f64],
-    b: &[f64],
-    c: &[f64],
+    a: &[impl Wide],
+    b: &[impl Wide],
+    c: &[impl Wide],
     m: usize,
     n: usize,
     k: usize,
@@ -133,11 +158,11 @@ fn gemm_ok(
         let (i, j) = ((s * 7919) % m, (s * 104_729) % n);
         let (mut want, mut mag) = (0.0, 0.0);
         for kk in 0..k {
-            let x = if at { a[i * k + kk] } else { a[kk * m + i] } * b[j * k + kk];
+            let x = if at { a[i * k + kk] } else { a[kk * m + i] }.wide() * b[j * k + kk].wide();
             want += x;
             mag += x.abs();
         }
-        (c[j * m + i] - want).abs() <= tol * mag + 1e-6
+        (c[j * m + i].wide() - want).abs() <= tol * mag + 1e-6
     })
 }
 
@@ -152,7 +177,6 @@ fn gemms(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure
     let mut blas = Blas::new(stream)?;
     blas.set_math_mode(MathMode::Default)?;
     let no = Transpose::No;
-    let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
 
     let a = filled(n * n, |i| uniform(i, 1, -1.0, 1.0))?;
     let b = filled(n * n, |i| uniform(i, 2, -1.0, 1.0))?;
@@ -161,16 +185,7 @@ fn gemms(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure
         Ok(blas.gemm(no, no, n, n, n, 1.0f32, &a, n, &b, n, 0.0, &mut c, n)?)
     })?;
     let hc = download(stream, &mut c)?;
-    let ok = gemm_ok(
-        &wide(a.as_slice()),
-        &wide(b.as_slice()),
-        &wide(&hc),
-        n,
-        n,
-        n,
-        false,
-        2e-5,
-    );
+    let ok = gemm_ok(a.as_slice(), b.as_slice(), &hc, n, n, n, false, 2e-5);
     cases.push(Case {
         name: format!("sgemm-fp32-{n}"),
         ms,
@@ -185,17 +200,7 @@ fn gemms(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure
         Ok(blas.gemm_ex(no, no, n, n, n, 1.0, &a, n, &b, n, 0.0, &mut c, n)?)
     })?;
     let hc = download(stream, &mut c)?;
-    let wide = |v: &[bf16]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
-    let ok = gemm_ok(
-        &wide(a.as_slice()),
-        &wide(b.as_slice()),
-        &wide(&hc),
-        n,
-        n,
-        n,
-        false,
-        1e-2,
-    );
+    let ok = gemm_ok(a.as_slice(), b.as_slice(), &hc, n, n, n, false, 1e-2);
     cases.push(Case {
         name: format!("gemm-bf16-{n}"),
         ms,
@@ -211,17 +216,7 @@ fn gemms(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure
         Ok(blas.gemm(no, no, m, m, m, 1.0f32, &a, m, &b, m, 0.0, &mut c, m)?)
     })?;
     let hc = download(stream, &mut c)?;
-    let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-    let ok = gemm_ok(
-        &wide(a.as_slice()),
-        &wide(b.as_slice()),
-        &wide(&hc),
-        m,
-        m,
-        m,
-        false,
-        1e-5,
-    );
+    let ok = gemm_ok(a.as_slice(), b.as_slice(), &hc, m, m, m, false, 1e-5);
     cases.push(Case {
         name: "sgemm-64-host".into(),
         ms: us / 1e3,
@@ -245,18 +240,7 @@ fn fp8(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure> 
         Ok(lt.matmul(&shape, 1.0, &a, &b, 0.0, &mut d, None, Some(scales))?)
     })?;
     let hd = download(stream, &mut d)?;
-    let wide = |v: &[F8E4M3]| v.iter().map(|x| x.to_f32() as f64).collect::<Vec<_>>();
-    let hd: Vec<f64> = hd.iter().map(|x| x.to_f64()).collect();
-    let ok = gemm_ok(
-        &wide(a.as_slice()),
-        &wide(b.as_slice()),
-        &hd,
-        n,
-        n,
-        n,
-        true,
-        1e-2,
-    );
+    let ok = gemm_ok(a.as_slice(), b.as_slice(), &hd, n, n, n, true, 1e-2);
     cases.push(Case {
         name: format!("lt-fp8-e4m3-{n}"),
         ms,

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use bytemuck::{Pod, Zeroable};
+use std::sync::LazyLock;
 
 /// A complex number laid out as CUDA's `cuComplex` / `cuDoubleComplex` (`re`, then `im`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -45,27 +46,35 @@ pub struct F8E4M3(pub u8);
 #[repr(transparent)]
 pub struct F8E5M2(pub u8);
 
+/// The value of every E4M3 code, decoded once (`to_f32` is a lookup).
+static E4M3_VALUES: LazyLock<[f32; 256]> =
+    LazyLock::new(|| std::array::from_fn(|code| decode_fp8(code as u8, 4, 3, 7, true)));
+
+/// The value of every E5M2 code.
+static E5M2_VALUES: LazyLock<[f32; 256]> =
+    LazyLock::new(|| std::array::from_fn(|code| decode_fp8(code as u8, 5, 2, 15, false)));
+
 impl F8E4M3 {
     /// The nearest E4M3 value to `x` (saturating at ±448; NaN stays NaN).
     pub fn from_f32(x: f32) -> F8E4M3 {
-        F8E4M3(encode_fp8(x, 4, 3, 7, 448.0, true))
+        F8E4M3(encode_fp8(x, 3, 7, 448.0))
     }
 
     /// The value as f32.
     pub fn to_f32(self) -> f32 {
-        decode_fp8(self.0, 4, 3, 7, true)
+        E4M3_VALUES[usize::from(self.0)]
     }
 }
 
 impl F8E5M2 {
     /// The nearest E5M2 value to `x` (saturating at ±57344; NaN stays NaN).
     pub fn from_f32(x: f32) -> F8E5M2 {
-        F8E5M2(encode_fp8(x, 5, 2, 15, 57344.0, false))
+        F8E5M2(encode_fp8(x, 2, 15, 57344.0))
     }
 
     /// The value as f32.
     pub fn to_f32(self) -> f32 {
-        decode_fp8(self.0, 5, 2, 15, false)
+        E5M2_VALUES[usize::from(self.0)]
     }
 }
 
@@ -94,49 +103,27 @@ fn decode_fp8(bits: u8, e: u32, m: u32, bias: i32, finite_only: bool) -> f32 {
     }
 }
 
-/// The nearest 8-bit float to `x` (round to nearest even over the representable values).
+/// The nearest 8-bit float to `x` with `m` mantissa bits and exponent bias `bias` (round to
+/// nearest, ties to the even code), saturating at `max`; NaN gives 0x7f (NaN in both formats).
 ///
-/// The finite non-negative codes increase with their values, so a binary search over the codes
-/// (seven decodes) finds the two neighbours of `|x|`; the nearer wins, a tie goes to the even
-/// code. (A scan of all 128 codes per value made preparing 10^8 FP8 inputs take minutes.)
-fn encode_fp8(x: f32, e: u32, m: u32, bias: i32, max: f32, finite_only: bool) -> u8 {
+/// Exact in f32 arithmetic: |x| is scaled by a power of two to units of the last mantissa place
+/// of its binade (the subnormals' below the normals) and rounded half to even; as the codes are
+/// in value order, the binade's first code plus those units is the code, and a carry out of the
+/// mantissa lands on the next binade's first code. (A binary search over decoded codes took
+/// about 110 ns a value: a quarter of a minute for an 8192² FP8 GEMM's 134 M inputs.)
+fn encode_fp8(x: f32, m: u32, bias: i32, max: f32) -> u8 {
     if x.is_nan() {
         return 0x7f;
     }
     let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
     let a = x.abs().min(max);
-    let decode = |code: u8| decode_fp8(code, e, m, bias, finite_only);
-    // The largest finite code (0x7e for E4M3, whose 0x7f is NaN; 0x7b for E5M2).
-    let mut top = 0x7fu8;
-    while !decode(top).is_finite() {
-        top -= 1;
-    }
-    // The largest code whose value is at most `a`: decode(lo) <= a < decode(hi) or hi == top.
-    let (mut lo, mut hi) = (0u8, top);
-    if decode(top) <= a {
-        lo = top;
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if decode(mid) <= a {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let below = lo;
-    let best = if below == top {
-        below
-    } else {
-        let above = below + 1;
-        let (err_below, err_above) = (a - decode(below), decode(above) - a);
-        if err_below < err_above || (err_below == err_above && below % 2 == 0) {
-            below
-        } else {
-            above
-        }
-    };
-    sign | best
+    // The unbiased exponent of a's binade, no lower than the 8-bit subnormals' (1 − bias).
+    let exp = (((a.to_bits() >> 23) & 0xff) as i32 - 127).max(1 - bias);
+    // 2^(m − exp), a normal f32 for both formats' exponents (−15 ≤ m − exp ≤ 16).
+    let scale = f32::from_bits(((127 + m as i32 - exp) as u32) << 23);
+    let units = (a * scale).round_ties_even() as u32; // at most 2^(m+1)
+    let code = (((exp + bias - 1) as u32) << m) + units;
+    sign | code as u8 // below 0x80: a ≤ max, itself a code
 }
 
 /// How a matrix argument is used: as stored, transposed, or conjugate-transposed.
@@ -314,6 +301,15 @@ mod tests {
         for bits in (0u32..0x4800_0000).step_by(4099) {
             values.push(f32::from_bits(bits));
         }
+        // Zero, f32 subnormals, beyond both formats' range, infinity.
+        values.extend([
+            0.0,
+            f32::from_bits(1),
+            f32::MIN_POSITIVE,
+            1e30,
+            f32::MAX,
+            f32::INFINITY,
+        ]);
         for code in 0u8..0x80 {
             for (e, m, bias, finite_only) in [(4, 3, 7, true), (5, 2, 15, false)] {
                 let v = decode_fp8(code, e, m, bias, finite_only);
@@ -326,12 +322,12 @@ mod tests {
         for &x in &values {
             for x in [x, -x] {
                 assert_eq!(
-                    encode_fp8(x, 4, 3, 7, 448.0, true),
+                    encode_fp8(x, 3, 7, 448.0),
                     encode_fp8_by_scan(x, 4, 3, 7, 448.0, true),
                     "E4M3 {x}"
                 );
                 assert_eq!(
-                    encode_fp8(x, 5, 2, 15, 57344.0, false),
+                    encode_fp8(x, 2, 15, 57344.0),
                     encode_fp8_by_scan(x, 5, 2, 15, 57344.0, false),
                     "E5M2 {x}"
                 );
