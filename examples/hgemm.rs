@@ -1,7 +1,8 @@
 //! BF16 matrix product C = A·B on the tensor cores (mma.sync m16n8k16 + ldmatrix + a cp.async
 //! pipeline; `kernels/hgemm.lisp`, written with the tensor-core macro library), f32
-//! accumulation, BF16 result, in six variants (128×128 with k-tiles of 32 and of 64, with the
-//! copies interleaved and with double-buffered fragments, 128×256, 256×128). Checks sampled entries of each against an f64
+//! accumulation, BF16 result, in seven variants (128×128 with k-tiles of 32 and of 64, with the
+//! copies interleaved and with double-buffered fragments; 128×256, also with double-buffered
+//! fragments; 256×128). Checks sampled entries of each against an f64
 //! host reference (all of them on the CPU executor) and, on CUDA, against cuBLAS's BF16
 //! `gemmEx` in the same run, and prints each rate and its ratio to cuBLAS's.
 //!

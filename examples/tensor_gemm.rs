@@ -70,11 +70,18 @@ impl HgemmKernel {
         name: "hgemm-prefetch",
         ..Self::SQUARE
     };
+    /// `hgemm-wide-prefetch`: `hgemm-wide`'s 128×256 blocks with `hgemm-prefetch`'s loop (one
+    /// block of eight warps a multiprocessor, whose barriers then stall fewer mma).
+    pub const WIDE_PREFETCH: HgemmKernel = HgemmKernel {
+        name: "hgemm-wide-prefetch",
+        ..Self::WIDE
+    };
     /// Every block shape the example times.
-    pub const ALL: [HgemmKernel; 6] = [
+    pub const ALL: [HgemmKernel; 7] = [
         Self::SQUARE,
         Self::INTERLEAVED,
         Self::PREFETCH,
+        Self::WIDE_PREFETCH,
         Self::DEEP_K,
         Self::WIDE,
         Self::TALL,

@@ -14,7 +14,8 @@
 ;;;; quarter fewer bytes from L2 per flop than 128×128; `hgemm-k64`, 128×128 with k-tiles of
 ;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s); `hgemm-interleaved`,
 ;;;; `hgemm` with the next tile's copies issued between its last k16 step's ldmatrix and mma
-;;;; instead of before its first ldmatrix. M must be a multiple of the block tile's rows, N of
+;;;; instead of before its first ldmatrix; `hgemm-prefetch` and `hgemm-wide-prefetch`, `hgemm`
+;;;; and `hgemm-wide` with the fragments double-buffered in registers (`tc-pipeline-fragments`). M must be a multiple of the block tile's rows, N of
 ;;;; its columns, K of its tile-k.
 
 ;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
@@ -179,3 +180,4 @@
 (define-hgemm hgemm-k64 2 2 3 :tile-k 64)
 (define-hgemm hgemm-interleaved 2 2 3 :interleave t)
 (define-hgemm hgemm-prefetch 2 2 3 :prefetch t)
+(define-hgemm hgemm-wide-prefetch 2 4 4 :prefetch t)

@@ -71,7 +71,15 @@ fn hgemm_is_exact_on_the_cpu_executor() {
 
 #[test]
 fn shapes_the_kernels_cannot_tile_are_refused() {
-    let [square, interleaved, prefetch, deep_k, wide, tall] = HgemmKernel::ALL;
+    let [
+        square,
+        interleaved,
+        prefetch,
+        wide_prefetch,
+        deep_k,
+        wide,
+        tall,
+    ] = HgemmKernel::ALL;
     assert_eq!(interleaved.unsupported_shape(128, 256, 160), None);
     assert_eq!(square.unsupported_shape(128, 256, 160), None);
     assert_eq!(prefetch.unsupported_shape(128, 256, 160), None);
@@ -81,6 +89,8 @@ fn shapes_the_kernels_cannot_tile_are_refused() {
     assert_eq!(deep_k.unsupported_shape(128, 128, 64), None);
     assert!(deep_k.unsupported_shape(128, 128, 96).is_some());
     assert_eq!(wide.unsupported_shape(128, 256, 32), None);
+    assert_eq!(wide_prefetch.unsupported_shape(128, 256, 32), None);
+    assert!(wide_prefetch.unsupported_shape(256, 128, 32).is_some());
     assert!(wide.unsupported_shape(256, 128, 32).is_some());
     assert_eq!(tall.unsupported_shape(256, 128, 32), None);
     assert!(tall.unsupported_shape(128, 256, 32).is_some());
@@ -98,6 +108,7 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
             ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 48 << 10),
             ((128, 128), 128, 48 << 10),
+            ((128, 256), 256, 96 << 10),
             ((128, 128), 128, 96 << 10),
             ((128, 256), 256, 96 << 10),
             ((256, 128), 256, 96 << 10)

@@ -224,6 +224,7 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
         ("hgemm_k64(", 3, 16, 4, 4),
         ("hgemm_interleaved(", 3, 8, 2, 2),
         ("hgemm_prefetch(", 3, 8, 2, 3),
+        ("hgemm_wide_prefetch(", 4, 6, 2, 3),
     ];
     assert_eq!(bodies.len(), kernels.len(), "{code}");
     for (body, (name, stages, copies, steps, fetches)) in bodies.iter().zip(kernels) {
@@ -262,6 +263,7 @@ fn the_macro_library_writes_the_hgemm_main_loop() {
     };
     assert_eq!(mma_after_last_barrier(bodies[0]), 64, "hgemm");
     assert_eq!(mma_after_last_barrier(bodies[5]), 32, "hgemm_prefetch");
+    assert_eq!(mma_after_last_barrier(bodies[6]), 32, "hgemm_wide_prefetch");
     assert!(validate(&module, &Target::cuda(8, 0)).is_ok());
     assert!(validate(&module, &Target::cuda(7, 5)).is_err());
 }
