@@ -115,3 +115,49 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
         ]
     );
 }
+
+/// The CPU executor checks the pipelines' protocol, not only their results (its copies
+/// complete at once, so a result cannot show a missing wait): `kernels/hgemm.lisp` over a
+/// tensor-core library whose main loops wait for one group too few, or (with double-buffered
+/// fragments) fetch the next tile without the barrier, faults naming the copy in flight.
+#[test]
+fn a_pipeline_that_waits_too_little_faults_on_the_cpu_executor() {
+    let library = chorus::lang::library::TENSOR_CORE;
+    let wait = "(cp-async-wait ,(- stages 2))";
+    let short_waits = library.replace(wait, "(cp-async-wait ,(- stages 1))");
+    assert_eq!(
+        library.matches(wait).count(),
+        3,
+        "the library's waits moved"
+    );
+    // The barrier before the next tile's first fetch (tc-pipeline-fragments' last step).
+    let fetch_after_barrier = "(syncthreads)\n                                  (,fetch";
+    assert!(
+        library.contains(fetch_after_barrier),
+        "the library's loop moved"
+    );
+    let no_barrier = library.replace(fetch_after_barrier, "(,fetch");
+    for (mutant, kernels) in [
+        (&short_waits, [HgemmKernel::SQUARE, HgemmKernel::PREFETCH]),
+        (
+            &no_barrier,
+            [HgemmKernel::PREFETCH, HgemmKernel::WIDE_PREFETCH],
+        ),
+    ] {
+        let text = format!("{mutant}\n{}", tensor_gemm::HGEMM);
+        for kernel in kernels {
+            let e = with_backend(Backend::Cpu, || {
+                let program = chorus::Program::new(text.as_str(), "hgemm.lisp")?;
+                let shape = two_blocks(kernel);
+                let (m, n, k) = shape;
+                let a = MemoryBlock::<bf16>::alloc(m * k)?;
+                let b = MemoryBlock::<bf16>::alloc(k * n)?;
+                let c = MemoryBlock::<bf16>::alloc(m * n)?;
+                kernel.launch(&program, &a, &b, &c, shape)
+            })
+            .expect_err(kernel.name)
+            .to_string();
+            assert!(e.contains("may still be writing"), "{}: {e}", kernel.name);
+        }
+    }
+}

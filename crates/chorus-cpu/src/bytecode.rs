@@ -355,12 +355,22 @@ pub(crate) enum Op {
         dst: Reg,
         addr: Reg,
     },
-    /// `cp.async` of `bytes` bytes from `src` to `dst`, complete at once.
+    /// `cp.async` of `bytes` bytes from `src` to `dst`, complete at once (and tracked until the
+    /// kernel waits for it: `exec::async_copies`).
     CpAsync {
         dst: Reg,
         src: Reg,
         bytes: u8,
     },
+    /// `cp.async.commit_group`.
+    CpAsyncCommit,
+    /// `cp.async.wait_group N`.
+    CpAsyncWait(u8),
+    /// `cp.async.wait_all`.
+    CpAsyncWaitAll,
+    /// `__syncwarp`: the lanes run in lockstep already; it orders `cp.async` completions
+    /// between them.
+    SyncWarp,
 }
 
 /// A call site: argument registers copied into the callee's parameters, result copied back.

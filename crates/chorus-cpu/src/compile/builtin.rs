@@ -107,10 +107,12 @@ impl FnCompiler<'_> {
                 Ok(0)
             }
             Builtin::SyncWarp => {
-                // Lanes of a warp run in lockstep here: nothing to wait for.
+                // Lanes of a warp run in lockstep here: nothing to wait for, but the op orders
+                // `cp-async` completions between the warp's threads.
                 for a in args {
                     self.expr(a)?;
                 }
+                self.emit(Op::SyncWarp);
                 Ok(0)
             }
             Builtin::ThreadFence | Builtin::ThreadFenceBlock | Builtin::ThreadFenceSystem => {

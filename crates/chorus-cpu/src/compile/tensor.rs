@@ -5,9 +5,9 @@ use chorus_lang::ir::tensor::{PairFormat, TensorOp};
 
 impl FnCompiler<'_> {
     /// `mma-sync`, `ldmatrix`, `cp-async` and its groups. The copies complete when they run
-    /// (the executor has nothing to overlap them with), so committing and waiting are no-ops:
-    /// a kernel that reads its destination before `cp-async-wait` races on a GPU and reads the
-    /// copied data here.
+    /// (the executor has nothing to overlap them with); commits and waits tell the executor
+    /// when a GPU would have them, so that an access before then faults
+    /// (`exec::async_copies`).
     pub(super) fn tensor(&mut self, e: &Expr, op: TensorOp, args: &[Expr]) -> Result<Reg> {
         match op {
             TensorOp::Mma(kind) => {
@@ -35,7 +35,18 @@ impl FnCompiler<'_> {
                 self.emit(Op::CpAsync { dst, src, bytes });
                 Ok(0)
             }
-            TensorOp::CpAsyncCommit | TensorOp::CpAsyncWait(_) | TensorOp::CpAsyncWaitAll => Ok(0),
+            TensorOp::CpAsyncCommit => {
+                self.emit(Op::CpAsyncCommit);
+                Ok(0)
+            }
+            TensorOp::CpAsyncWait(groups) => {
+                self.emit(Op::CpAsyncWait(groups));
+                Ok(0)
+            }
+            TensorOp::CpAsyncWaitAll => {
+                self.emit(Op::CpAsyncWaitAll);
+                Ok(0)
+            }
             // Each half rounded as a cast to the 16-bit type (nearest even); their registers
             // hold the bits, which the shift and the or place as cvt.rn.*x2.f32 does.
             TensorOp::Pack(format) => {

@@ -4,6 +4,70 @@
 use super::*;
 
 impl BlockCtx<'_> {
+    /// Runs `f` with the tracker for each active lane's thread (nothing when the kernel issues
+    /// no `cp-async`).
+    pub(super) fn each_thread(&self, exec: u64, f: impl Fn(&AsyncCopies, u32)) {
+        if let Some(copies) = self.copies {
+            let first = self.warp_first_thread.get();
+            for l in lanes_of(exec) {
+                f(copies, first + l);
+            }
+        }
+    }
+
+    /// Faults the first active lane whose `bytes`-byte access at its pointer plus `offset`
+    /// meets a `cp-async` copy still in flight for its thread (`async_copies`); nothing to do
+    /// when the kernel issues no `cp-async`.
+    #[inline(always)]
+    pub(super) fn check_copies<const W: usize>(
+        &self,
+        addr: &Lanes<W>,
+        offset: u32,
+        bytes: u64,
+        exec: u64,
+        access: Access,
+    ) -> Result<(), Fault> {
+        match self.copies {
+            None => Ok(()),
+            Some(copies) => self.check_copies_in(copies, addr, offset, bytes, exec, access),
+        }
+    }
+
+    fn check_copies_in<const W: usize>(
+        &self,
+        copies: &AsyncCopies,
+        addr: &Lanes<W>,
+        offset: u32,
+        bytes: u64,
+        exec: u64,
+        access: Access,
+    ) -> Result<(), Fault> {
+        let first = self.warp_first_thread.get();
+        for l in lanes_of(exec) {
+            let p = addr[l as usize];
+            let Some(region) = copies.region_of(pointer_id(p), self.memory.shared.len()) else {
+                continue;
+            };
+            let byte = (p & OFFSET_MASK) + u64::from(offset);
+            let thread = first + l;
+            copies
+                .check(region, byte, bytes, thread)
+                .map_err(|copy| fault(l, copy.describe(access, thread, |t| self.thread_name(t))))?;
+        }
+        Ok(())
+    }
+
+    /// Thread `linear` of the block as `(x, y, z)`.
+    fn thread_name(&self, linear: u32) -> String {
+        let [bx, by, _] = self.launch.block;
+        format!(
+            "({}, {}, {})",
+            linear % bx,
+            linear / bx % by,
+            linear / (bx * by)
+        )
+    }
+
     #[inline(always)]
     pub(super) fn load_lanes<const W: usize>(
         &self,
@@ -13,6 +77,7 @@ impl BlockCtx<'_> {
         d: &mut Lanes<W>,
         exec: u64,
     ) -> Result<(), Fault> {
+        self.check_copies(addr, offset, kind.size() as u64, exec, Access::Read)?;
         match kind.size() {
             1 => self.load_sized::<1, W>(addr, offset, d, exec)?,
             2 => self.load_sized::<2, W>(addr, offset, d, exec)?,
@@ -175,6 +240,7 @@ impl BlockCtx<'_> {
         offset: u32,
         exec: u64,
     ) -> Result<(), Fault> {
+        self.check_copies(addr, offset, kind.size() as u64, exec, Access::Write)?;
         match kind.size() {
             1 => self.store_sized::<1, W>(addr, src, offset, exec),
             2 => self.store_sized::<2, W>(addr, src, offset, exec),
@@ -267,6 +333,7 @@ impl BlockCtx<'_> {
         d: &mut Lanes<W>,
         exec: u64,
     ) -> Result<(), Fault> {
+        self.check_copies(p, 0, kind.size() as u64, exec, Access::Write)?;
         for l in lanes_of(exec) {
             let i = l as usize;
             let (region, off) = self.memory.resolve(p[i], l)?;

@@ -552,6 +552,24 @@ impl BlockCtx<'_> {
                 Op::CpAsync { dst, src, bytes } => {
                     self.cp_async_lanes(&reg!(*dst), &reg!(*src), *bytes, exec)
                 }
+                Op::CpAsyncCommit => {
+                    self.each_thread(exec, AsyncCopies::commit);
+                    Ok(())
+                }
+                Op::CpAsyncWait(groups) => {
+                    self.each_thread(exec, |c, t| c.wait(t, u32::from(*groups)));
+                    Ok(())
+                }
+                Op::CpAsyncWaitAll => {
+                    self.each_thread(exec, AsyncCopies::wait_all);
+                    Ok(())
+                }
+                Op::SyncWarp => {
+                    if let Some(copies) = self.copies {
+                        copies.syncwarp(self.warp_first_thread.get());
+                    }
+                    Ok(())
+                }
             };
             if let Err(f) = result {
                 w.pc = pc as u32;

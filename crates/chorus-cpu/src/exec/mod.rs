@@ -2,6 +2,7 @@
 //! warp's execution mask, and a launch's blocks in parallel over the host's cores.
 
 mod access;
+mod async_copies;
 mod interp;
 mod pool;
 mod tensor;
@@ -20,7 +21,9 @@ use crate::memory::{
 use crate::printf;
 use crate::scalar::{fma, math1, math2};
 use crate::value::{Kind, convert, from_raw, to_f64};
+use async_copies::{Access, AsyncCopies};
 use chorus_lang::ir::AtomicOp;
+use std::cell::Cell;
 use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -185,6 +188,8 @@ struct Worker<const W: usize> {
     shared: Vec<Box<[AtomicU64]>>,
     dynamic: Box<[AtomicU64]>,
     stacks: Box<[AtomicU64]>,
+    /// The block's `cp-async` copies in flight, when the kernel issues any.
+    copies: Option<AsyncCopies>,
 }
 
 /// Runs a whole launch, with the warp width the program was compiled for.
@@ -307,11 +312,14 @@ fn new_worker<const W: usize>(launch: &Launch<'_>) -> Worker<W> {
         })
         .collect();
     let threads = launch.block.iter().product::<u32>() as usize;
+    let copies = async_copies::reaches_cp_async(prog, launch.kernel)
+        .then(|| AsyncCopies::new(threads, W as u32, launch.dynamic_shared, &prog.shared_sizes));
     Worker {
         warps: Vec::new(),
         shared,
         dynamic: zeroed_words(launch.dynamic_shared),
         stacks: zeroed_words(launch.stack_bytes * threads),
+        copies,
     }
 }
 
@@ -399,14 +407,20 @@ fn run_block<const W: usize>(
         stacks: &worker.stacks,
         stack_bytes: launch.stack_bytes,
     };
+    if let Some(copies) = &worker.copies {
+        copies.reset();
+    }
     let ctx = BlockCtx {
         launch,
         memory,
         block_idx,
+        copies: worker.copies.as_ref(),
+        warp_first_thread: Cell::new(0),
     };
     loop {
         for w in worker.warps[..n_warps].iter_mut() {
             if w.status == Status::Ready {
+                ctx.warp_first_thread.set(w.linear[0]);
                 match ctx.run_warp(w) {
                     Ok(s) => w.status = s,
                     Err(f) => {
@@ -442,6 +456,9 @@ fn run_block<const W: usize>(
         if all_done {
             return Ok(());
         }
+        if let Some(copies) = ctx.copies {
+            copies.barrier();
+        }
     }
 }
 
@@ -449,4 +466,8 @@ struct BlockCtx<'a> {
     launch: &'a Launch<'a>,
     memory: Memory<'a>,
     block_idx: [u32; 3],
+    /// The block's `cp-async` copies in flight, when the kernel issues any.
+    copies: Option<&'a AsyncCopies>,
+    /// The linear index of the running warp's lane 0 (lane `l` is thread this + `l`).
+    warp_first_thread: Cell<u32>,
 }

@@ -1,6 +1,7 @@
 //! The warp-level tensor-core instructions over one warp's lanes: `mma.sync` (gather each
 //! lane's fragments by PTX's layout, multiply, scatter), `ldmatrix` (lanes give row addresses)
-//! and `cp.async` (a copy that completes at once).
+//! and `cp.async` (a copy that completes at once; `async_copies` tracks it until the kernel
+//! waits for it).
 //!
 //! Arithmetic: floating inputs are exact in `f64` (every product of two f16, bf16, tf32 or
 //! fp8 values is), summed in `f64` with the accumulator and rounded once to `f32`. A GPU's
@@ -178,7 +179,7 @@ impl BlockCtx<'_> {
     }
 
     /// `cp.async`: each active lane copies `bytes` bytes from global `src` to shared `dst`,
-    /// both aligned to `bytes`, now.
+    /// both aligned to `bytes`, now; the tracker holds the destination until the thread waits.
     pub(super) fn cp_async_lanes<const W: usize>(
         &self,
         dst: &Lanes<W>,
@@ -202,6 +203,17 @@ impl BlockCtx<'_> {
         for at in (0..u32::from(bytes)).step_by(4) {
             self.load_lanes(src, Kind::U32, at, &mut word, exec)?;
             self.store_lanes(dst, &word, Kind::U32, at, exec)?;
+        }
+        // The destination is the copy's until its thread waits for it (checked above as a
+        // write: no earlier copy is still in flight there).
+        if let Some(copies) = self.copies {
+            let first = self.warp_first_thread.get();
+            for l in lanes_of(exec) {
+                let p = dst[l as usize];
+                if let Some(region) = copies.region_of(pointer_id(p), self.memory.shared.len()) {
+                    copies.record(region, p & OFFSET_MASK, u64::from(bytes), first + l);
+                }
+            }
         }
         Ok(())
     }
