@@ -118,8 +118,9 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
 
 /// The CPU executor checks the pipelines' protocol, not only their results (its copies
 /// complete at once, so a result cannot show a missing wait): `kernels/hgemm.lisp` over a
-/// tensor-core library whose main loops wait for one group too few, or (with double-buffered
-/// fragments) fetch the next tile without the barrier, faults naming the copy in flight.
+/// tensor-core library whose main loops wait for one group too few, refill the stage in use
+/// (a tile further ahead), or (with double-buffered fragments) fetch the next tile without the
+/// barrier, faults naming the copy in flight.
 #[test]
 fn a_pipeline_that_waits_too_little_faults_on_the_cpu_executor() {
     let library = chorus::lang::library::TENSOR_CORE;
@@ -137,13 +138,27 @@ fn a_pipeline_that_waits_too_little_faults_on_the_cpu_executor() {
         "the library's loop moved"
     );
     let no_barrier = library.replace(fetch_after_barrier, "(,fetch");
-    for (mutant, kernels) in [
-        (&short_waits, [HgemmKernel::SQUARE, HgemmKernel::PREFETCH]),
+    // Refilling the stage the current tile is in: one tile further ahead.
+    let ahead = "(+ ,tile ,(- stages 1))";
+    assert_eq!(
+        library.matches(ahead).count(),
+        2,
+        "the library's issue moved"
+    );
+    let too_far_ahead = library.replace(ahead, "(+ ,tile ,stages)");
+    let square_kernels = [HgemmKernel::SQUARE, HgemmKernel::PREFETCH];
+    let mutants = [
+        (&short_waits, square_kernels),
         (
             &no_barrier,
             [HgemmKernel::PREFETCH, HgemmKernel::WIDE_PREFETCH],
         ),
-    ] {
+        (
+            &too_far_ahead,
+            [HgemmKernel::INTERLEAVED, HgemmKernel::PREFETCH],
+        ),
+    ];
+    for (mutant, kernels) in mutants {
         let text = format!("{mutant}\n{}", tensor_gemm::HGEMM);
         for kernel in kernels {
             let e = with_backend(Backend::Cpu, || {
