@@ -6,18 +6,23 @@
 //! device a kernel of the kernel language (compiled once, loaded on each device) fills the send
 //! buffer with `(rank + 1) · (i mod 13)`; the sum over the ranks is `n(n+1)/2 · (i mod 13)`,
 //! exact in `f32`, and every element is compared. For each size it prints the time per
-//! all-reduce and NCCL's bus bandwidth (`2(n−1)/n` times the algorithm bandwidth).
+//! all-reduce and NCCL's bus bandwidth (`2(n−1)/n` times the algorithm bandwidth), timed as
+//! nccl-tests times it: `--iterations` all-reduces issued back to back, then one wait.
 //!
 //! `cargo run --release --example nccl-allreduce`, or
 //! `cargo run --release --example nccl-launch -- --gpus 2 -- target/release/examples/nccl-allreduce`.
-//! `--max-mib M` caps the largest size (default 256).
+//! `--max-mib M` caps the largest size (default 256). With `--baseline` (one process over every
+//! GPU), NCCL called from C on the same sizes, data and method (`benches/baselines/
+//! nccl_allreduce.cu`, compiled with nvcc at run time) runs before and after, and each size's
+//! ratio of Chorus's bus bandwidth to C's is printed (goal: ≥ 0.95).
 
 use chorus::{Backend, Device, Direction, Launch, MemoryBlock};
 use chorus_cuda_libs::nccl::launch::RankEnv;
 use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp};
 use chorus_cuda_libs::{AsDeviceSlice, AsDeviceSliceMut, Stream};
 use clap::Parser;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 chorus::defkernel! {
@@ -37,6 +42,10 @@ struct Cli {
     /// Timed repetitions per size.
     #[arg(long, default_value_t = 20)]
     iterations: usize,
+    /// Also run NCCL from C (benches/baselines/nccl_allreduce.cu) before and after, and print
+    /// the ratios (one process over every GPU only).
+    #[arg(long)]
+    baseline: bool,
 }
 
 /// One rank's communicator and stream, and its buffers (apart, so that views of the buffers
@@ -70,9 +79,13 @@ impl Rank {
     }
 }
 
-/// All-reduces every rank's first `n` elements, in one group (several ranks in this process,
-/// or one), and waits.
-fn all_reduce(ranks: &[Rank], buffers: &mut [Buffers], n: usize) -> chorus_cuda_libs::Result<()> {
+/// Issues the all-reduce of every rank's first `n` elements, in one group (several ranks in
+/// this process, or one).
+fn issue_all_reduce(
+    ranks: &[Rank],
+    buffers: &mut [Buffers],
+    n: usize,
+) -> chorus_cuda_libs::Result<()> {
     let mut views = Vec::new();
     for b in buffers.iter_mut() {
         views.push((
@@ -85,7 +98,11 @@ fn all_reduce(ranks: &[Rank], buffers: &mut [Buffers], n: usize) -> chorus_cuda_
             g.all_reduce(&r.comm, send, recv, ReduceOp::Sum, &r.stream)?;
         }
         Ok(())
-    })?;
+    })
+}
+
+/// Waits for every rank's queued collectives.
+fn wait_all(ranks: &[Rank]) -> chorus_cuda_libs::Result<()> {
     for r in ranks {
         r.comm.wait(&r.stream)?;
     }
@@ -106,6 +123,18 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         .take_while(|&m| m <= cli.max_mib.max(1))
         .collect();
     let max_n = sizes.last().copied().unwrap_or(1) << 18;
+    let baseline = cli.baseline && !RankEnv::is_launched();
+    if cli.baseline && !baseline {
+        println!("nccl-allreduce: --baseline is for one process over every GPU; ignored");
+    }
+    // NCCL from C first (it needs every GPU before this process holds communicators).
+    let (c_program, c_before) = if baseline {
+        let exe = build_c_baseline()?;
+        let rows = run_c_baseline(&exe, cli)?;
+        (Some(exe), rows)
+    } else {
+        (None, Vec::new())
+    };
     let comms = if RankEnv::is_launched() {
         vec![Comm::from_env(&Config::default())?]
     } else {
@@ -133,9 +162,13 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         .unzip();
     let scale = (world * (world + 1) / 2) as f32;
     let mut ok = true;
+    // (MiB, Chorus's bus bandwidth) per size.
+    let mut measured = Vec::new();
     for &mib in &sizes {
         let n = mib << 18;
-        all_reduce(&ranks, &mut buffers, n)?; // warm-up, and the checked result
+        // Warm-up, and the checked result.
+        issue_all_reduce(&ranks, &mut buffers, n)?;
+        wait_all(&ranks)?;
         for (r, b) in ranks.iter().zip(buffers.iter_mut()) {
             b.recv.sync(Direction::DeviceToHost)?;
             let bad = b.recv.as_slice()[..n]
@@ -150,8 +183,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         }
         let start = Instant::now();
         for _ in 0..cli.iterations {
-            all_reduce(&ranks, &mut buffers, n)?;
+            issue_all_reduce(&ranks, &mut buffers, n)?;
         }
+        wait_all(&ranks)?;
         let seconds = start.elapsed().as_secs_f64() / cli.iterations.max(1) as f64;
         let bytes = (n * 4) as f64;
         let algbw = bytes / seconds / 1e9;
@@ -162,8 +196,15 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
                 seconds * 1e6
             );
         }
+        measured.push((mib, busbw));
     }
     nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())?;
+    drop(buffers);
+    if let Some(exe) = c_program {
+        let c_after = run_c_baseline(&exe, cli)?;
+        let _ = std::fs::remove_file(&exe);
+        ok &= compare_with_c(&measured, &c_before, &c_after);
+    }
     if lead {
         println!(
             "{}",
@@ -175,6 +216,78 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
         );
     }
     Ok(ok)
+}
+
+/// One row of the C baseline: MiB, microseconds per all-reduce, bus bandwidth (GB/s), checked.
+type CRow = (usize, f64, f64, bool);
+
+/// Compiles `benches/baselines/nccl_allreduce.cu` with nvcc for the GPUs of this machine.
+fn build_c_baseline() -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/baselines/nccl_allreduce.cu");
+    let nvcc = chorus::cuda::find_nvcc()
+        .ok_or("--baseline needs nvcc (CHORUS_NVCC, or a CUDA toolkit)")?;
+    let exe = std::env::temp_dir().join(format!("chorus-nccl-baseline-{}", std::process::id()));
+    let status = Command::new(&nvcc)
+        .args(["-O3", "-arch=native", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .status()?;
+    if !status.success() {
+        return Err(format!("nvcc failed on {} ({status})", src.display()).into());
+    }
+    Ok(exe)
+}
+
+/// Runs the C baseline on the same sizes and iterations: its rows.
+fn run_c_baseline(exe: &Path, cli: &Cli) -> Result<Vec<CRow>, Box<dyn std::error::Error>> {
+    let out = Command::new(exe)
+        .arg(cli.max_mib.to_string())
+        .arg(cli.iterations.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("the C baseline failed ({})", out.status).into());
+    }
+    let mut rows = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let ["baseline", mib, us, busbw, check] = line.split('\t').collect::<Vec<_>>()[..] {
+            rows.push((mib.parse()?, us.parse()?, busbw.parse()?, check == "ok"));
+        }
+    }
+    Ok(rows)
+}
+
+/// Prints each size's bus bandwidth through Chorus against C's two runs and their ratio;
+/// whether C's results were right and every size has both runs.
+fn compare_with_c(measured: &[(usize, f64)], before: &[CRow], after: &[CRow]) -> bool {
+    println!("  MiB   Chorus GB/s   C GB/s (before, after)   ratio to C's mean");
+    let mut ok = true;
+    for &(mib, busbw) in measured {
+        let find = |rows: &[CRow]| rows.iter().find(|r| r.0 == mib).copied();
+        match (find(before), find(after)) {
+            (Some(b), Some(a)) => {
+                let mean = (b.2 + a.2) / 2.0;
+                println!(
+                    "{mib:>5}   {busbw:>11.1}   {:>8.1} {:>8.1}            {:>6.3}{}",
+                    b.2,
+                    a.2,
+                    busbw / mean,
+                    if b.3 && a.3 {
+                        ""
+                    } else {
+                        "   (C's check failed)"
+                    }
+                );
+                ok &= b.3 && a.3;
+            }
+            _ => {
+                println!("{mib:>5}   {busbw:>11.1}   (no C row)");
+                ok = false;
+            }
+        }
+    }
+    ok
 }
 
 fn main() -> ExitCode {

@@ -527,7 +527,12 @@ impl Comm {
     /// an asynchronous error (a peer that died) or the timeout aborts it and is the error.
     pub fn wait(&self, stream: &Stream) -> Result<()> {
         let api = self.live("wait")?;
-        let deadline = Instant::now() + self.timeout;
+        let start = Instant::now();
+        let deadline = start + self.timeout;
+        // Polls without sleeping for the first millisecond, where most collectives end (a
+        // sleep would add up to its own length to each wait: 20 all-reduces of 1 MiB take
+        // about 300 µs on NVLink), then backs off from 20 µs to 2 ms.
+        let spin_until = start + Duration::from_millis(1);
         let mut pause = Duration::from_micros(20);
         loop {
             if stream.is_idle()? {
@@ -546,8 +551,12 @@ impl Comm {
                 let _ = self.abort_because(api, error.to_string());
                 return Err(error);
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+            if Instant::now() < spin_until {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
+            }
         }
     }
 
