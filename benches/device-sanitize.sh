@@ -7,7 +7,9 @@
 # The default set is the binaries whose kernels Chorus writes (the runtime's, the language's,
 # the facade's, the corpus); pass '.' for every staged GPU test binary but `cuda_fault`, which
 # faults on purpose (the libraries' tests then run NVIDIA's kernels under the tools too), and a
-# space-separated TOOLS list to run fewer tools. Each binary gets 300 s a tool.
+# space-separated TOOLS list to run fewer tools. Each binary gets SANITIZE_TIMEOUT_S (300) a
+# tool. With SANITIZE_DEADLINE_S=N, nothing starts after N seconds and no run outlasts them: the
+# pairs not run are listed at the end ("not run: TOOL BINARY"), for a second device call.
 #
 # One line per tool and binary: exit status, the tool's error summary, the test result, and the
 # first findings. The gpu binary provokes CUDA API errors on purpose (UNSUPPORTED_PTX_VERSION).
@@ -16,13 +18,23 @@ bash .device/run.sh no_such_test_filter >/dev/null 2>&1   # unpack and link as r
 export CHORUS_REQUIRE_GPU=1 CUDA_PATH=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
 pat=${1:-'^(gpu|gpu_lang|cuda|corpus_gpu|image_choice|manager|compile_cache)$'}
+start=$(date +%s)
+deadline=${SANITIZE_DEADLINE_S:-}
+not_run=()
 for tool in ${2:-memcheck racecheck synccheck initcheck}; do
   while IFS=$'\t' read -r exe dir is_test tname; do
     [ "$is_test" = "1" ] && [[ "$tname" =~ $pat ]] && [ "$tname" != cuda_fault ] || continue
-    out=$(cd "$root/$dir" && CARGO_MANIFEST_DIR="$root/$dir" timeout 300 "$san" --tool $tool --print-limit 5 "$root/.device/bin/$exe" --test-threads=1 2>&1); rc=$?
+    limit=${SANITIZE_TIMEOUT_S:-300}
+    if [ -n "$deadline" ]; then
+      left=$((deadline - ($(date +%s) - start)))
+      if [ "$left" -lt 10 ]; then not_run+=("$tool $tname"); continue; fi
+      [ "$left" -lt "$limit" ] && limit=$left
+    fi
+    out=$(cd "$root/$dir" && CARGO_MANIFEST_DIR="$root/$dir" timeout "$limit" "$san" --tool $tool --print-limit 5 "$root/.device/bin/$exe" --test-threads=1 2>&1); rc=$?
     errs=$(echo "$out" | grep -oE "(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)" | tail -1)
     res=$(echo "$out" | grep -E "^test result" | tail -1)
     echo "$tool $tname rc=$rc ${errs:-no summary} | $res"
     echo "$out" | grep -E "^=+ (Invalid|Program hit|Uninitialized|Race|Barrier|ERROR)|^---- " | head -8
   done < .device/manifest.tsv
 done
+for pair in "${not_run[@]}"; do echo "not run: $pair"; done
