@@ -357,7 +357,7 @@ impl Generator {
         }
         let scope_len = self.scope.len();
         let arrays_len = self.arrays.len();
-        match self.rng.below(18) {
+        match self.rng.below(19) {
             0..=3 => self.simple_statement(),
             4 => {
                 self.out.push_str("(let (");
@@ -514,6 +514,36 @@ impl Generator {
                 let a = self.rng.pick(&vars).clone();
                 let b = self.rng.pick(&vars).clone();
                 let _ = write!(self.out, "(fz-swap {} {})", a.name, b.name);
+            }
+            // cp-async from a global array into a shared one of its type, or a group operation:
+            // the CPU executor tracks each copy until it is complete for the thread touching it.
+            18 => {
+                let shared: Vec<(String, Ty)> = self
+                    .arrays
+                    .iter()
+                    .filter(|(name, _)| name.starts_with("sm"))
+                    .cloned()
+                    .collect();
+                match self.rng.below(4) {
+                    0 | 1 if !shared.is_empty() => {
+                        let (array, ty) = self.rng.pick(&shared).clone();
+                        let global = if ty == Ty::Float { "fout" } else { "out" };
+                        let _ = write!(self.out, "(cp-async (pointer (aref {array} ");
+                        self.index();
+                        let _ = write!(self.out, ")) (pointer (aref {global} ");
+                        self.index();
+                        self.out.push_str(")) 4)");
+                    }
+                    2 => self.out.push_str("(cp-async-commit)"),
+                    _ => {
+                        let wait = *self.rng.pick(&[
+                            "(cp-async-wait 0)",
+                            "(cp-async-wait 1)",
+                            "(cp-async-wait-all)",
+                        ]);
+                        self.out.push_str(wait);
+                    }
+                }
             }
             _ => self.simple_statement(),
         }
