@@ -94,7 +94,7 @@ fn run(src: &str, threads: u32) -> Result<Vec<u32>, String> {
     Ok(out.to_vec::<u32>().unwrap())
 }
 
-/// A kernel whose threads each copy a[t] (and, with two groups, a[64 + t]) into shared memory
+/// A kernel whose threads each copy a[i] (and, with two groups, a[64 + i]) into shared memory
 /// with `cp-async`, then run `then` (`i` is the thread index, `s` the shared array).
 fn copying(groups: usize, then: &str) -> String {
     let second = if groups == 2 {
