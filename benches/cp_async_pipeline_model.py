@@ -9,9 +9,9 @@ in flight); another thread sees it only after that wait and a barrier both threa
 model checks that every ldmatrix of a stage finds the tile it expects, written by every warp
 and visible to the reader (no read before its data), that no copy is issued into a stage that
 a warp may still read (no write over data in use), and that the last tile is computed. The
-CPU executor checks the first on the real kernels (it faults an access to a copy not yet
-complete for the accessing thread) but runs a block's warps in one order and does not look
-for the second; the model tries many orders. It models the macros' event order, not their
+CPU executor checks both on the real kernels (it faults an access to a copy not yet complete
+for the accessing thread, and a copy over a word another warp read since the last barrier) but
+runs a block's warps in one order; the model tries many orders. It models the macros' event order, not their
 text: change both together.
 
     python3 benches/cp_async_pipeline_model.py   # under a second; prints one "ok" a loop (.ci/run)

@@ -202,3 +202,56 @@ fn another_threads_copy_needs_its_wait_and_a_barrier() {
     let want: Vec<u32> = (0..256).map(|t| if t < 32 { t } else { 0 }).collect();
     assert_eq!(out.unwrap(), want);
 }
+
+/// Warp 1 refills with `cp-async` the words 32… of `s` that warp 0 has just read (thread i
+/// reads word i + 32), with `between` in between.
+fn refill(between: &str) -> String {
+    format!(
+        "(defkernel k (void ((a uint*) (out uint*)))
+  (with-shared-memory ((s uint 64))
+    (let ((i thread-idx-x))
+      (set (aref s i) (uint (* 2 i)))
+      (syncthreads)
+      (when (< i 32) (set (aref out i) (aref s (+ i 32))))
+      {between}
+      (when (>= i 32)
+        (cp-async (pointer (aref s i)) (pointer (aref a i)) 4)
+        (cp-async-commit))
+      (cp-async-wait-all)
+      (syncthreads))))"
+    )
+}
+
+#[test]
+fn a_copy_over_words_another_warp_read_needs_a_barrier_between() {
+    // A producer warp refilling what its consumers read in the same barrier interval: on a GPU
+    // the copy may land first. Here warp 0 runs first, so only the tracker can tell.
+    let text = run(&refill(""), 64).unwrap_err();
+    assert!(
+        text.contains(
+            "`cp-async` into shared memory at byte 128, which thread (0, 0, 0) read since the \
+             last `syncthreads`"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("thread (32, 0, 0)"), "{text}");
+    let out = run(&refill("(syncthreads)"), 64).unwrap();
+    let want: Vec<u32> = (0..256)
+        .map(|t| if t < 32 { 2 * (t + 32) } else { 0 })
+        .collect();
+    assert_eq!(out, want);
+    // Read by both warps, then copied over by one.
+    let both = "(defkernel k (void ((a uint*) (out uint*)))
+  (with-shared-memory ((s uint 64))
+    (set (aref s thread-idx-x) (uint 0))
+    (syncthreads)
+    (set (aref out thread-idx-x) (aref s 0))
+    (when (= thread-idx-x 40)
+      (cp-async (pointer (aref s 0)) (pointer (aref a 0)) 4))
+    (cp-async-wait-all)))";
+    let text = run(both, 64).unwrap_err();
+    assert!(
+        text.contains("which threads of several warps read"),
+        "{text}"
+    );
+}

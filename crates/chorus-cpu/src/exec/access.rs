@@ -51,14 +51,16 @@ impl BlockCtx<'_> {
             let byte = (p & OFFSET_MASK) + u64::from(offset);
             let thread = first + l;
             copies
-                .check(region, byte, bytes, thread)
-                .map_err(|copy| fault(l, copy.describe(access, thread, |t| self.thread_name(t))))?;
+                .check(region, byte, bytes, thread, access)
+                .map_err(|hazard| {
+                    fault(l, hazard.describe(access, thread, |t| self.thread_name(t)))
+                })?;
         }
         Ok(())
     }
 
     /// Thread `linear` of the block as `(x, y, z)`.
-    fn thread_name(&self, linear: u32) -> String {
+    pub(super) fn thread_name(&self, linear: u32) -> String {
         let [bx, by, _] = self.launch.block;
         format!(
             "({}, {}, {})",

@@ -11,6 +11,13 @@
 //! - for another thread, once the copying thread has so waited and then a `syncthreads` (or,
 //!   within one warp, a `syncwarp`) has ordered the two.
 //!
+//! The other order is a race too: a copy into a word that a thread of another warp read since
+//! the last `syncthreads` may land before that read on a GPU (a producer refilling a stage its
+//! consumers have not finished). The executor runs a block's warps one after the other, so the
+//! read has happened here and the result is right; the tracker remembers each word's readers of
+//! the current barrier interval and faults such a copy. (Within a warp, whose lanes run in
+//! lockstep here, reads are taken to come first.)
+//!
 //! Only kernels that reach `cp-async` pay for it (`reaches_cp_async`).
 
 use super::{Program, STATIC_SHARED_BASE};
@@ -25,14 +32,21 @@ pub(super) enum Access {
     Write,
 }
 
-/// A copy found in flight: its thread (linear index in the block), its commit group, and the
-/// byte of its region where the access met it.
+/// A race the tracker found, at `byte` of its shared region.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct InFlight {
-    pub(super) thread: u32,
-    pub(super) group: u32,
-    pub(super) byte: u64,
+pub(super) enum Hazard {
+    /// An access met a copy in flight: the copy's thread (linear index in the block) and commit
+    /// group.
+    InFlight { thread: u32, group: u32, byte: u64 },
+    /// A copy into a word that a thread of another warp read since the last barrier (`None`:
+    /// threads of several warps).
+    ReadBefore { reader: Option<u32>, byte: u64 },
 }
+
+/// A word's read tag when no thread read it in the current barrier interval.
+const NO_READER: u32 = 0;
+/// A word's read tag when threads of more than one warp read it.
+const SEVERAL_READERS: u32 = u32::MAX;
 
 /// Per-thread group counters.
 #[derive(Clone, Copy, Default)]
@@ -52,13 +66,17 @@ struct State {
     /// Per shared region (dynamic shared memory, then each static slot), per 4-byte word: 0, or
     /// the last copy into it as (thread + 1) << 32 | group.
     words: Vec<Vec<u64>>,
+    /// The same words' readers: barrier interval << 32 | (reader + 1, or `SEVERAL_READERS`).
+    reads: Vec<Vec<u64>>,
     groups: Vec<Groups>,
+    /// The current barrier interval (1 after a reset, one more at each barrier).
+    interval: u32,
 }
 
 /// The copies of one block in flight (one worker's, reused block after block).
 pub(super) struct AsyncCopies {
     state: RefCell<State>,
-    /// Lanes per warp, to tell a `syncwarp`'s threads.
+    /// Lanes per warp, to tell a warp's threads.
     warp_width: u32,
 }
 
@@ -83,6 +101,14 @@ pub(super) fn reaches_cp_async(prog: &Program, kernel: u32) -> bool {
     false
 }
 
+/// The indexes of the 4-byte words that `bytes` bytes at `byte` touch (at least one).
+fn word_range(byte: u64, bytes: u64) -> (usize, usize) {
+    (
+        (byte / 4) as usize,
+        ((byte + bytes.max(1) - 1) / 4) as usize,
+    )
+}
+
 impl AsyncCopies {
     /// A tracker for blocks of `threads` threads over `dynamic_bytes` of dynamic shared memory
     /// and static slots of `static_bytes` each.
@@ -92,26 +118,36 @@ impl AsyncCopies {
         dynamic_bytes: usize,
         static_bytes: &[usize],
     ) -> AsyncCopies {
-        let words = std::iter::once(dynamic_bytes)
+        let words: Vec<Vec<u64>> = std::iter::once(dynamic_bytes)
             .chain(static_bytes.iter().copied())
             .map(|bytes| vec![0; bytes.div_ceil(4)])
             .collect();
         AsyncCopies {
             state: RefCell::new(State {
+                reads: words.clone(),
                 words,
                 groups: vec![Groups::default(); threads],
+                interval: 1,
             }),
             warp_width,
         }
     }
 
-    /// Forgets the previous block's copies.
+    /// Forgets the previous block's copies and reads.
     pub(super) fn reset(&self) {
         let mut state = self.state.borrow_mut();
-        for region in &mut state.words {
+        let State {
+            words,
+            reads,
+            groups,
+            interval,
+        } = &mut *state;
+        for region in words.iter_mut().chain(reads.iter_mut()) {
             region.fill(0);
         }
-        state.groups.fill(Groups::default());
+        groups.fill(Groups::default());
+        // Not 0: a cleared read tag's interval.
+        *interval = 1;
     }
 
     /// The tracked region a pointer's allocation id designates: dynamic shared memory or a
@@ -125,46 +161,78 @@ impl AsyncCopies {
         }
     }
 
+    /// Whether two threads are lanes of one warp.
+    fn same_warp(&self, a: u32, b: u32) -> bool {
+        a / self.warp_width == b / self.warp_width
+    }
+
     /// `thread` copies `bytes` bytes into `region` at `byte`: the words now belong to its open
-    /// group. (The caller has checked the words with [`AsyncCopies::check`] as a write.)
-    pub(super) fn record(&self, region: usize, byte: u64, bytes: u64, thread: u32) {
+    /// group, unless a thread of another warp read one of them in this barrier interval. (The
+    /// caller has checked the words with [`AsyncCopies::check`] as a write.)
+    pub(super) fn record(
+        &self,
+        region: usize,
+        byte: u64,
+        bytes: u64,
+        thread: u32,
+    ) -> Result<(), Hazard> {
         let mut state = self.state.borrow_mut();
-        let group = state.groups[thread as usize].committed;
-        let tag = (u64::from(thread) + 1) << 32 | u64::from(group);
-        if let Some(words) = state.words.get_mut(region) {
-            let (first, last) = (byte / 4, (byte + bytes - 1) / 4);
-            for w in words
-                .iter_mut()
-                .take(last as usize + 1)
-                .skip(first as usize)
-            {
-                *w = tag;
+        let State {
+            words,
+            reads,
+            groups,
+            interval,
+        } = &mut *state;
+        let (Some(words), Some(reads)) = (words.get_mut(region), reads.get(region)) else {
+            return Ok(());
+        };
+        let (first, last) = word_range(byte, bytes);
+        // Beyond the region: the access itself has faulted.
+        for (i, read) in reads.iter().enumerate().take(last + 1).skip(first) {
+            let (read_interval, reader) = ((read >> 32) as u32, *read as u32);
+            if read_interval != *interval || reader == NO_READER {
+                continue;
+            }
+            let reader = (reader != SEVERAL_READERS).then(|| reader - 1);
+            if reader.is_none_or(|r| !self.same_warp(r, thread)) {
+                return Err(Hazard::ReadBefore {
+                    reader,
+                    byte: (i as u64 * 4).max(byte),
+                });
             }
         }
+        let group = groups[thread as usize].committed;
+        let tag = (u64::from(thread) + 1) << 32 | u64::from(group);
+        for w in words.iter_mut().take(last + 1).skip(first) {
+            *w = tag;
+        }
+        Ok(())
     }
 
     /// `thread` reads or writes `bytes` bytes of `region` at `byte`: the copy in flight there,
-    /// if any. Words whose copy is complete for the whole block are forgotten.
+    /// if any. Words whose copy is complete for the whole block are forgotten; a read is
+    /// remembered for the copies of this barrier interval.
     pub(super) fn check(
         &self,
         region: usize,
         byte: u64,
         bytes: u64,
         thread: u32,
-    ) -> Result<(), InFlight> {
+        access: Access,
+    ) -> Result<(), Hazard> {
         let mut state = self.state.borrow_mut();
-        let State { words, groups } = &mut *state;
-        let Some(words) = words.get_mut(region) else {
+        let State {
+            words,
+            reads,
+            groups,
+            interval,
+        } = &mut *state;
+        let (Some(words), Some(reads)) = (words.get_mut(region), reads.get_mut(region)) else {
             return Ok(());
         };
-        let (first, last) = (byte / 4, (byte + bytes.max(1) - 1) / 4);
+        let (first, last) = word_range(byte, bytes);
         // Beyond the region: the access itself faults.
-        for (i, w) in words
-            .iter_mut()
-            .enumerate()
-            .take(last as usize + 1)
-            .skip(first as usize)
-        {
+        for (i, w) in words.iter_mut().enumerate().take(last + 1).skip(first) {
             if *w == 0 {
                 continue;
             }
@@ -176,17 +244,30 @@ impl AsyncCopies {
             }
             let complete = if copier == thread {
                 group < counters.done
-            } else if copier / self.warp_width == thread / self.warp_width {
+            } else if self.same_warp(copier, thread) {
                 group < counters.warp
             } else {
                 false
             };
             if !complete {
-                return Err(InFlight {
+                return Err(Hazard::InFlight {
                     thread: copier,
                     group,
                     byte: (i as u64 * 4).max(byte),
                 });
+            }
+        }
+        if access == Access::Read {
+            for read in reads.iter_mut().take(last + 1).skip(first) {
+                let (read_interval, reader) = ((*read >> 32) as u32, *read as u32);
+                let code = if read_interval != *interval || reader == NO_READER {
+                    thread + 1
+                } else if reader == SEVERAL_READERS || !self.same_warp(reader - 1, thread) {
+                    SEVERAL_READERS
+                } else {
+                    reader
+                };
+                *read = u64::from(*interval) << 32 | u64::from(code);
             }
         }
         Ok(())
@@ -220,16 +301,19 @@ impl AsyncCopies {
         }
     }
 
-    /// A block-wide barrier: what each thread waited for is complete for every thread.
+    /// A block-wide barrier: what each thread waited for is complete for every thread, and a
+    /// new barrier interval begins.
     pub(super) fn barrier(&self) {
-        for g in &mut self.state.borrow_mut().groups {
+        let mut state = self.state.borrow_mut();
+        for g in &mut state.groups {
             g.block = g.done;
             g.warp = g.warp.max(g.done);
         }
+        state.interval = state.interval.wrapping_add(1).max(1);
     }
 }
 
-impl InFlight {
+impl Hazard {
     /// The fault message for `access` by `thread` (linear indexes; `name` turns one into the
     /// thread's (x, y, z)).
     pub(super) fn describe(
@@ -238,28 +322,45 @@ impl InFlight {
         thread: u32,
         name: impl Fn(u32) -> String,
     ) -> String {
-        let verb = match access {
-            Access::Read => "reads",
-            Access::Write => "writes",
-        };
-        let complete = if self.thread == thread {
-            "wait for it first (`cp-async-commit` ends a group; `cp-async-wait N` completes all \
-             but the N most recent committed groups)"
-                .to_string()
-        } else {
-            "that thread must wait for it (`cp-async-wait`) and the block synchronise \
-             (`syncthreads`) before this access"
-                .to_string()
-        };
-        let whose = if self.thread == thread {
-            "this thread's own".to_string()
-        } else {
-            format!("thread {}'s", name(self.thread))
-        };
-        format!(
-            "{verb} shared memory at byte {} that {whose} `cp-async` (commit group {}) may still \
-             be writing: {complete}",
-            self.byte, self.group
-        )
+        match self {
+            Hazard::InFlight {
+                thread: copier,
+                group,
+                byte,
+            } => {
+                let verb = match access {
+                    Access::Read => "reads",
+                    Access::Write => "writes",
+                };
+                let (whose, complete) = if copier == thread {
+                    (
+                        "this thread's own".to_string(),
+                        "wait for it first (`cp-async-commit` ends a group; `cp-async-wait N` \
+                         completes all but the N most recent committed groups)",
+                    )
+                } else {
+                    (
+                        format!("thread {}'s", name(copier)),
+                        "that thread must wait for it (`cp-async-wait`) and the block \
+                         synchronise (`syncthreads`) before this access",
+                    )
+                };
+                format!(
+                    "{verb} shared memory at byte {byte} that {whose} `cp-async` (commit group \
+                     {group}) may still be writing: {complete}"
+                )
+            }
+            Hazard::ReadBefore { reader, byte } => {
+                let who = match reader {
+                    Some(r) => format!("thread {}", name(r)),
+                    None => "threads of several warps".to_string(),
+                };
+                format!(
+                    "`cp-async` into shared memory at byte {byte}, which {who} read since the \
+                     last `syncthreads`: on a GPU the copy may land before that read; a \
+                     `syncthreads` must come between"
+                )
+            }
+        }
     }
 }

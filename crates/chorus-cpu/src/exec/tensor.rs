@@ -205,13 +205,20 @@ impl BlockCtx<'_> {
             self.store_lanes(dst, &word, Kind::U32, at, exec)?;
         }
         // The destination is the copy's until its thread waits for it (checked above as a
-        // write: no earlier copy is still in flight there).
+        // write: no earlier copy is still in flight there), unless another warp read it in
+        // this barrier interval.
         if let Some(copies) = self.copies {
             let first = self.warp_first_thread.get();
             for l in lanes_of(exec) {
                 let p = dst[l as usize];
                 if let Some(region) = copies.region_of(pointer_id(p), self.memory.shared.len()) {
-                    copies.record(region, p & OFFSET_MASK, u64::from(bytes), first + l);
+                    let thread = first + l;
+                    copies
+                        .record(region, p & OFFSET_MASK, u64::from(bytes), thread)
+                        .map_err(|hazard| {
+                            let name = |t| self.thread_name(t);
+                            fault(l, hazard.describe(Access::Write, thread, name))
+                        })?;
                 }
             }
         }
