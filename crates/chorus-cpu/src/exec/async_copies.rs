@@ -364,3 +364,96 @@ impl Hazard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two warps of 4 lanes, 64 bytes of dynamic shared memory.
+    fn tracker() -> AsyncCopies {
+        AsyncCopies::new(8, 4, 64, &[])
+    }
+
+    fn read(c: &AsyncCopies, byte: u64, thread: u32) -> Result<(), Hazard> {
+        c.check(0, byte, 4, thread, Access::Read)
+    }
+
+    #[test]
+    fn a_wait_completes_all_but_the_newest_committed_groups() {
+        let c = tracker();
+        c.record(0, 0, 4, 0).unwrap(); // group 0
+        c.commit(0);
+        c.record(0, 4, 4, 0).unwrap(); // group 1
+        c.commit(0);
+        c.record(0, 8, 4, 0).unwrap(); // group 2, not committed
+        c.wait(0, 1);
+        assert!(read(&c, 0, 0).is_ok());
+        assert!(matches!(
+            read(&c, 4, 0),
+            Err(Hazard::InFlight { group: 1, .. })
+        ));
+        c.wait(0, 0);
+        assert!(read(&c, 4, 0).is_ok());
+        // wait 0 leaves the open group in flight; wait-all commits and completes it.
+        assert!(matches!(
+            read(&c, 8, 0),
+            Err(Hazard::InFlight { group: 2, .. })
+        ));
+        c.wait_all(0);
+        assert!(read(&c, 8, 0).is_ok());
+    }
+
+    #[test]
+    fn other_threads_need_a_barrier_or_within_the_warp_a_syncwarp() {
+        let c = tracker();
+        c.record(0, 0, 16, 1).unwrap();
+        c.wait_all(1);
+        assert!(read(&c, 0, 1).is_ok());
+        assert!(matches!(
+            read(&c, 0, 2),
+            Err(Hazard::InFlight { thread: 1, .. })
+        ));
+        c.syncwarp(0);
+        assert!(read(&c, 0, 2).is_ok(), "lane 2 of warp 0");
+        assert!(read(&c, 12, 5).is_err(), "warp 1 needs the barrier");
+        c.barrier();
+        assert!(read(&c, 12, 5).is_ok());
+        // A barrier before the wait does not complete the copy.
+        c.record(0, 32, 4, 6).unwrap();
+        c.commit(6);
+        c.barrier();
+        c.wait(6, 0);
+        assert!(read(&c, 32, 0).is_err());
+        c.barrier();
+        assert!(read(&c, 32, 0).is_ok());
+    }
+
+    #[test]
+    fn a_copy_over_another_warps_read_needs_a_barrier_between() {
+        let c = tracker();
+        read(&c, 0, 1).unwrap();
+        // The reader's own warp: lockstep, the read came first.
+        assert!(c.record(0, 0, 4, 3).is_ok());
+        c.wait_all(3);
+        c.barrier();
+        read(&c, 4, 1).unwrap();
+        assert!(matches!(
+            c.record(0, 4, 4, 4),
+            Err(Hazard::ReadBefore {
+                reader: Some(1),
+                byte: 4
+            })
+        ));
+        read(&c, 8, 0).unwrap();
+        read(&c, 8, 5).unwrap();
+        assert!(matches!(
+            c.record(0, 8, 4, 4),
+            Err(Hazard::ReadBefore { reader: None, .. })
+        ));
+        c.barrier();
+        assert!(c.record(0, 8, 4, 4).is_ok(), "after a barrier");
+        // A new block starts clean.
+        c.reset();
+        assert!(read(&c, 8, 0).is_ok());
+    }
+}
