@@ -124,25 +124,26 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
 #[test]
 fn a_pipeline_that_waits_too_little_faults_on_the_cpu_executor() {
     let library = chorus::lang::library::TENSOR_CORE;
+    // Every loop's wait (tc-pipeline-wait), one group short.
     let wait = "(cp-async-wait ,(- stages 2))";
     let short_waits = library.replace(wait, "(cp-async-wait ,(- stages 1))");
-    assert_eq!(
-        library.matches(wait).count(),
-        3,
-        "the library's waits moved"
-    );
-    // The barrier before the next tile's first fetch (tc-pipeline-fragments' last step).
-    let fetch_after_barrier = "(syncthreads)\n                                  (,fetch";
+    assert_eq!(library.matches(wait).count(), 1, "the library's wait moved");
+    // The barrier before the next tile's first fetch (tc-pipeline-fragments' last step): the
+    // wait alone.
+    let fetch_after_barrier = "(tc-pipeline-wait ,stages)\n           (,fetch";
     assert!(
         library.contains(fetch_after_barrier),
         "the library's loop moved"
     );
-    let no_barrier = library.replace(fetch_after_barrier, "(,fetch");
-    // Refilling the stage the current tile is in: one tile further ahead.
+    let no_barrier = library.replace(
+        fetch_after_barrier,
+        "(cp-async-wait ,(- stages 2))\n           (,fetch",
+    );
+    // Refilling the stage the current tile is in: one tile further ahead (tc-pipeline-issue).
     let ahead = "(+ ,tile ,(- stages 1))";
     assert_eq!(
         library.matches(ahead).count(),
-        2,
+        1,
         "the library's issue moved"
     );
     let too_far_ahead = library.replace(ahead, "(+ ,tile ,stages)");

@@ -60,32 +60,48 @@
 (defkernelmacro tc-swizzle (chunk row mask shift)
   `(logxor ,chunk (logand (shr ,row ,shift) ,mask)))
 
+;;; The parts of the cp-async main loops below. (tc-pipeline-prologue load n stages): loads
+;;; tiles 0 … stages-2 (those below `n`), each its own committed group.
+(defkernelmacro tc-pipeline-prologue (load n stages)
+  `(progn
+     ,@(loop for p from 0 below (- stages 1)
+             collect `(progn
+                        (when (< ,p ,n) (,load ,p ,p))
+                        (cp-async-commit)))))
+
+;;; (tc-pipeline-issue load tile n stages): loads tile `tile` + stages-1 (if below `n`) into
+;;; the stage it refills, and commits a group, empty or not, so that the wait counts stay exact.
+(defkernelmacro tc-pipeline-issue (load tile n stages)
+  (let ((ahead (gensym)))
+    `(let ((,ahead (+ ,tile ,(- stages 1))))
+       (when (< ,ahead ,n)
+         (,load (mod ,ahead ,stages) ,ahead))
+       (cp-async-commit))))
+
+;;; (tc-pipeline-wait stages): waits until the oldest tile in flight has arrived (all but the
+;;; stages-2 newest groups) and synchronises the block: the tile is visible to every thread, and
+;;; the stage the next issue refills is no longer read.
+(defkernelmacro tc-pipeline-wait (stages)
+  `(progn
+     (cp-async-wait ,(- stages 2))
+     (syncthreads)))
+
 ;;; (tc-pipeline (tile count stages [:issue-in-compute t]) load compute): the software-pipelined
 ;;; main loop over `count` k-tiles with `stages` shared-memory stages (2 or more). `load` and
 ;;; `compute` name kernel macros: (load stage tile) issues the cp-async copies of k-tile `tile`
 ;;; into `stage`, (compute stage) consumes a stage. Tiles 0 … stages-2 load first; each iteration
-;;; waits for its tile (cp-async-wait stages-2), synchronises the block (the tile is visible, and
-;;; the stage about to be refilled is no longer read), issues the load `stages-1` tiles ahead,
-;;; and computes. Every iteration commits a group, empty or not, so the wait counts stay exact.
-;;; With :issue-in-compute, compute is called as (compute stage issue) and places the form
-;;; `issue` (the load and its commit) itself, among its ldmatrix and mma: ptxas keeps
-;;; shared-memory operations in source order, so copies issued first delay every warp's first
-;;; mma of the tile.
+;;; waits for its tile and synchronises the block (tc-pipeline-wait), issues the load `stages-1`
+;;; tiles ahead, and computes. With :issue-in-compute, compute is called as (compute stage
+;;; issue) and places the form `issue` (the load and its commit) itself, among its ldmatrix and
+;;; mma: ptxas keeps shared-memory operations in source order, so copies issued first delay
+;;; every warp's first mma of the tile.
 (defkernelmacro tc-pipeline ((tile count stages &key issue-in-compute) load compute)
-  (let* ((ahead (gensym))
-         (n (gensym))
-         (issue `(let ((,ahead (+ ,tile ,(- stages 1))))
-                   (when (< ,ahead ,n)
-                     (,load (mod ,ahead ,stages) ,ahead))
-                   (cp-async-commit))))
+  (let* ((n (gensym))
+         (issue `(tc-pipeline-issue ,load ,tile ,n ,stages)))
     `(let ((,n ,count))
-       ,@(loop for p from 0 below (- stages 1)
-               collect `(progn
-                          (when (< ,p ,n) (,load ,p ,p))
-                          (cp-async-commit)))
+       (tc-pipeline-prologue ,load ,n ,stages)
        (for (,tile 0 (< ,tile ,n) (+ ,tile 1))
-         (cp-async-wait ,(- stages 2))
-         (syncthreads)
+         (tc-pipeline-wait ,stages)
          ,@(if issue-in-compute
                `((,compute (mod ,tile ,stages) ,issue))
                `(,issue (,compute (mod ,tile ,stages)))))
@@ -107,33 +123,22 @@
     (error "tc-pipeline-fragments needs an even number of k16 steps a tile, at least 2"))
   (when (< stages 2)
     (error "tc-pipeline-fragments needs at least 2 stages"))
-  (let* ((ahead (gensym))
-         (n (gensym))
-         (st (gensym)))
+  (let ((n (gensym))
+        (st (gensym)))
     `(let ((,n ,count))
-       ,@(loop for p from 0 below (- stages 1)
-               collect `(progn
-                          (when (< ,p ,n) (,load ,p ,p))
-                          (cp-async-commit)))
-       (cp-async-wait ,(- stages 2))
-       (syncthreads)
+       (tc-pipeline-prologue ,load ,n ,stages)
+       (tc-pipeline-wait ,stages)
        (,fetch 0 0 0)
        (for (,tile 0 (< ,tile ,n) (+ ,tile 1))
          (let ((,st (mod ,tile ,stages)))
-           ,@(loop for kk from 0 below steps
-                   collect (if (< kk (- steps 1))
-                               `(progn
-                                  (,fetch ,st ,(+ kk 1) ,(mod (+ kk 1) 2))
-                                  ,@(if (= kk 0)
-                                        `((let ((,ahead (+ ,tile ,(- stages 1))))
-                                            (when (< ,ahead ,n)
-                                              (,load (mod ,ahead ,stages) ,ahead))
-                                            (cp-async-commit)))
-                                        '())
-                                  (,mma ,(mod kk 2)))
-                               `(progn
-                                  (cp-async-wait ,(- stages 2))
-                                  (syncthreads)
-                                  (,fetch (mod (+ ,tile 1) ,stages) 0 0)
-                                  (,mma ,(mod kk 2)))))))
+           ,@(loop for kk from 0 below (- steps 1)
+                   collect `(progn
+                              (,fetch ,st ,(+ kk 1) ,(mod (+ kk 1) 2))
+                              ,@(if (= kk 0)
+                                    `((tc-pipeline-issue ,load ,tile ,n ,stages))
+                                    '())
+                              (,mma ,(mod kk 2))))
+           (tc-pipeline-wait ,stages)
+           (,fetch (mod (+ ,tile 1) ,stages) 0 0)
+           (,mma 1)))
        (cp-async-wait-all))))
