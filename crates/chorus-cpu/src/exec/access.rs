@@ -27,21 +27,32 @@ impl BlockCtx<'_> {
         exec: u64,
         access: Access,
     ) -> Result<(), Fault> {
-        match self.copies {
-            None => Ok(()),
-            Some(copies) => self.check_copies_in(copies, addr, offset, bytes, exec, access),
+        if self.copies.is_none() {
+            return Ok(());
         }
+        self.each_shared_lane(
+            addr,
+            offset,
+            exec,
+            access,
+            |copies, region, byte, thread| copies.check(region, byte, bytes, thread, access),
+        )
     }
 
-    fn check_copies_in<const W: usize>(
+    /// Runs `f` with the tracker, region, byte and thread of each active lane whose pointer
+    /// plus `offset` is in shared memory; its hazard is the lane's fault, described as an
+    /// `access`.
+    pub(super) fn each_shared_lane<const W: usize>(
         &self,
-        copies: &AsyncCopies,
         addr: &Lanes<W>,
         offset: u32,
-        bytes: u64,
         exec: u64,
         access: Access,
+        f: impl Fn(&AsyncCopies, usize, u64, u32) -> Result<(), Hazard>,
     ) -> Result<(), Fault> {
+        let Some(copies) = self.copies else {
+            return Ok(());
+        };
         let first = self.warp_first_thread.get();
         for l in lanes_of(exec) {
             let p = addr[l as usize];
@@ -50,17 +61,15 @@ impl BlockCtx<'_> {
             };
             let byte = (p & OFFSET_MASK) + u64::from(offset);
             let thread = first + l;
-            copies
-                .check(region, byte, bytes, thread, access)
-                .map_err(|hazard| {
-                    fault(l, hazard.describe(access, thread, |t| self.thread_name(t)))
-                })?;
+            f(copies, region, byte, thread).map_err(|hazard| {
+                fault(l, hazard.describe(access, thread, |t| self.thread_name(t)))
+            })?;
         }
         Ok(())
     }
 
     /// Thread `linear` of the block as `(x, y, z)`.
-    pub(super) fn thread_name(&self, linear: u32) -> String {
+    fn thread_name(&self, linear: u32) -> String {
         let [bx, by, _] = self.launch.block;
         format!(
             "({}, {}, {})",

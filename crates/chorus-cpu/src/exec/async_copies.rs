@@ -61,16 +61,51 @@ struct Groups {
     warp: u32,
 }
 
+/// What the tracker knows of one 4-byte word of shared memory.
+#[derive(Clone, Copy, Default)]
+struct Word {
+    /// 0, or the last copy into it as (thread + 1) << 32 | group.
+    copy: u64,
+    /// Its readers: barrier interval << 32 | (reader + 1, or `SEVERAL_READERS`).
+    read: u64,
+}
+
+impl Word {
+    /// The reader code of the read tag, if the word was read in barrier interval `interval`.
+    fn reader_in(self, interval: u32) -> Option<u32> {
+        let (read_interval, reader) = ((self.read >> 32) as u32, self.read as u32);
+        (read_interval == interval && reader != NO_READER).then_some(reader)
+    }
+}
+
 #[derive(Default)]
 struct State {
-    /// Per shared region (dynamic shared memory, then each static slot), per 4-byte word: 0, or
-    /// the last copy into it as (thread + 1) << 32 | group.
-    words: Vec<Vec<u64>>,
-    /// The same words' readers: barrier interval << 32 | (reader + 1, or `SEVERAL_READERS`).
-    reads: Vec<Vec<u64>>,
+    /// Per shared region (dynamic shared memory, then each static slot), per 4-byte word.
+    regions: Vec<Vec<Word>>,
     groups: Vec<Groups>,
     /// The current barrier interval (1 after a reset, one more at each barrier).
     interval: u32,
+}
+
+impl State {
+    /// The words of `region` that `bytes` bytes at `byte` touch, with their indexes (only
+    /// those inside it: an access beyond the region faults by itself); the threads' counters;
+    /// the current interval.
+    fn words(
+        &mut self,
+        region: usize,
+        byte: u64,
+        bytes: u64,
+    ) -> (impl Iterator<Item = (usize, &mut Word)>, &[Groups], u32) {
+        let first = (byte / 4) as usize;
+        let last = ((byte + bytes.max(1) - 1) / 4) as usize;
+        let words = self
+            .regions
+            .get_mut(region)
+            .map_or(&mut [][..], |r| &mut r[..]);
+        let touched = words.iter_mut().enumerate().take(last + 1).skip(first);
+        (touched, &self.groups, self.interval)
+    }
 }
 
 /// The copies of one block in flight (one worker's, reused block after block).
@@ -101,14 +136,6 @@ pub(super) fn reaches_cp_async(prog: &Program, kernel: u32) -> bool {
     false
 }
 
-/// The indexes of the 4-byte words that `bytes` bytes at `byte` touch (at least one).
-fn word_range(byte: u64, bytes: u64) -> (usize, usize) {
-    (
-        (byte / 4) as usize,
-        ((byte + bytes.max(1) - 1) / 4) as usize,
-    )
-}
-
 impl AsyncCopies {
     /// A tracker for blocks of `threads` threads over `dynamic_bytes` of dynamic shared memory
     /// and static slots of `static_bytes` each.
@@ -118,14 +145,13 @@ impl AsyncCopies {
         dynamic_bytes: usize,
         static_bytes: &[usize],
     ) -> AsyncCopies {
-        let words: Vec<Vec<u64>> = std::iter::once(dynamic_bytes)
+        let regions = std::iter::once(dynamic_bytes)
             .chain(static_bytes.iter().copied())
-            .map(|bytes| vec![0; bytes.div_ceil(4)])
+            .map(|bytes| vec![Word::default(); bytes.div_ceil(4)])
             .collect();
         AsyncCopies {
             state: RefCell::new(State {
-                reads: words.clone(),
-                words,
+                regions,
                 groups: vec![Groups::default(); threads],
                 interval: 1,
             }),
@@ -136,18 +162,12 @@ impl AsyncCopies {
     /// Forgets the previous block's copies and reads.
     pub(super) fn reset(&self) {
         let mut state = self.state.borrow_mut();
-        let State {
-            words,
-            reads,
-            groups,
-            interval,
-        } = &mut *state;
-        for region in words.iter_mut().chain(reads.iter_mut()) {
-            region.fill(0);
+        for region in &mut state.regions {
+            region.fill(Word::default());
         }
-        groups.fill(Groups::default());
+        state.groups.fill(Groups::default());
         // Not 0: a cleared read tag's interval.
-        *interval = 1;
+        state.interval = 1;
     }
 
     /// The tracked region a pointer's allocation id designates: dynamic shared memory or a
@@ -177,22 +197,12 @@ impl AsyncCopies {
         thread: u32,
     ) -> Result<(), Hazard> {
         let mut state = self.state.borrow_mut();
-        let State {
-            words,
-            reads,
-            groups,
-            interval,
-        } = &mut *state;
-        let (Some(words), Some(reads)) = (words.get_mut(region), reads.get(region)) else {
-            return Ok(());
-        };
-        let (first, last) = word_range(byte, bytes);
-        // Beyond the region: the access itself has faulted.
-        for (i, read) in reads.iter().enumerate().take(last + 1).skip(first) {
-            let (read_interval, reader) = ((read >> 32) as u32, *read as u32);
-            if read_interval != *interval || reader == NO_READER {
+        let (words, groups, interval) = state.words(region, byte, bytes);
+        let tag = (u64::from(thread) + 1) << 32 | u64::from(groups[thread as usize].committed);
+        for (i, word) in words {
+            let Some(reader) = word.reader_in(interval) else {
                 continue;
-            }
+            };
             let reader = (reader != SEVERAL_READERS).then(|| reader - 1);
             if reader.is_none_or(|r| !self.same_warp(r, thread)) {
                 return Err(Hazard::ReadBefore {
@@ -201,10 +211,8 @@ impl AsyncCopies {
                 });
             }
         }
-        let group = groups[thread as usize].committed;
-        let tag = (u64::from(thread) + 1) << 32 | u64::from(group);
-        for w in words.iter_mut().take(last + 1).skip(first) {
-            *w = tag;
+        for (_, word) in state.words(region, byte, bytes).0 {
+            word.copy = tag;
         }
         Ok(())
     }
@@ -221,53 +229,36 @@ impl AsyncCopies {
         access: Access,
     ) -> Result<(), Hazard> {
         let mut state = self.state.borrow_mut();
-        let State {
-            words,
-            reads,
-            groups,
-            interval,
-        } = &mut *state;
-        let (Some(words), Some(reads)) = (words.get_mut(region), reads.get_mut(region)) else {
-            return Ok(());
-        };
-        let (first, last) = word_range(byte, bytes);
-        // Beyond the region: the access itself faults.
-        for (i, w) in words.iter_mut().enumerate().take(last + 1).skip(first) {
-            if *w == 0 {
-                continue;
-            }
-            let (copier, group) = ((*w >> 32) as u32 - 1, *w as u32);
-            let counters = groups[copier as usize];
-            if group < counters.block {
-                *w = 0;
-                continue;
-            }
-            let complete = if copier == thread {
-                group < counters.done
-            } else if self.same_warp(copier, thread) {
-                group < counters.warp
-            } else {
-                false
-            };
-            if !complete {
-                return Err(Hazard::InFlight {
-                    thread: copier,
-                    group,
-                    byte: (i as u64 * 4).max(byte),
-                });
-            }
-        }
-        if access == Access::Read {
-            for read in reads.iter_mut().take(last + 1).skip(first) {
-                let (read_interval, reader) = ((*read >> 32) as u32, *read as u32);
-                let code = if read_interval != *interval || reader == NO_READER {
-                    thread + 1
-                } else if reader == SEVERAL_READERS || !self.same_warp(reader - 1, thread) {
-                    SEVERAL_READERS
+        let (words, groups, interval) = state.words(region, byte, bytes);
+        for (i, word) in words {
+            if word.copy != 0 {
+                let (copier, group) = ((word.copy >> 32) as u32 - 1, word.copy as u32);
+                let counters = groups[copier as usize];
+                let complete = if group < counters.block {
+                    word.copy = 0;
+                    true
+                } else if copier == thread {
+                    group < counters.done
+                } else if self.same_warp(copier, thread) {
+                    group < counters.warp
                 } else {
-                    reader
+                    false
                 };
-                *read = u64::from(*interval) << 32 | u64::from(code);
+                if !complete {
+                    return Err(Hazard::InFlight {
+                        thread: copier,
+                        group,
+                        byte: (i as u64 * 4).max(byte),
+                    });
+                }
+            }
+            if access == Access::Read {
+                let code = match word.reader_in(interval) {
+                    None => thread + 1,
+                    Some(r) if r != SEVERAL_READERS && self.same_warp(r - 1, thread) => r,
+                    Some(_) => SEVERAL_READERS,
+                };
+                word.read = u64::from(interval) << 32 | u64::from(code);
             }
         }
         Ok(())

@@ -21,7 +21,7 @@ use crate::memory::{
 use crate::printf;
 use crate::scalar::{fma, math1, math2};
 use crate::value::{Kind, convert, from_raw, to_f64};
-use async_copies::{Access, AsyncCopies};
+use async_copies::{Access, AsyncCopies, Hazard};
 use chorus_lang::ir::AtomicOp;
 use std::cell::Cell;
 use std::io::Write;

@@ -207,21 +207,12 @@ impl BlockCtx<'_> {
         // The destination is the copy's until its thread waits for it (checked above as a
         // write: no earlier copy is still in flight there), unless another warp read it in
         // this barrier interval.
-        if let Some(copies) = self.copies {
-            let first = self.warp_first_thread.get();
-            for l in lanes_of(exec) {
-                let p = dst[l as usize];
-                if let Some(region) = copies.region_of(pointer_id(p), self.memory.shared.len()) {
-                    let thread = first + l;
-                    copies
-                        .record(region, p & OFFSET_MASK, u64::from(bytes), thread)
-                        .map_err(|hazard| {
-                            let name = |t| self.thread_name(t);
-                            fault(l, hazard.describe(Access::Write, thread, name))
-                        })?;
-                }
-            }
-        }
-        Ok(())
+        self.each_shared_lane(
+            dst,
+            0,
+            exec,
+            Access::Write,
+            |copies, region, byte, thread| copies.record(region, byte, u64::from(bytes), thread),
+        )
     }
 }
