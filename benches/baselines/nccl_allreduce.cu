@@ -132,7 +132,8 @@ int main(int argc, char **argv) {
     }
     std::vector<ncclComm_t> comms(world);
     NCCL(ncclCommInitAll(comms.data(), world, devices.data()));
-    fprintf(stderr, "nccl_allreduce baseline: NCCL %d, %d rank(s) in this process\n", version, world);
+    fprintf(stderr, "nccl_allreduce baseline: NCCL %d, %d rank(s) in this process\n", version,
+            world);
     float scale = (float)(world * (world + 1) / 2);
     std::vector<float> host(max_n);
     for (size_t mib = 1; mib <= max_mib; mib *= 4) {
@@ -142,7 +143,8 @@ int main(int argc, char **argv) {
         bool ok = true;
         for (int r = 0; r < world; r++) {
             CHECK(cudaSetDevice(r));
-            CHECK(cudaMemcpy(host.data(), ranks[r].recv, n * sizeof(float), cudaMemcpyDeviceToHost));
+            CHECK(cudaMemcpy(host.data(), ranks[r].recv, n * sizeof(float),
+                             cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < n; i++)
                 if (host[i] != scale * (float)(i % 13)) {
                     ok = false;

@@ -15,8 +15,9 @@
 ;;;; 64 (3 stages, 96 KiB: half the barriers and waits a k of `hgemm`'s); `hgemm-interleaved`,
 ;;;; `hgemm` with the next tile's copies issued between its last k16 step's ldmatrix and mma
 ;;;; instead of before its first ldmatrix; `hgemm-prefetch` and `hgemm-wide-prefetch`, `hgemm`
-;;;; and `hgemm-wide` with the fragments double-buffered in registers (`tc-pipeline-fragments`). M must be a multiple of the block tile's rows, N of
-;;;; its columns, K of its tile-k.
+;;;; and `hgemm-wide` with the fragments double-buffered in registers
+;;;; (`tc-pipeline-fragments`). M must be a multiple of the block tile's rows, N of its
+;;;; columns, K of its tile-k.
 
 ;;; Where chunk `chunk` (16 bytes: 8 BF16) of row `row` of A's k-tile in `stage` lives in
 ;;; `smem`, in elements: A's rows are tile-k elements, swizzled by bits 1-2 of the row when they
@@ -123,11 +124,13 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave): the kernel `name` with
-;;; blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over (64·warps-m)×(64·warps-n)
-;;; tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of (N / tile columns, M / tile
-;;; rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of dynamic shared memory. With
-;;; :interleave, the next tile's copies go between the last k16 step's ldmatrix and mma.
+;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch): the kernel
+;;; `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over
+;;; (64·warps-m)×(64·warps-n) tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of
+;;; (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of
+;;; dynamic shared memory. With :interleave, the next tile's copies go between the last k16
+;;; step's ldmatrix and mma; with :prefetch, the main loop is tc-pipeline-fragments' (two
+;;; register sets of fragments, each step loading the next one's).
 (defkernelmacro define-hgemm (name warps-m warps-n stages &key (tile-k 32) interleave prefetch)
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
