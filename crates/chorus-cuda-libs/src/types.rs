@@ -46,18 +46,45 @@ pub struct F8E4M3(pub u8);
 #[repr(transparent)]
 pub struct F8E5M2(pub u8);
 
+/// An 8-bit float format: exponent and mantissa bits, exponent bias, largest finite value,
+/// and whether it has no infinities (E4M3's `fn` variant: one NaN pattern per sign, all ones)
+/// or follows IEEE (E5M2).
+struct Fp8Format {
+    e: u32,
+    m: u32,
+    bias: i32,
+    max: f32,
+    finite_only: bool,
+}
+
+/// `__nv_fp8_e4m3`.
+const E4M3: Fp8Format = Fp8Format {
+    e: 4,
+    m: 3,
+    bias: 7,
+    max: 448.0,
+    finite_only: true,
+};
+
+/// `__nv_fp8_e5m2`.
+const E5M2: Fp8Format = Fp8Format {
+    e: 5,
+    m: 2,
+    bias: 15,
+    max: 57344.0,
+    finite_only: false,
+};
+
 /// The value of every E4M3 code, decoded once (`to_f32` is a lookup).
-static E4M3_VALUES: LazyLock<[f32; 256]> =
-    LazyLock::new(|| std::array::from_fn(|code| decode_fp8(code as u8, 4, 3, 7, true)));
+static E4M3_VALUES: LazyLock<[f32; 256]> = LazyLock::new(|| E4M3.values());
 
 /// The value of every E5M2 code.
-static E5M2_VALUES: LazyLock<[f32; 256]> =
-    LazyLock::new(|| std::array::from_fn(|code| decode_fp8(code as u8, 5, 2, 15, false)));
+static E5M2_VALUES: LazyLock<[f32; 256]> = LazyLock::new(|| E5M2.values());
 
 impl F8E4M3 {
     /// The nearest E4M3 value to `x` (saturating at ±448; NaN stays NaN).
     pub fn from_f32(x: f32) -> F8E4M3 {
-        F8E4M3(encode_fp8(x, 3, 7, 448.0))
+        F8E4M3(E4M3.encode(x))
     }
 
     /// The value as f32.
@@ -69,7 +96,7 @@ impl F8E4M3 {
 impl F8E5M2 {
     /// The nearest E5M2 value to `x` (saturating at ±57344; NaN stays NaN).
     pub fn from_f32(x: f32) -> F8E5M2 {
-        F8E5M2(encode_fp8(x, 2, 15, 57344.0))
+        F8E5M2(E5M2.encode(x))
     }
 
     /// The value as f32.
@@ -78,52 +105,61 @@ impl F8E5M2 {
     }
 }
 
-/// Decodes an 8-bit float with `e` exponent and `m` mantissa bits. E4M3 (`fn_` variant) has no
-/// infinities and one NaN pattern per sign (all ones); E5M2 follows IEEE.
-fn decode_fp8(bits: u8, e: u32, m: u32, bias: i32, finite_only: bool) -> f32 {
-    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp = ((bits >> m) & ((1 << e) - 1)) as i32;
-    let man = (bits & ((1 << m) - 1)) as f32;
-    let max_exp = (1 << e) - 1;
-    if finite_only && exp == max_exp && man as u32 == (1 << m) - 1 {
-        return f32::NAN;
-    }
-    if !finite_only && exp == max_exp {
-        return if man == 0.0 {
-            sign * f32::INFINITY
+impl Fp8Format {
+    /// The value of code `bits`.
+    fn decode(&self, bits: u8) -> f32 {
+        let Fp8Format { e, m, bias, .. } = *self;
+        let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+        let exp = ((bits >> m) & ((1 << e) - 1)) as i32;
+        let man = (bits & ((1 << m) - 1)) as f32;
+        let max_exp = (1 << e) - 1;
+        if self.finite_only && exp == max_exp && man as u32 == (1 << m) - 1 {
+            return f32::NAN;
+        }
+        if !self.finite_only && exp == max_exp {
+            return if man == 0.0 {
+                sign * f32::INFINITY
+            } else {
+                f32::NAN
+            };
+        }
+        let scale = (1u32 << m) as f32;
+        if exp == 0 {
+            sign * man / scale * 2f32.powi(1 - bias)
         } else {
-            f32::NAN
-        };
+            sign * (1.0 + man / scale) * 2f32.powi(exp - bias)
+        }
     }
-    let scale = (1u32 << m) as f32;
-    if exp == 0 {
-        sign * man / scale * 2f32.powi(1 - bias)
-    } else {
-        sign * (1.0 + man / scale) * 2f32.powi(exp - bias)
-    }
-}
 
-/// The nearest 8-bit float to `x` with `m` mantissa bits and exponent bias `bias` (round to
-/// nearest, ties to the even code), saturating at `max`; NaN gives 0x7f (NaN in both formats).
-///
-/// Exact in f32 arithmetic: |x| is scaled by a power of two to units of the last mantissa place
-/// of its binade (the subnormals' below the normals) and rounded half to even; as the codes are
-/// in value order, the binade's first code plus those units is the code, and a carry out of the
-/// mantissa lands on the next binade's first code. (A binary search over decoded codes took
-/// about 110 ns a value: a quarter of a minute for an 8192² FP8 GEMM's 134 M inputs.)
-fn encode_fp8(x: f32, m: u32, bias: i32, max: f32) -> u8 {
-    if x.is_nan() {
-        return 0x7f;
+    /// Every code's value.
+    fn values(&self) -> [f32; 256] {
+        std::array::from_fn(|code| self.decode(code as u8))
     }
-    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
-    let a = x.abs().min(max);
-    // The unbiased exponent of a's binade, no lower than the 8-bit subnormals' (1 − bias).
-    let exp = (((a.to_bits() >> 23) & 0xff) as i32 - 127).max(1 - bias);
-    // 2^(m − exp), a normal f32 for both formats' exponents (−15 ≤ m − exp ≤ 16).
-    let scale = f32::from_bits(((127 + m as i32 - exp) as u32) << 23);
-    let units = (a * scale).round_ties_even() as u32; // at most 2^(m+1)
-    let code = (((exp + bias - 1) as u32) << m) + units;
-    sign | code as u8 // below 0x80: a ≤ max, itself a code
+
+    /// The nearest code to `x` (round to nearest, ties to the even code), saturating at
+    /// `max`; NaN gives 0x7f (NaN in both formats).
+    ///
+    /// Exact in f32 arithmetic: |x| is scaled by a power of two to units of the last mantissa
+    /// place of its binade (the subnormals' below the normals) and rounded half to even; as the
+    /// codes are in value order, the binade's first code plus those units is the code, and a
+    /// carry out of the mantissa lands on the next binade's first code. (A binary search over
+    /// decoded codes took about 110 ns a value: a quarter of a minute for an 8192² FP8 GEMM's
+    /// 134 M inputs.)
+    fn encode(&self, x: f32) -> u8 {
+        let Fp8Format { m, bias, max, .. } = *self;
+        if x.is_nan() {
+            return 0x7f;
+        }
+        let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+        let a = x.abs().min(max);
+        // The unbiased exponent of a's binade, no lower than the 8-bit subnormals' (1 − bias).
+        let exp = (((a.to_bits() >> 23) & 0xff) as i32 - 127).max(1 - bias);
+        // 2^(m − exp), a normal f32 for both formats' exponents (−15 ≤ m − exp ≤ 16).
+        let scale = f32::from_bits(((127 + m as i32 - exp) as u32) << 23);
+        let units = (a * scale).round_ties_even() as u32; // at most 2^(m+1)
+        let code = (((exp + bias - 1) as u32) << m) + units;
+        sign | code as u8 // below 0x80: a ≤ max, itself a code
+    }
 }
 
 /// How a matrix argument is used: as stored, transposed, or conjugate-transposed.
@@ -277,12 +313,12 @@ mod tests {
     use super::*;
 
     /// The search the encoder replaced: every code, nearest, ties to the even code.
-    fn encode_fp8_by_scan(x: f32, e: u32, m: u32, bias: i32, max: f32, finite_only: bool) -> u8 {
+    fn encode_by_scan(format: &Fp8Format, x: f32) -> u8 {
         let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
-        let a = x.abs().min(max);
+        let a = x.abs().min(format.max);
         let (mut best, mut best_err) = (0u8, f32::INFINITY);
         for code in 0u8..0x80 {
-            let v = decode_fp8(code, e, m, bias, finite_only);
+            let v = format.decode(code);
             if !v.is_finite() {
                 continue;
             }
@@ -310,9 +346,8 @@ mod tests {
             f32::MAX,
             f32::INFINITY,
         ]);
-        for code in 0u8..0x80 {
-            for (e, m, bias, finite_only) in [(4, 3, 7, true), (5, 2, 15, false)] {
-                let v = decode_fp8(code, e, m, bias, finite_only);
+        for format in [&E4M3, &E5M2] {
+            for v in format.values().into_iter().take(0x80) {
                 if v.is_finite() {
                     // Every value, its neighbours in f32 and the midpoints to the next code.
                     values.extend([v, f32::from_bits(v.to_bits() + 1), v * 1.0625, v * 1.125]);
@@ -321,16 +356,8 @@ mod tests {
         }
         for &x in &values {
             for x in [x, -x] {
-                assert_eq!(
-                    encode_fp8(x, 3, 7, 448.0),
-                    encode_fp8_by_scan(x, 4, 3, 7, 448.0, true),
-                    "E4M3 {x}"
-                );
-                assert_eq!(
-                    encode_fp8(x, 2, 15, 57344.0),
-                    encode_fp8_by_scan(x, 5, 2, 15, 57344.0, false),
-                    "E5M2 {x}"
-                );
+                assert_eq!(E4M3.encode(x), encode_by_scan(&E4M3, x), "E4M3 {x}");
+                assert_eq!(E5M2.encode(x), encode_by_scan(&E5M2, x), "E5M2 {x}");
             }
         }
     }
