@@ -21,7 +21,7 @@ use chorus_cuda_libs::nccl::launch::RankEnv;
 use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp};
 use chorus_cuda_libs::{AsDeviceSlice, AsDeviceSliceMut, Stream};
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -129,9 +129,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     }
     // NCCL from C first (it needs every GPU before this process holds communicators).
     let (c_program, c_before) = if baseline {
-        let exe = build_c_baseline()?;
-        let rows = run_c_baseline(&exe, cli)?;
-        (Some(exe), rows)
+        let dir = build_c_baseline()?;
+        let rows = run_c_baseline(&dir.path().join(C_BASELINE), cli)?;
+        (Some(dir), rows)
     } else {
         (None, Vec::new())
     };
@@ -201,8 +201,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())?;
     drop(buffers);
     if let Some(exe) = c_program {
-        let c_after = run_c_baseline(&exe, cli)?;
-        let _ = std::fs::remove_file(&exe);
+        let c_after = run_c_baseline(&exe.path().join(C_BASELINE), cli)?;
         ok &= compare_with_c(&measured, &c_before, &c_after);
     }
     if lead {
@@ -221,22 +220,28 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
 /// One row of the C baseline: MiB, microseconds per all-reduce, bus bandwidth (GB/s), checked.
 type CRow = (usize, f64, f64, bool);
 
-/// Compiles `benches/baselines/nccl_allreduce.cu` with nvcc for the GPUs of this machine.
-fn build_c_baseline() -> Result<PathBuf, Box<dyn std::error::Error>> {
+/// The C baseline's executable in the folder `build_c_baseline` returns.
+const C_BASELINE: &str = "nccl_baseline";
+
+/// Compiles `benches/baselines/nccl_allreduce.cu` with nvcc for the GPUs of this machine into
+/// a private temporary folder (removed when dropped), as [`C_BASELINE`].
+fn build_c_baseline() -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/baselines/nccl_allreduce.cu");
     let nvcc = chorus::cuda::find_nvcc()
         .ok_or("--baseline needs nvcc (CHORUS_NVCC, or a CUDA toolkit)")?;
-    let exe = std::env::temp_dir().join(format!("chorus-nccl-baseline-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("chorus-nccl-baseline")
+        .tempdir()?;
     let status = Command::new(&nvcc)
         .args(["-O3", "-arch=native", "-o"])
-        .arg(&exe)
+        .arg(dir.path().join(C_BASELINE))
         .arg(&src)
         .arg("-ldl")
         .status()?;
     if !status.success() {
         return Err(format!("nvcc failed on {} ({status})", src.display()).into());
     }
-    Ok(exe)
+    Ok(dir)
 }
 
 /// Runs the C baseline on the same sizes and iterations: its rows.
