@@ -8,7 +8,8 @@
 //! outputs against f64 on the host. The issue asks for a speed ratio ≥ 0.98.
 //!
 //! Stage and run on the GPU machine (`--bin cudnn_bench`; a release build, not a test).
-//! `CHORUS_NVCC` overrides the compiler (default /usr/local/cuda/bin/nvcc, then `nvcc`).
+//! The C baseline is compiled with the nvcc that Chorus itself uses (`chorus_cuda::find_nvcc`:
+//! `CHORUS_NVCC`, else `PATH` and the CUDA toolkit roots).
 
 use chorus_cuda_libs::AsDeviceSlice;
 use chorus_cuda_libs::cudnn::{
@@ -63,13 +64,7 @@ fn math_number(m: MathType) -> u32 {
 fn build_baseline(dir: &Path) -> Result<PathBuf, Failure> {
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/cudnn_conv.cu");
-    let nvcc = std::env::var("CHORUS_NVCC").unwrap_or_else(|_| {
-        if Path::new("/usr/local/cuda/bin/nvcc").exists() {
-            "/usr/local/cuda/bin/nvcc".into()
-        } else {
-            "nvcc".into()
-        }
-    });
+    let nvcc = chorus_cuda::find_nvcc().ok_or("no nvcc found (set CHORUS_NVCC)")?;
     let exe = dir.join("cudnn_conv");
     let out = Command::new(&nvcc)
         .args(["-O3", "-o"])
@@ -77,10 +72,11 @@ fn build_baseline(dir: &Path) -> Result<PathBuf, Failure> {
         .arg(&source)
         .arg("-lcudnn")
         .output()
-        .map_err(|e| format!("{nvcc}: {e}"))?;
+        .map_err(|e| format!("{}: {e}", nvcc.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "{nvcc} {} failed: {}",
+            "{} {} failed: {}",
+            nvcc.display(),
             source.display(),
             String::from_utf8_lossy(&out.stderr)
         )

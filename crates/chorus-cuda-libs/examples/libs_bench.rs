@@ -5,8 +5,8 @@
 //! a float64 host reference. Every working set exceeds the 50 MiB L2, so buffers are not rotated.
 //! Host overhead of a 64³ SGEMM: the median over bursts of 64 calls of the time to issue them.
 //!
-//! The C side is compiled here with nvcc (`$CHORUS_NVCC`, else `nvcc` under the CUDA toolkit
-//! roots: `CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda*`) and run twice, before and after the Chorus
+//! The C side is compiled here with the nvcc that Chorus itself uses (`chorus_cuda::find_nvcc`:
+//! `$CHORUS_NVCC`, else `PATH` and the CUDA toolkit roots) and run twice, before and after the Chorus
 //! measurements, so that its own spread shows. Ratios: speed = C time / Chorus time (the issue asks
 //! ≥ 0.98), host = Chorus time / C time (≤ 1.1). Exits 1 when a check fails on either side.
 //! `CHORUS_LIBS_BASELINE=EXE` takes a baseline built from the same file elsewhere instead of
@@ -341,18 +341,6 @@ fn spmv(stream: &Stream, side: usize, cases: &mut Vec<Case>) -> Result<(), Failu
     Ok(())
 }
 
-/// nvcc: `$CHORUS_NVCC`, else the first `bin/nvcc` under the toolkit roots.
-fn nvcc() -> Result<PathBuf, Failure> {
-    if let Some(p) = std::env::var_os("CHORUS_NVCC") {
-        return Ok(p.into());
-    }
-    chorus_driver::toolkit::toolkit_roots()
-        .into_iter()
-        .map(|r| r.join("bin").join("nvcc"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| "no nvcc under the CUDA toolkit roots (set CHORUS_NVCC)".into())
-}
-
 /// Compiles `benches/baselines/libs.cu` for `sm` into a temporary folder, or takes the
 /// executable `$CHORUS_LIBS_BASELINE` names (built from it elsewhere, e.g. to save a short lease
 /// nvcc's seconds).
@@ -362,7 +350,7 @@ fn build_baseline(sm: String) -> Result<PathBuf, Failure> {
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/libs.cu");
     let out = std::env::temp_dir().join(format!("chorus-libs-baseline-{}", std::process::id()));
-    let nvcc = nvcc()?;
+    let nvcc = chorus_cuda::find_nvcc().ok_or("no nvcc found (set CHORUS_NVCC)")?;
     // The libraries beside nvcc's toolkit, found at run time without LD_LIBRARY_PATH.
     let root = nvcc
         .parent()
