@@ -42,7 +42,17 @@ fn seconds_per_run(
     Ok(start.elapsed().as_secs_f64() / iterations as f64)
 }
 
-fn run(size: Option<usize>, iterations: usize) -> Result<bool, Box<dyn std::error::Error>> {
+/// Which block shapes to time: the file's (or those named in `only`) and the `--define`d ones.
+struct Selection {
+    only: Option<Vec<String>>,
+    defined: Vec<HgemmKernel>,
+}
+
+fn run(
+    size: Option<usize>,
+    iterations: usize,
+    selection: &Selection,
+) -> Result<bool, Box<dyn std::error::Error>> {
     let backend = banner("hgemm")?;
     if let Some(why) = workloads::tensor_cores_unavailable()? {
         println!("skipped: {why}");
@@ -56,7 +66,10 @@ fn run(size: Option<usize>, iterations: usize) -> Result<bool, Box<dyn std::erro
     };
     // Every block shape that tiles this size; the others say why not.
     let mut kernels = Vec::new();
-    for kernel in HgemmKernel::ALL {
+    let chosen = HgemmKernel::ALL.into_iter().filter(|kernel| {
+        (selection.only.as_ref()).is_none_or(|names| names.iter().any(|n| n == kernel.name))
+    });
+    for kernel in chosen.chain(selection.defined.iter().copied()) {
         match kernel.unsupported_shape(m, n, k) {
             None => kernels.push(kernel),
             Some(why) => println!("skipped: {why}"),
@@ -65,7 +78,7 @@ fn run(size: Option<usize>, iterations: usize) -> Result<bool, Box<dyn std::erro
     if kernels.is_empty() {
         return Err(format!("no hgemm block shape tiles {m}×{n}×{k}").into());
     }
-    let program = tensor_gemm::program()?;
+    let program = tensor_gemm::program_with(&selection.defined)?;
     let mut random = Random::new(7);
     let a_host = random_matrix(m * k, &mut random);
     let b_host = random_matrix(k * n, &mut random);
@@ -192,6 +205,24 @@ fn main() -> ExitCode {
                 .default_value("20")
                 .help("timed runs after one warm-up (GPU)"),
         )
+        .arg(
+            clap::Arg::new("only")
+                .long("only")
+                .value_delimiter(',')
+                .value_parser(HgemmKernel::ALL.iter().map(|k| k.name).collect::<Vec<_>>())
+                .help("time only these of the file's block shapes (comma-separated)"),
+        )
+        .arg(
+            clap::Arg::new("define")
+                .long("define")
+                .action(clap::ArgAction::Append)
+                .value_parser(|text: &str| HgemmKernel::parse_definition(text))
+                .help(
+                    "also define and time a block shape: define-hgemm's arguments, \
+                     'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t]' \
+                     (repeatable)",
+                ),
+        )
         .get_matches();
     let size = matches.get_one::<usize>("size").copied();
     let iterations = matches
@@ -199,5 +230,14 @@ fn main() -> ExitCode {
         .copied()
         .unwrap_or(20)
         .max(1);
-    chorus_examples::exit_code("hgemm", run(size, iterations))
+    let selection = Selection {
+        only: matches
+            .get_many::<String>("only")
+            .map(|names| names.cloned().collect()),
+        defined: matches
+            .get_many::<HgemmKernel>("define")
+            .map(|kernels| kernels.copied().collect())
+            .unwrap_or_default(),
+    };
+    chorus_examples::exit_code("hgemm", run(size, iterations, &selection))
 }

@@ -11,7 +11,17 @@ pub const HGEMM: &str = include_str!("kernels/hgemm.lisp");
 /// The hgemm kernel with the tensor-core macros defined first, checked now (errors name the
 /// lines of `kernels/hgemm.lisp`).
 pub fn program() -> chorus::Result<Program> {
-    Program::with_libraries(&[Library::TensorCore], HGEMM, "hgemm.lisp")
+    program_with(&[])
+}
+
+/// [`program`] with more block shapes defined after the file's (the `hgemm` example's
+/// `--define`, to time a shape without rebuilding): one `(define-hgemm …)` form each.
+pub fn program_with(extra: &[HgemmKernel]) -> chorus::Result<Program> {
+    let mut source = HGEMM.to_owned();
+    for kernel in extra {
+        source.push_str(&kernel.definition());
+    }
+    Program::with_libraries(&[Library::TensorCore], &source, "hgemm.lisp")
 }
 
 /// One block shape of `kernels/hgemm.lisp` (`define-hgemm`): warps-m × warps-n warps, each
@@ -26,6 +36,9 @@ pub struct HgemmKernel {
     pub stages: usize,
     /// The k-tile: 32 or 64.
     pub tile_k: usize,
+    /// `define-hgemm`'s other options as written (`:interleave t`, `:prefetch t`), for
+    /// [`HgemmKernel::definition`]; they change the main loop, not the launch.
+    pub options: &'static str,
 }
 
 impl HgemmKernel {
@@ -35,6 +48,7 @@ impl HgemmKernel {
         warps: (2, 2),
         stages: 3,
         tile_k: 32,
+        options: "",
     };
     /// `hgemm-wide`: 128×256 block tiles, eight warps, four stages (96 KiB).
     pub const WIDE: HgemmKernel = HgemmKernel {
@@ -42,6 +56,7 @@ impl HgemmKernel {
         warps: (2, 4),
         stages: 4,
         tile_k: 32,
+        options: "",
     };
     /// `hgemm-tall`: 256×128 block tiles, eight warps, four stages (96 KiB).
     pub const TALL: HgemmKernel = HgemmKernel {
@@ -49,6 +64,7 @@ impl HgemmKernel {
         warps: (4, 2),
         stages: 4,
         tile_k: 32,
+        options: "",
     };
     /// `hgemm-k64`: 128×128 block tiles, four warps, three stages of k-tiles of 64 (96 KiB).
     pub const DEEP_K: HgemmKernel = HgemmKernel {
@@ -60,6 +76,7 @@ impl HgemmKernel {
     /// ldmatrix and mma (`tc-pipeline`'s :issue-in-compute) instead of before its first ldmatrix.
     pub const INTERLEAVED: HgemmKernel = HgemmKernel {
         name: "hgemm-interleaved",
+        options: ":interleave t",
         ..Self::SQUARE
     };
     /// `hgemm-prefetch`: `hgemm` with the warp's fragments double-buffered in registers
@@ -68,12 +85,14 @@ impl HgemmKernel {
     /// is followed by a step of mma whose operands are already loaded.
     pub const PREFETCH: HgemmKernel = HgemmKernel {
         name: "hgemm-prefetch",
+        options: ":prefetch t",
         ..Self::SQUARE
     };
     /// `hgemm-wide-prefetch`: `hgemm-wide`'s 128×256 blocks with `hgemm-prefetch`'s loop (one
     /// block of eight warps a multiprocessor, whose barriers then stall fewer mma).
     pub const WIDE_PREFETCH: HgemmKernel = HgemmKernel {
         name: "hgemm-wide-prefetch",
+        options: ":prefetch t",
         ..Self::WIDE
     };
     /// Every block shape the example times.
@@ -86,6 +105,52 @@ impl HgemmKernel {
         Self::WIDE,
         Self::TALL,
     ];
+
+    /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
+    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t]` (the `hgemm` example's `--define`).
+    /// The name is leaked: a command line defines a handful of shapes for the program's life.
+    pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
+        let usage = || {
+            format!(
+                "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] \
+                 [:prefetch t]`, got `{text}`"
+            )
+        };
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let [name, warps_m, warps_n, stages, options @ ..] = &words[..] else {
+            return Err(usage());
+        };
+        let number = |word: &str| word.parse::<usize>().map_err(|_| usage());
+        let (warps_m, warps_n, stages) = (number(warps_m)?, number(warps_n)?, number(stages)?);
+        if !(1..=4).contains(&warps_m) || !(1..=4).contains(&warps_n) || !(2..=8).contains(&stages)
+        {
+            return Err(format!("{text}: warps 1 to 4 each way and 2 to 8 stages"));
+        }
+        let mut tile_k = 32;
+        let mut kept = Vec::new();
+        for pair in options.chunks(2) {
+            match pair {
+                [":tile-k", k @ ("32" | "64")] => tile_k = number(k)?,
+                [key @ (":interleave" | ":prefetch"), "t"] => kept.push(format!("{key} t")),
+                _ => return Err(usage()),
+            }
+        }
+        Ok(HgemmKernel {
+            name: Box::leak(name.to_string().into_boxed_str()),
+            warps: (warps_m, warps_n),
+            stages,
+            tile_k,
+            options: Box::leak(kept.join(" ").into_boxed_str()),
+        })
+    }
+
+    /// The `define-hgemm` form that defines this kernel.
+    pub fn definition(self) -> String {
+        format!(
+            "\n(define-hgemm {} {} {} {} :tile-k {} {})\n",
+            self.name, self.warps.0, self.warps.1, self.stages, self.tile_k, self.options
+        )
+    }
 
     /// The block tile of C: (rows, columns).
     pub fn tile(self) -> (usize, usize) {

@@ -4,7 +4,7 @@
 //! equal the host's product rounded to bf16, entry for entry. On CUDA where a GPU is
 //! reachable, the same bytes.
 
-use chorus::{Backend, Direction, MemoryBlock, bf16, with_backend};
+use chorus::{Backend, Direction, MemoryBlock, Program, bf16, with_backend};
 use chorus_examples::tensor_gemm::{self, HgemmKernel};
 
 /// `len` small integers in −4..=4 as bf16, from `seed`.
@@ -16,6 +16,15 @@ fn small(len: usize, seed: usize) -> Vec<bf16> {
 
 fn hgemm(
     kernel: HgemmKernel,
+    shape: (usize, usize, usize),
+) -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
+    hgemm_in(&tensor_gemm::program()?, kernel, shape)
+}
+
+/// `kernel` of `program` on small integers: its result and the exact one, rounded to bf16.
+fn hgemm_in(
+    program: &Program,
+    kernel: HgemmKernel,
     (m, n, k): (usize, usize, usize),
 ) -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
     let (a_host, b_host) = (small(m * k, 1), small(k * n, 2));
@@ -25,11 +34,10 @@ fn hgemm(
             bf16::from_f64(sum)
         })
         .collect();
-    let program = tensor_gemm::program()?;
     let a = MemoryBlock::from_slice(&a_host)?;
     let b = MemoryBlock::from_slice(&b_host)?;
     let mut c = MemoryBlock::<bf16>::alloc(m * n)?;
-    kernel.launch(&program, &a, &b, &c, (m, n, k))?;
+    kernel.launch(program, &a, &b, &c, (m, n, k))?;
     c.sync(Direction::DeviceToHost)?;
     Ok((c.as_slice().to_vec(), want))
 }
@@ -113,6 +121,42 @@ fn the_block_shapes_fit_their_shared_memory_and_thread_counts() {
             ((128, 256), 256, 96 << 10),
             ((256, 128), 256, 96 << 10)
         ]
+    );
+}
+
+/// Each of the file's kernels is what its `define-hgemm` form says (the `hgemm` example's
+/// `--define` writes the same form), and a `--define`d shape runs exactly on the CPU executor.
+#[test]
+fn define_hgemm_arguments_round_trip_and_run() {
+    for kernel in HgemmKernel::ALL {
+        let text = kernel.definition();
+        let arguments = text
+            .trim()
+            .trim_start_matches("(define-hgemm")
+            .trim_end_matches(')');
+        assert_eq!(
+            HgemmKernel::parse_definition(arguments),
+            Ok(kernel),
+            "{text}"
+        );
+    }
+    for bad in [
+        "x 2 2",
+        "x 2 2 3 :tile-k 48",
+        "x 2 2 3 :prefetch",
+        "x 9 2 3",
+        "x 2 2 1",
+    ] {
+        assert!(HgemmKernel::parse_definition(bad).is_err(), "{bad}");
+    }
+    let tall = HgemmKernel::parse_definition("hgemm-tall-prefetch 4 2 4 :prefetch t").unwrap();
+    let (got, want) = with_backend(Backend::Cpu, || {
+        hgemm_in(&tensor_gemm::program_with(&[tall])?, tall, two_blocks(tall))
+    })
+    .unwrap();
+    assert!(
+        got == want,
+        "the --define'd hgemm-tall-prefetch differs from the exact product"
     );
 }
 
