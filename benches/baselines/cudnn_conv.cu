@@ -13,14 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e = (x);                                                           \
-    if (e != cudaSuccess) {                                                        \
-      fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e));               \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
+#include "check.h"
 #define CHECK_DNN(x)                                                               \
   do {                                                                             \
     cudnnStatus_t s = (x);                                                         \
@@ -66,7 +59,7 @@ int main(int argc, char** argv) {
   size_t xn = (size_t)n * c * h * w, wn = (size_t)k * c * 9, yn = (size_t)n * k * h * w;
 
   cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreate(&stream));
+  CHECK(cudaStreamCreate(&stream));
   cudnnHandle_t dnn;
   CHECK_DNN(cudnnCreate(&dnn));
   CHECK_DNN(cudnnSetStream(dnn, stream));
@@ -91,11 +84,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < xn; i++) hx[i] = bf ? to_bf16(value(i, 3)) : to_f16(value(i, 3));
   for (size_t i = 0; i < wn; i++) hw[i] = bf ? to_bf16(value(i, 7)) : to_f16(value(i, 7));
   void *x, *wt, *y;
-  CHECK_CUDA(cudaMalloc(&x, xn * 2));
-  CHECK_CUDA(cudaMalloc(&wt, wn * 2));
-  CHECK_CUDA(cudaMalloc(&y, yn * 2));
-  CHECK_CUDA(cudaMemcpy(x, hx, xn * 2, cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(wt, hw, wn * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMalloc(&x, xn * 2));
+  CHECK(cudaMalloc(&wt, wn * 2));
+  CHECK(cudaMalloc(&y, yn * 2));
+  CHECK(cudaMemcpy(x, hx, xn * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(wt, hw, wn * 2, cudaMemcpyHostToDevice));
 
   cudnnConvolutionFwdAlgo_t algo = (cudnnConvolutionFwdAlgo_t)algo_arg;
   if (algo_arg < 0) {
@@ -113,7 +106,7 @@ int main(int argc, char** argv) {
   size_t ws_bytes = 0;
   CHECK_DNN(cudnnGetConvolutionForwardWorkspaceSize(dnn, xd, wd, cd, yd, algo, &ws_bytes));
   void* ws = NULL;
-  if (ws_bytes) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+  if (ws_bytes) CHECK(cudaMalloc(&ws, ws_bytes));
   float alpha = 1.0f, beta = 0.0f;
 
   // The bare call a C program makes (the Rust side also checks its arguments and asks for the
@@ -123,17 +116,17 @@ int main(int argc, char** argv) {
                                       yd, y));
   }
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  CHECK_CUDA(cudaEventRecord(start, stream));
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start, stream));
   for (int i = 0; i < reps; i++) {
     CHECK_DNN(cudnnConvolutionForward(dnn, &alpha, xd, x, wd, wt, cd, algo, ws, ws_bytes, &beta,
                                       yd, y));
   }
-  CHECK_CUDA(cudaEventRecord(stop, stream));
-  CHECK_CUDA(cudaEventSynchronize(stop));
+  CHECK(cudaEventRecord(stop, stream));
+  CHECK(cudaEventSynchronize(stop));
   float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
   printf("algo %d math %d ms %.6f\n", (int)algo, math, ms / reps);
   return 0;
 }

@@ -27,14 +27,7 @@ namespace sph {
 #include "sph.cu"
 }
 
-#define CHECK(x)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "check.h"
 #define CHECK_LAUNCH() CHECK(cudaGetLastError())
 
 static const int WARMUP = 3;

@@ -25,14 +25,7 @@
 #include <cufft.h>
 #include <cusparse.h>
 
-#define CHECK(x)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "check.h"
 // Library status codes: 0 is success in cuBLAS, cuBLASLt, cuFFT and cuSPARSE.
 #define LIB(x)                                                                      \
     do {                                                                            \
