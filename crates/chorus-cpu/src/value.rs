@@ -7,6 +7,7 @@
 //! pointers as an encoded (allocation, offset) pair (see [`crate::memory`]). Vectors, structures
 //! and cuRAND states are several leaves in consecutive registers.
 
+use chorus_lang::host::{Fp4E2M1, Fp8E4M3};
 use chorus_lang::types::{ScalarType, Type};
 use half::{bf16, f16};
 
@@ -133,8 +134,8 @@ pub(crate) fn to_f32(kind: Kind, bits: u64) -> f32 {
         Kind::F64 => f64::from_bits(bits) as f32,
         Kind::F16 => f16::from_bits(bits as u16).to_f32(),
         Kind::BF16 => bf16::from_bits(bits as u16).to_f32(),
-        Kind::Fp8 => fp8_e4m3_to_f32(bits as u8),
-        Kind::Fp4 => fp4_e2m1_to_f32(bits as u8),
+        Kind::Fp8 => Fp8E4M3(bits as u8).to_f32(),
+        Kind::Fp4 => Fp4E2M1(bits as u8).to_f32(),
         _ => to_f64(kind, bits) as f32,
     }
 }
@@ -148,8 +149,8 @@ pub(crate) fn from_f32(kind: Kind, v: f32) -> u64 {
         Kind::F64 => (v as f64).to_bits(),
         Kind::F16 => f16::from_f32(v).to_bits() as u64,
         Kind::BF16 => bf16::from_f32(v).to_bits() as u64,
-        Kind::Fp8 => f64_to_fp8_e4m3(v as f64) as u64,
-        Kind::Fp4 => f64_to_fp4_e2m1(v as f64) as u64,
+        Kind::Fp8 => u64::from(Fp8E4M3::from_f64(f64::from(v)).0),
+        Kind::Fp4 => u64::from(Fp4E2M1::from_f64(f64::from(v)).0),
         _ => from_f64(kind, v as f64),
     }
 }
@@ -174,8 +175,8 @@ pub(crate) fn from_f64(kind: Kind, v: f64) -> u64 {
         Kind::F32 => (v as f32).to_bits() as u64,
         Kind::F16 => f16::from_f64(v).to_bits() as u64,
         Kind::BF16 => bf16::from_f64(v).to_bits() as u64,
-        Kind::Fp8 => f64_to_fp8_e4m3(v) as u64,
-        Kind::Fp4 => f64_to_fp4_e2m1(v) as u64,
+        Kind::Fp8 => u64::from(Fp8E4M3::from_f64(v).0),
+        Kind::Fp4 => u64::from(Fp4E2M1::from_f64(v).0),
         Kind::Bool => (v != 0.0) as u64,
         Kind::I8 => v as i8 as i64 as u64,
         Kind::I16 => v as i16 as i64 as u64,
@@ -234,155 +235,9 @@ pub(crate) fn convert(from: Kind, to: Kind, bits: u64) -> u64 {
     }
 }
 
-/// Decodes an `fp8` E4M3 value (no infinities; `0x7f`/`0xff` are NaN).
-pub(crate) fn fp8_e4m3_to_f32(b: u8) -> f32 {
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp = (b >> 3) & 0xf;
-    let man = (b & 7) as f32;
-    if exp == 0xf && b & 7 == 7 {
-        return f32::NAN;
-    }
-    if exp == 0 {
-        sign * man * (2.0f32).powi(-9)
-    } else {
-        sign * (1.0 + man / 8.0) * (2.0f32).powi(exp as i32 - 7)
-    }
-}
-
-/// Rounds to `fp8` E4M3 as `__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3)`: round to
-/// nearest even, finite overflow and infinities saturate to ±448 (`0x7e`), NaN gives `0x7f`.
-pub(crate) fn f64_to_fp8_e4m3(x: f64) -> u8 {
-    if x.is_nan() {
-        return 0x7f;
-    }
-    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-    let a = x.abs();
-    // Above 448 + half an ulp (16) everything saturates; 464 itself rounds (to even) to 448.
-    if a > 464.0 {
-        return sign | 0x7e;
-    }
-    let min_normal = (2.0f64).powi(-6);
-    if a < min_normal {
-        // Subnormals are multiples of 2^-9; rounding up to 8 gives the smallest normal, 0x08.
-        return sign | (a * 512.0).round_ties_even() as u8;
-    }
-    let mut exp = a.log2().floor() as i32;
-    // log2 can be off by one ulp near powers of two; correct so that a / 2^exp is in [1, 2).
-    if (2.0f64).powi(exp) > a {
-        exp -= 1;
-    } else if (2.0f64).powi(exp + 1) <= a {
-        exp += 1;
-    }
-    let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 8.0).round_ties_even() as u8;
-    if man == 8 {
-        man = 0;
-        exp += 1;
-    }
-    sign | (((exp + 7) as u8) << 3) | man
-}
-
-/// Decodes an `fp4` E2M1 value (the low four bits).
-pub(crate) fn fp4_e2m1_to_f32(b: u8) -> f32 {
-    const MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
-    let m = MAGNITUDES[(b & 7) as usize];
-    if b & 8 != 0 { -m } else { m }
-}
-
-/// Rounds to `fp4` E2M1 as `__nv_cvt_double_to_fp4(x, __NV_E2M1, cudaRoundNearest)`: round to
-/// nearest even, saturating to ±6 (E2M1 has no infinity or NaN; NaN gives `0x7`, +6).
-pub(crate) fn f64_to_fp4_e2m1(x: f64) -> u8 {
-    if x.is_nan() {
-        return 0x7;
-    }
-    let sign = if x.is_sign_negative() { 8 } else { 0 };
-    let a = x.abs();
-    if a >= 6.0 {
-        return sign | 7;
-    }
-    if a < 1.0 {
-        // 0, 0.5 and (rounding up) 1.0 are codes 0, 1 and 2.
-        return sign | (a * 2.0).round_ties_even() as u8;
-    }
-    let mut exp = if a < 2.0 {
-        0
-    } else if a < 4.0 {
-        1
-    } else {
-        2
-    };
-    let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 2.0).round_ties_even() as u8;
-    if man == 2 {
-        man = 0;
-        exp += 1;
-    }
-    if exp > 2 {
-        return sign | 7;
-    }
-    sign | (((exp + 1) as u8) << 1) | man
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fp8_exact_values() {
-        assert_eq!(f64_to_fp8_e4m3(0.0), 0x00);
-        assert_eq!(f64_to_fp8_e4m3(-0.0), 0x80);
-        assert_eq!(f64_to_fp8_e4m3(1.0), 0x38);
-        assert_eq!(f64_to_fp8_e4m3(-2.0), 0xc0);
-        assert_eq!(f64_to_fp8_e4m3(448.0), 0x7e);
-        assert_eq!(f64_to_fp8_e4m3(460.0), 0x7e);
-        assert_eq!(f64_to_fp8_e4m3(464.0), 0x7e);
-        assert_eq!(f64_to_fp8_e4m3(1e9), 0x7e);
-        assert_eq!(f64_to_fp8_e4m3(f64::INFINITY), 0x7e);
-        assert_eq!(f64_to_fp8_e4m3(f64::NEG_INFINITY), 0xfe);
-        assert_eq!(f64_to_fp8_e4m3(f64::NAN), 0x7f);
-        // Smallest subnormal 2^-9, half of it rounds to even (0), a bit more rounds up.
-        assert_eq!(f64_to_fp8_e4m3((2.0f64).powi(-9)), 0x01);
-        assert_eq!(f64_to_fp8_e4m3((2.0f64).powi(-10)), 0x00);
-        assert_eq!(f64_to_fp8_e4m3((2.0f64).powi(-10) * 1.01), 0x01);
-        // 1.0625 is halfway between 1.0 (even) and 1.125.
-        assert_eq!(f64_to_fp8_e4m3(1.0625), 0x38);
-        assert_eq!(f64_to_fp8_e4m3(1.1875), 0x3a);
-        // 0.3 → 0.3125 (exponent -2, mantissa 010).
-        assert_eq!(f64_to_fp8_e4m3(0.3), 0x2a);
-        assert_eq!(fp8_e4m3_to_f32(0x2a), 0.3125);
-        // Every code round-trips.
-        for b in 0..=255u8 {
-            if b & 0x7f == 0x7f {
-                assert!(fp8_e4m3_to_f32(b).is_nan());
-                continue;
-            }
-            assert_eq!(f64_to_fp8_e4m3(fp8_e4m3_to_f32(b) as f64), b, "code {b:#x}");
-        }
-    }
-
-    #[test]
-    fn fp4_exact_values() {
-        let cases = [
-            (0.0, 0x0),
-            (0.25, 0x0),
-            (0.3, 0x1),
-            (0.75, 0x2),
-            (1.25, 0x2),
-            (1.3, 0x3),
-            (2.5, 0x4),
-            (2.6, 0x5),
-            (5.0, 0x6),
-            (5.5, 0x7),
-            (6.0, 0x7),
-            (100.0, 0x7),
-            (-1.0, 0xa),
-            (-100.0, 0xf),
-        ];
-        for (x, code) in cases {
-            assert_eq!(f64_to_fp4_e2m1(x), code, "{x}");
-        }
-        for b in 0..16u8 {
-            assert_eq!(f64_to_fp4_e2m1(fp4_e2m1_to_f32(b) as f64), b);
-        }
-    }
 
     #[test]
     fn c_conversions() {

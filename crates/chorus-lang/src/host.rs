@@ -2,7 +2,9 @@
 //!
 //! A value of a type implementing [`KernelValue`] can live in a memory block, be passed to a
 //! kernel by value, and be read back bit for bit. `half` and `bfloat16` are [`half::f16`] and
-//! [`half::bf16`]; `fp8` and `fp4` are raw bit patterns ([`Fp8E4M3`], [`Fp4E2M1`]).
+//! [`half::bf16`]; `fp8` and `fp4` are raw bit patterns ([`Fp8E4M3`], [`Fp4E2M1`]) with CUDA's
+//! conversions (the one codec of the kernel language: its constant folding and the CPU
+//! executor use it).
 
 use crate::types::{ScalarType, Type, VectorType};
 use bytemuck::{Pod, Zeroable};
@@ -64,6 +66,59 @@ unsafe impl KernelValue for Fp8E4M3 {
     }
 }
 
+impl Fp8E4M3 {
+    /// The largest finite value, 448 (`0x7e`); larger values and infinities saturate to it.
+    pub const MAX: f32 = 448.0;
+
+    /// `x` rounded as `__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3)`: to nearest even,
+    /// finite overflow and infinities to ±448 (`0x7e`), NaN to `0x7f`.
+    pub fn from_f64(x: f64) -> Self {
+        if x.is_nan() {
+            return Fp8E4M3(0x7f);
+        }
+        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+        let a = x.abs();
+        // Above 448 + half an ulp (16) everything saturates; 464 itself rounds (to even) to 448.
+        if a > 464.0 {
+            return Fp8E4M3(sign | 0x7e);
+        }
+        let min_normal = (2.0f64).powi(-6);
+        if a < min_normal {
+            // Subnormals are multiples of 2^-9; rounding up to 8 gives the smallest normal, 0x08.
+            return Fp8E4M3(sign | (a * 512.0).round_ties_even() as u8);
+        }
+        let mut exp = a.log2().floor() as i32;
+        // log2 can be off by one ulp near powers of two; correct so that a / 2^exp is in [1, 2).
+        if (2.0f64).powi(exp) > a {
+            exp -= 1;
+        } else if (2.0f64).powi(exp + 1) <= a {
+            exp += 1;
+        }
+        let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 8.0).round_ties_even() as u8;
+        if man == 8 {
+            man = 0;
+            exp += 1;
+        }
+        Fp8E4M3(sign | (((exp + 7) as u8) << 3) | man)
+    }
+
+    /// The value (exact in `f32`; E4M3 has no infinities, `0x7f` and `0xff` are NaN).
+    pub fn to_f32(self) -> f32 {
+        let b = self.0;
+        let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+        let exp = (b >> 3) & 0xf;
+        let man = f32::from(b & 7);
+        if exp == 0xf && b & 7 == 7 {
+            return f32::NAN;
+        }
+        if exp == 0 {
+            sign * man * (2.0f32).powi(-9)
+        } else {
+            sign * (1.0 + man / 8.0) * (2.0f32).powi(i32::from(exp) - 7)
+        }
+    }
+}
+
 /// `fp4` (`__nv_fp4_e2m1`) as its raw bits (the low four bits of one byte).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
 #[repr(transparent)]
@@ -72,6 +127,51 @@ pub struct Fp4E2M1(pub u8);
 unsafe impl KernelValue for Fp4E2M1 {
     fn kernel_type() -> Type {
         Type::Scalar(ScalarType::Fp4)
+    }
+}
+
+impl Fp4E2M1 {
+    /// The largest finite value, 6 (`0x7`); E2M1 has no infinity or NaN.
+    pub const MAX: f32 = 6.0;
+
+    /// `x` rounded as `__nv_cvt_double_to_fp4(x, __NV_E2M1, cudaRoundNearest)`: to nearest
+    /// even, saturating to ±6; NaN gives `0x7` (+6).
+    pub fn from_f64(x: f64) -> Self {
+        if x.is_nan() {
+            return Fp4E2M1(0x7);
+        }
+        let sign = if x.is_sign_negative() { 8 } else { 0 };
+        let a = x.abs();
+        if a >= 6.0 {
+            return Fp4E2M1(sign | 7);
+        }
+        if a < 1.0 {
+            // 0, 0.5 and (rounding up) 1.0 are codes 0, 1 and 2.
+            return Fp4E2M1(sign | (a * 2.0).round_ties_even() as u8);
+        }
+        let mut exp = if a < 2.0 {
+            0
+        } else if a < 4.0 {
+            1
+        } else {
+            2
+        };
+        let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 2.0).round_ties_even() as u8;
+        if man == 2 {
+            man = 0;
+            exp += 1;
+        }
+        if exp > 2 {
+            return Fp4E2M1(sign | 7);
+        }
+        Fp4E2M1(sign | (((exp + 1) as u8) << 1) | man)
+    }
+
+    /// The value of the low four bits (exact in `f32`).
+    pub fn to_f32(self) -> f32 {
+        const MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+        let m = MAGNITUDES[usize::from(self.0 & 7)];
+        if self.0 & 8 != 0 { -m } else { m }
     }
 }
 
@@ -218,5 +318,134 @@ mod tests {
         check::<Double3>();
         check::<Double4>();
         check::<CurandStateXorwow>();
+    }
+
+    fn fp8(x: f64) -> u8 {
+        Fp8E4M3::from_f64(x).0
+    }
+
+    fn fp4(x: f64) -> u8 {
+        Fp4E2M1::from_f64(x).0
+    }
+
+    /// The nearest code by exhaustive search, ties to the even code, saturating past the
+    /// largest finite value: the definition the arithmetic conversions must meet.
+    fn nearest_code(x: f64, codes: u8, value: impl Fn(u8) -> f32, largest: (f64, u8)) -> u8 {
+        let negative = x.is_sign_negative();
+        let sign = if codes == 16 { 8 } else { 0x80 };
+        if x.abs() >= largest.0 {
+            return largest.1 | if negative { sign } else { 0 };
+        }
+        let mut best: Option<(u8, f64)> = None;
+        for code in 0..codes {
+            let v = f64::from(value(code));
+            if v.is_nan() || v.is_sign_negative() != negative {
+                continue;
+            }
+            let d = (v - x).abs();
+            if best.is_none_or(|(b, bd)| d < bd || (d == bd && code & 1 == 0 && b & 1 == 1)) {
+                best = Some((code, d));
+            }
+        }
+        best.map_or(0, |(code, _)| code)
+    }
+
+    #[test]
+    fn fp8_rounds_to_nearest_even_and_saturates() {
+        assert_eq!(fp8(0.0), 0x00);
+        assert_eq!(fp8(-0.0), 0x80);
+        assert_eq!(fp8(1.0), 0x38);
+        assert_eq!(fp8(1.5), 0x3C);
+        assert_eq!(fp8(-2.0), 0xc0);
+        assert_eq!(fp8(448.0), 0x7e);
+        assert_eq!(fp8(460.0), 0x7e);
+        assert_eq!(fp8(464.0), 0x7e);
+        assert_eq!(fp8(1e9), 0x7e);
+        assert_eq!(fp8(-1e300), 0xfe);
+        assert_eq!(fp8(f64::INFINITY), 0x7e);
+        assert_eq!(fp8(f64::NEG_INFINITY), 0xfe);
+        assert_eq!(fp8(f64::NAN), 0x7f);
+        // Smallest subnormal 2^-9, half of it rounds to even (0), a bit more rounds up.
+        assert_eq!(fp8((2.0f64).powi(-9)), 0x01);
+        assert_eq!(fp8((2.0f64).powi(-10)), 0x00);
+        assert_eq!(fp8((2.0f64).powi(-10) * 1.01), 0x01);
+        // 1.0625 is halfway between 1.0 (even) and 1.125.
+        assert_eq!(fp8(1.0625), 0x38);
+        assert_eq!(fp8(1.1875), 0x3a);
+        // 0.3 → 0.3125 (exponent -2, mantissa 010).
+        assert_eq!(fp8(0.3), 0x2a);
+        assert_eq!(Fp8E4M3(0x2a).to_f32(), 0.3125);
+        assert_eq!(Fp8E4M3::MAX, Fp8E4M3(0x7e).to_f32());
+        for b in 0..=255u8 {
+            if b & 0x7f == 0x7f {
+                assert!(Fp8E4M3(b).to_f32().is_nan());
+                continue;
+            }
+            assert_eq!(fp8(f64::from(Fp8E4M3(b).to_f32())), b, "code {b:#x}");
+        }
+    }
+
+    #[test]
+    fn fp4_rounds_to_nearest_even_and_saturates() {
+        let cases = [
+            (0.0, 0x0),
+            (0.25, 0x0),
+            (0.3, 0x1),
+            (0.75, 0x2),
+            (1.25, 0x2),
+            (1.3, 0x3),
+            (1.5, 0x3),
+            (2.5, 0x4),
+            (2.6, 0x5),
+            (-3.0, 0xD),
+            (5.0, 0x6),
+            (5.5, 0x7),
+            (6.0, 0x7),
+            (100.0, 0x7),
+            (-1.0, 0xa),
+            (-100.0, 0xf),
+            (f64::INFINITY, 0x7),
+            (f64::NEG_INFINITY, 0xF),
+            (f64::NAN, 0x7),
+        ];
+        for (x, code) in cases {
+            assert_eq!(fp4(x), code, "{x}");
+        }
+        assert_eq!(Fp4E2M1::MAX, Fp4E2M1(7).to_f32());
+        for b in 0..16u8 {
+            assert_eq!(fp4(f64::from(Fp4E2M1(b).to_f32())), b);
+        }
+    }
+
+    /// Between and around every pair of neighbouring codes (their midpoints, a hair either
+    /// side, and a grid across the whole range), the arithmetic equals the exhaustive search.
+    #[test]
+    fn conversions_equal_the_nearest_code_search() {
+        let fp8_value = |c: u8| Fp8E4M3(c).to_f32();
+        let fp4_value = |c: u8| Fp4E2M1(c).to_f32();
+        let mut values: Vec<f64> = (-5000..=5000).map(|i| f64::from(i) * 0.0973).collect();
+        for code in 0..=0x7eu8 {
+            let v = f64::from(fp8_value(code));
+            let next = f64::from(fp8_value(code + 1));
+            let mid = if next.is_nan() {
+                v + 8.0
+            } else {
+                (v + next) / 2.0
+            };
+            values.extend([v, mid, mid * (1.0 + 1e-12), mid * (1.0 - 1e-12)]);
+        }
+        for x in values.iter().flat_map(|&v| [v, -v]) {
+            assert_eq!(
+                fp8(x),
+                nearest_code(x, 255, fp8_value, (448.0, 0x7e)),
+                "fp8 {x}"
+            );
+            let small = x / 64.0;
+            assert_eq!(
+                fp4(small),
+                nearest_code(small, 16, fp4_value, (6.0, 0x7)),
+                "fp4 {small}"
+            );
+        }
     }
 }

@@ -3,6 +3,7 @@
 use super::IndexSpelling;
 use super::helpers::{Helper, Operands, VectorOp};
 use super::printer::Emitter;
+use crate::host::{Fp4E2M1, Fp8E4M3};
 use crate::ir::{
     AtomicOp, Builtin, Expr, ExprKind, IndexVar, Literal, MathFn, SurfaceBoundary, WarpReduceOp,
 };
@@ -559,7 +560,11 @@ impl Emitter<'_> {
             ScalarType::Fp8 | ScalarType::Fp4 => {
                 if self.constant {
                     // No constructor of these types is constexpr: give the bits.
-                    let bits = minifloat_bits(value, *s == ScalarType::Fp4);
+                    let bits = if *s == ScalarType::Fp4 {
+                        Fp4E2M1::from_f64(value).0
+                    } else {
+                        Fp8E4M3::from_f64(value).0
+                    };
                     let t = self.c_type(ty);
                     CExpr::atom(format!(
                         "__builtin_bit_cast({t}, (unsigned char)(0x{bits:02X}))"
@@ -1242,61 +1247,6 @@ impl Emitter<'_> {
     }
 }
 
-/// The value of an fp8 (e4m3: 1 sign, 4 exponent, 3 mantissa bits, bias 7) or fp4 (e2m1: 1, 2,
-/// 1, bias 1) code, `None` for e4m3's NaN codes.
-fn minifloat_value(code: u8, fp4: bool) -> Option<f64> {
-    let (sign, exponent, mantissa, mantissa_bits, bias) = if fp4 {
-        ((code >> 3) & 1, (code >> 1) & 3, code & 1, 1, 1)
-    } else {
-        if code & 0x7F == 0x7F {
-            return None;
-        }
-        (code >> 7, (code >> 3) & 0xF, code & 7, 3, 7)
-    };
-    let fraction = f64::from(mantissa) / f64::from(1u8 << mantissa_bits);
-    let magnitude = if exponent == 0 {
-        fraction * 2f64.powi(1 - bias)
-    } else {
-        (1.0 + fraction) * 2f64.powi(i32::from(exponent) - bias)
-    };
-    Some(if sign == 1 { -magnitude } else { magnitude })
-}
-
-/// The fp8 e4m3 or fp4 e2m1 code nearest to `value`, ties to the even code, saturating to the
-/// largest finite value, as CUDA's `__nv_fp8_e4m3(float)` and `__nv_fp4_e2m1(float)` convert.
-fn minifloat_bits(value: f64, fp4: bool) -> u8 {
-    if value.is_nan() {
-        return if fp4 { 0x7 } else { 0x7F };
-    }
-    let codes: u8 = if fp4 { 16 } else { 255 };
-    let negative = value.is_sign_negative();
-    // At or past the largest finite value (448, 6) the code is that value's: said here, as
-    // far beyond it (an infinity, 1e300) every code is equally distant in f64.
-    let (largest, code) = if fp4 { (6.0, 0x7) } else { (448.0, 0x7E) };
-    if value.abs() >= largest {
-        let sign = if fp4 { 0x8 } else { 0x80 };
-        return if negative { code | sign } else { code };
-    }
-    let mut best: Option<(u8, f64)> = None;
-    for code in 0..codes {
-        let Some(v) = minifloat_value(code, fp4) else {
-            continue;
-        };
-        if v.is_sign_negative() != negative {
-            continue;
-        }
-        let distance = (v - value).abs();
-        let better = match best {
-            None => true,
-            Some((b, d)) => distance < d || (distance == d && code & 1 == 0 && b & 1 == 1),
-        };
-        if better {
-            best = Some((code, distance));
-        }
-    }
-    best.map_or(0, |(code, _)| code)
-}
-
 /// A literal whose text may start with `-`.
 fn signed_text(text: String) -> CExpr {
     if text.starts_with('-') {
@@ -1394,31 +1344,6 @@ mod tests {
                 v,
                 "{text}"
             );
-        }
-    }
-
-    #[test]
-    fn fp8_and_fp4_codes_round_to_nearest_even_and_saturate() {
-        assert_eq!(minifloat_bits(1.5, false), 0x3C);
-        assert_eq!(minifloat_bits(-2.0, false), 0xC0);
-        assert_eq!(minifloat_bits(448.0, false), 0x7E);
-        assert_eq!(minifloat_bits(1000.0, false), 0x7E);
-        assert_eq!(minifloat_bits(2f64.powi(-9), false), 0x01);
-        assert_eq!(minifloat_bits(0.0, false), 0x00);
-        assert_eq!(minifloat_bits(1.5, true), 0x3);
-        assert_eq!(minifloat_bits(6.0, true), 0x7);
-        assert_eq!(minifloat_bits(5.0, true), 0x6);
-        assert_eq!(minifloat_bits(0.25, true), 0x0);
-        assert_eq!(minifloat_bits(-3.0, true), 0xD);
-        // Infinities saturate as large finite values do (they gave code 0, +0.0, before).
-        assert_eq!(minifloat_bits(f64::INFINITY, false), 0x7E);
-        assert_eq!(minifloat_bits(f64::NEG_INFINITY, false), 0xFE);
-        assert_eq!(minifloat_bits(f64::INFINITY, true), 0x7);
-        assert_eq!(minifloat_bits(f64::NEG_INFINITY, true), 0xF);
-        assert_eq!(minifloat_bits(-1e300, false), 0xFE);
-        for code in 0..=0x7Eu8 {
-            let v = minifloat_value(code, false).unwrap();
-            assert_eq!(minifloat_bits(v, false), code, "{v}");
         }
     }
 
