@@ -42,10 +42,12 @@ fn seconds_per_run(
     Ok(start.elapsed().as_secs_f64() / iterations as f64)
 }
 
-/// Which block shapes to time: the file's (or those named in `only`) and the `--define`d ones.
+/// Which block shapes to time: the file's (or those named in `only`) and the `--define`d ones,
+/// from the built-in `kernels/hgemm.lisp` or the text of `--source`.
 struct Selection {
     only: Option<Vec<String>>,
     defined: Vec<HgemmKernel>,
+    source: Option<String>,
 }
 
 fn run(
@@ -78,7 +80,10 @@ fn run(
     if kernels.is_empty() {
         return Err(format!("no hgemm block shape tiles {m}×{n}×{k}").into());
     }
-    let program = tensor_gemm::program_with(&selection.defined)?;
+    let program = tensor_gemm::program_from(
+        selection.source.as_deref().unwrap_or(tensor_gemm::HGEMM),
+        &selection.defined,
+    )?;
     let mut random = Random::new(7);
     let a_host = random_matrix(m * k, &mut random);
     let b_host = random_matrix(k * n, &mut random);
@@ -223,6 +228,16 @@ fn main() -> ExitCode {
                      (repeatable)",
                 ),
         )
+        .arg(
+            clap::Arg::new("source")
+                .long("source")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(std::path::PathBuf))
+                .help(
+                    "read the kernels from FILE instead of the built-in kernels/hgemm.lisp \
+                     (it must define the shapes timed)",
+                ),
+        )
         .get_matches();
     let size = matches.get_one::<usize>("size").copied();
     let iterations = matches
@@ -230,7 +245,18 @@ fn main() -> ExitCode {
         .copied()
         .unwrap_or(20)
         .max(1);
+    let source = match matches.get_one::<std::path::PathBuf>("source") {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("hgemm: cannot read {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let selection = Selection {
+        source,
         only: matches
             .get_many::<String>("only")
             .map(|names| names.cloned().collect()),

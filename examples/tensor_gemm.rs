@@ -17,7 +17,13 @@ pub fn program() -> chorus::Result<Program> {
 /// [`program`] with more block shapes defined after the file's (the `hgemm` example's
 /// `--define`, to time a shape without rebuilding): one `(define-hgemm …)` form each.
 pub fn program_with(extra: &[HgemmKernel]) -> chorus::Result<Program> {
-    let mut source = HGEMM.to_owned();
+    program_from(HGEMM, extra)
+}
+
+/// [`program_with`] over another version of `kernels/hgemm.lisp` (the `hgemm` example's
+/// `--source`: a changed kernel file is timed without rebuilding the example).
+pub fn program_from(hgemm_lisp: &str, extra: &[HgemmKernel]) -> chorus::Result<Program> {
+    let mut source = hgemm_lisp.to_owned();
     for kernel in extra {
         source.push_str(&kernel.definition());
     }
