@@ -129,9 +129,9 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     }
     // NCCL from C first (it needs every GPU before this process holds communicators).
     let (c_program, c_before) = if baseline {
-        let dir = build_c_baseline()?;
-        let rows = run_c_baseline(&dir.path().join(C_BASELINE), cli)?;
-        (Some(dir), rows)
+        let program = build_c_baseline()?;
+        let rows = run_c_baseline(program.path(), cli)?;
+        (Some(program), rows)
     } else {
         (None, Vec::new())
     };
@@ -201,7 +201,7 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())?;
     drop(buffers);
     if let Some(exe) = c_program {
-        let c_after = run_c_baseline(&exe.path().join(C_BASELINE), cli)?;
+        let c_after = run_c_baseline(exe.path(), cli)?;
         ok &= compare_with_c(&measured, &c_before, &c_after);
     }
     if lead {
@@ -220,28 +220,14 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
 /// One row of the C baseline: MiB, microseconds per all-reduce, bus bandwidth (GB/s), checked.
 type CRow = (usize, f64, f64, bool);
 
-/// The C baseline's executable in the folder `build_c_baseline` returns.
-const C_BASELINE: &str = "nccl_baseline";
-
-/// Compiles `benches/baselines/nccl_allreduce.cu` with nvcc for the GPUs of this machine into
-/// a private temporary folder (removed when dropped), as [`C_BASELINE`].
-fn build_c_baseline() -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
+/// Compiles `benches/baselines/nccl_allreduce.cu` with nvcc for the GPUs of this machine
+/// (removed when dropped).
+fn build_c_baseline() -> Result<chorus::cuda::testing::CProgram, Box<dyn std::error::Error>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/baselines/nccl_allreduce.cu");
-    let nvcc = chorus::cuda::find_nvcc()
-        .ok_or("--baseline needs nvcc (CHORUS_NVCC, or a CUDA toolkit)")?;
-    let dir = tempfile::Builder::new()
-        .prefix("chorus-nccl-baseline")
-        .tempdir()?;
-    let status = Command::new(&nvcc)
-        .args(["-O3", "-arch=native", "-o"])
-        .arg(dir.path().join(C_BASELINE))
-        .arg(&src)
-        .arg("-ldl")
-        .status()?;
-    if !status.success() {
-        return Err(format!("nvcc failed on {} ({status})", src.display()).into());
-    }
-    Ok(dir)
+    Ok(chorus::cuda::testing::build_c_program(
+        &src,
+        &["-arch=native", "-ldl"],
+    )?)
 }
 
 /// Runs the C baseline on the same sizes and iterations: its rows.

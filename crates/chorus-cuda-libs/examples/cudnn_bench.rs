@@ -18,7 +18,7 @@ use chorus_cuda_libs::cudnn::{
 use chorus_driver::{Context, Event, MemoryBlock, Stream};
 use cudarc::cudnn::sys as dnn_sys;
 use half::{bf16, f16};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 type Failure = Box<dyn std::error::Error>;
@@ -60,29 +60,14 @@ fn math_number(m: MathType) -> u32 {
     }
 }
 
-/// Compiles the C baseline into `dir`, returning the program (or why not).
-fn build_baseline(dir: &Path) -> Result<PathBuf, Failure> {
+/// The C baseline, compiled (removed when dropped).
+fn build_baseline() -> Result<chorus_cuda::testing::CProgram, Failure> {
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/cudnn_conv.cu");
-    let nvcc = chorus_cuda::find_nvcc().ok_or("no nvcc found (set CHORUS_NVCC)")?;
-    let exe = dir.join("cudnn_conv");
-    let out = Command::new(&nvcc)
-        .args(["-O3", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .arg("-lcudnn")
-        .output()
-        .map_err(|e| format!("{}: {e}", nvcc.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} {} failed: {}",
-            nvcc.display(),
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
-    Ok(exe)
+    Ok(chorus_cuda::testing::build_c_program(
+        &source,
+        &["-lcudnn"],
+    )?)
 }
 
 /// The C program's time for `dtype` with `algo` and `math` (ms per call).
@@ -307,19 +292,17 @@ fn run() -> Result<bool, Failure> {
     let (maj, min, patch) = chorus_cuda_libs::cudnn::version()?;
     let _ctx = Context::new(0)?;
     println!("cudnn_bench: cuDNN {maj}.{min}.{patch}, device 0, {REPS} calls × {ROUNDS} rounds");
-    let dir = std::env::temp_dir().join(format!("chorus-cudnn-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let baseline = match build_baseline(&dir) {
-        Ok(exe) => Some(exe),
+    let baseline = match build_baseline() {
+        Ok(program) => Some(program),
         Err(e) => {
             println!("no C baseline: {e}");
             None
         }
     };
     let stream = Stream::new()?;
-    let ok16 = case::<f16>(&stream, baseline.as_deref())?;
-    let okb = case::<bf16>(&stream, baseline.as_deref())?;
-    let _ = std::fs::remove_dir_all(&dir);
+    let exe = baseline.as_ref().map(|program| program.path());
+    let ok16 = case::<f16>(&stream, exe)?;
+    let okb = case::<bf16>(&stream, exe)?;
     Ok(ok16 && okb && baseline.is_some())
 }
 

@@ -341,33 +341,39 @@ fn spmv(stream: &Stream, side: usize, cases: &mut Vec<Case>) -> Result<(), Failu
     Ok(())
 }
 
-/// Compiles `benches/baselines/libs.cu` for `sm` into a temporary folder, or takes the
-/// executable `$CHORUS_LIBS_BASELINE` names (built from it elsewhere, e.g. to save a short lease
-/// nvcc's seconds).
-fn build_baseline(sm: String) -> Result<PathBuf, Failure> {
+/// The C baseline: `benches/baselines/libs.cu` compiled for `sm` (removed when dropped), or
+/// the executable `$CHORUS_LIBS_BASELINE` names (built from it elsewhere, e.g. to save a short
+/// lease nvcc's seconds).
+enum Baseline {
+    Built(chorus_cuda::testing::CProgram),
+    Given(PathBuf),
+}
+
+impl Baseline {
+    fn path(&self) -> &Path {
+        match self {
+            Baseline::Built(program) => program.path(),
+            Baseline::Given(path) => path,
+        }
+    }
+}
+
+fn build_baseline(sm: String) -> Result<Baseline, Failure> {
     if let Some(exe) = std::env::var_os("CHORUS_LIBS_BASELINE") {
-        return Ok(exe.into());
+        return Ok(Baseline::Given(exe.into()));
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/libs.cu");
-    let out = std::env::temp_dir().join(format!("chorus-libs-baseline-{}", std::process::id()));
-    let nvcc = chorus_cuda::find_nvcc().ok_or("no nvcc found (set CHORUS_NVCC)")?;
-    // The libraries beside nvcc's toolkit, found at run time without LD_LIBRARY_PATH.
-    let root = nvcc
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("/"));
-    let rpath = |dir: &str| format!("-Xlinker=-rpath={}", root.join(dir).display());
-    let status = Command::new(&nvcc)
-        .args(["-O3", &format!("-arch=sm_{sm}"), "-o"])
-        .arg(&out)
-        .arg(&src)
-        .args([rpath("lib64"), rpath("lib")])
-        .args(["-lcublas", "-lcublasLt", "-lcufft", "-lcusparse"])
-        .status()?;
-    if !status.success() {
-        return Err(format!("nvcc failed on {} ({status})", src.display()).into());
-    }
-    Ok(out)
+    let arch = format!("-arch=sm_{sm}");
+    let options = [
+        arch.as_str(),
+        "-lcublas",
+        "-lcublasLt",
+        "-lcufft",
+        "-lcusparse",
+    ];
+    Ok(Baseline::Built(chorus_cuda::testing::build_c_program(
+        &src, &options,
+    )?))
 }
 
 /// Runs the baseline (its progress on our stderr), killed after `limit`: its rows by name,
@@ -429,10 +435,10 @@ fn run() -> Result<bool, Failure> {
             .and_then(|s| s.parse().ok())
             .unwrap_or(60),
     );
-    let built = std::env::var_os("CHORUS_LIBS_BASELINE").is_none();
-    let exe = build_baseline(format!("{major}{minor}"))?;
+    let baseline = build_baseline(format!("{major}{minor}"))?;
+    let exe = baseline.path();
     progress("C baseline ready");
-    let before = run_baseline(&exe, limit)?;
+    let before = run_baseline(exe, limit)?;
     progress("C baseline, first run, done");
     let stream = Stream::new()?;
     let mut cases = Vec::new();
@@ -447,11 +453,8 @@ fn run() -> Result<bool, Failure> {
     progress("Chorus FFT done");
     spmv(&stream, 2048, &mut cases)?;
     progress("Chorus SpMV done");
-    let after = run_baseline(&exe, limit)?;
+    let after = run_baseline(exe, limit)?;
     progress("C baseline, second run, done");
-    if built {
-        let _ = std::fs::remove_file(&exe);
-    }
 
     println!(
         "{:28} {:>12} {:>12} {:>12} {:>7}  checks (chorus, C, C)",

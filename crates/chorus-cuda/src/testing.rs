@@ -43,3 +43,75 @@ pub fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<()>) {
         with_cuda(0, body).unwrap_or_else(|e| panic!("{test}: {e}"));
     }
 }
+
+/// A host program that [`build_c_program`] compiled, in a private temporary folder that is
+/// removed (with the program) when this is dropped.
+#[derive(Debug)]
+pub struct CProgram {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl CProgram {
+    /// The executable.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// Compiles the CUDA C program `source` (a benchmark's C baseline, `benches/baselines/*.cu`)
+/// with the nvcc that Chorus finds ([`crate::find_nvcc`]), `-O3` and `options` (the
+/// architecture, `-l` libraries), into a private temporary folder. The toolkit's library
+/// folders beside nvcc (`lib64`, and `lib` as in NVIDIA's pip wheels) are searched at link
+/// time and, outside Windows, recorded as rpaths: the program finds the toolkit's libraries
+/// (cuBLAS, cuDNN) without `LD_LIBRARY_PATH`.
+///
+/// Errors: [`Error::NvccNotFound`](crate::Error::NvccNotFound); [`Error::Compile`](crate::Error::Compile)
+/// with nvcc's output when it fails; [`Error::Io`](crate::Error::Io) when the folder cannot be
+/// made or nvcc cannot be run.
+pub fn build_c_program(source: &std::path::Path, options: &[&str]) -> Result<CProgram> {
+    use crate::Error;
+    let nvcc = crate::find_nvcc().ok_or(Error::NvccNotFound)?;
+    let dir = tempfile::Builder::new()
+        .prefix("chorus-c-program")
+        .tempdir()
+        .map_err(|e| Error::io("creating a temporary folder", e))?;
+    let stem = source
+        .file_stem()
+        .unwrap_or(std::ffi::OsStr::new("program"));
+    let path = dir.path().join(stem);
+    let root = nvcc.parent().and_then(std::path::Path::parent);
+    let library_dirs = ["lib64", "lib"]
+        .into_iter()
+        .filter_map(|name| root.map(|r| r.join(name)))
+        .filter(|dir| dir.is_dir());
+    let mut command = std::process::Command::new(&nvcc);
+    command.arg("-O3");
+    for dir in library_dirs {
+        command.arg(format!("-L{}", dir.display()));
+        if !cfg!(windows) {
+            command.arg(format!("-Xlinker=-rpath={}", dir.display()));
+        }
+    }
+    let out = command
+        .args(options)
+        .arg("-o")
+        .arg(&path)
+        .arg(source)
+        .output()
+        .map_err(|e| Error::io_path("running", &nvcc, e))?;
+    if !out.status.success() {
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        if log.trim().is_empty() {
+            log = format!("nvcc exited with {}", out.status);
+        }
+        return Err(Error::Compile {
+            compiler: nvcc.display().to_string(),
+            name: source.display().to_string(),
+            log,
+            excerpt: String::new(),
+        });
+    }
+    Ok(CProgram { path, _dir: dir })
+}

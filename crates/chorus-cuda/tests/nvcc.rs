@@ -77,3 +77,34 @@ fn temporary_directories_are_removed() {
     );
     std::fs::remove_dir(&parent).unwrap();
 }
+
+/// `testing::build_c_program` (the benchmarks' C baselines): a program that runs, in a folder
+/// removed with it; a source nvcc rejects gives nvcc's log.
+#[test]
+fn builds_c_programs_in_a_private_folder() {
+    if !nvcc_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("hello.cu");
+    std::fs::write(
+        &source,
+        "#include <cstdio>\nint main(int argc, char**) { printf(\"hello %d\\n\", argc); }\n",
+    )
+    .unwrap();
+    let program = chorus_cuda::testing::build_c_program(&source, &[]).unwrap();
+    let out = std::process::Command::new(program.path())
+        .arg("x")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello 2\n");
+    let folder = program.path().parent().unwrap().to_owned();
+    drop(program);
+    assert!(!folder.exists(), "{} is left behind", folder.display());
+
+    std::fs::write(&source, "int main() { return undeclared; }\n").unwrap();
+    match chorus_cuda::testing::build_c_program(&source, &[]) {
+        Err(Error::Compile { log, .. }) => assert!(log.contains("undeclared"), "{log}"),
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+}
