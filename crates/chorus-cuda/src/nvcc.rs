@@ -176,11 +176,7 @@ pub fn nvcc_compile_with(
         .output()
         .map_err(|e| Error::io_path("running", &nvcc, e))?;
     if !out.status.success() {
-        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
-        log.push_str(&String::from_utf8_lossy(&out.stdout));
-        if log.trim().is_empty() {
-            log = format!("nvcc exited with {}", out.status);
-        }
+        let log = failure_log(&out);
         return Err(compile_error(
             &nvcc.display().to_string(),
             name,
@@ -190,6 +186,16 @@ pub fn nvcc_compile_with(
         ));
     }
     std::fs::read(&output).map_err(|e| Error::io_path("reading", &output, e))
+}
+
+/// What a failed nvcc run said: its stderr then stdout, or its exit status when it said nothing.
+pub(crate) fn failure_log(out: &std::process::Output) -> String {
+    let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+    log.push_str(&String::from_utf8_lossy(&out.stdout));
+    if log.trim().is_empty() {
+        log = format!("nvcc exited with {}", out.status);
+    }
+    log
 }
 
 /// Where nvcc may be in `env`, in search order (see [`find_nvcc`]).

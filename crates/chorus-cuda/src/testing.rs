@@ -101,15 +101,10 @@ pub fn build_c_program(source: &std::path::Path, options: &[&str]) -> Result<CPr
         .output()
         .map_err(|e| Error::io_path("running", &nvcc, e))?;
     if !out.status.success() {
-        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
-        log.push_str(&String::from_utf8_lossy(&out.stdout));
-        if log.trim().is_empty() {
-            log = format!("nvcc exited with {}", out.status);
-        }
         return Err(Error::Compile {
             compiler: nvcc.display().to_string(),
             name: source.display().to_string(),
-            log,
+            log: crate::nvcc::failure_log(&out),
             excerpt: String::new(),
         });
     }
