@@ -198,12 +198,31 @@ pub fn module(rng: &mut Rng) -> String {
     g.out
 }
 
+/// An array the generated code may index (0 to 63 are in bounds).
+#[derive(Clone)]
+struct Array {
+    name: String,
+    ty: Ty,
+    /// In shared memory (`with-shared-memory`): a `cp-async` destination.
+    shared: bool,
+}
+
+impl Array {
+    fn global(name: &str, ty: Ty) -> Array {
+        Array {
+            name: name.into(),
+            ty,
+            shared: false,
+        }
+    }
+}
+
 struct Generator {
     rng: Rng,
     out: String,
     scope: Vec<Var>,
-    /// Arrays in scope: name and element type (`out`, `fout`, shared arrays).
-    arrays: Vec<(String, Ty)>,
+    /// Arrays in scope (`out`, `fout`, shared arrays of 64 elements).
+    arrays: Vec<Array>,
     helpers: Vec<Helper>,
     next_id: usize,
     /// Bounds the size of the module: each statement and expression spends one.
@@ -306,7 +325,10 @@ impl Generator {
             ty: Ty::Int,
             assignable: true,
         });
-        self.arrays = vec![("out".into(), Ty::Int), ("fout".into(), Ty::Float)];
+        self.arrays = vec![
+            Array::global("out", Ty::Int),
+            Array::global("fout", Ty::Float),
+        ];
         let _ = writeln!(
             self.out,
             "(defkernel {name} (void ((out int*) (fout float*) (n int)))"
@@ -461,12 +483,18 @@ impl Generator {
                     // Only 64-element arrays are indexed in bounds by `index`.
                     self.body(depth);
                 } else {
-                    self.arrays.push((name, ty));
+                    self.arrays.push(Array {
+                        name,
+                        ty,
+                        shared: true,
+                    });
                     self.body(depth);
                 }
             }
             13 if !self.arrays.is_empty() => {
-                let (array, ty) = self.rng.pick(&self.arrays).clone();
+                let Array {
+                    name: array, ty, ..
+                } = self.rng.pick(&self.arrays).clone();
                 let ops: &[&str] = if ty == Ty::Float {
                     &[
                         "atomic-add",
@@ -518,15 +546,12 @@ impl Generator {
             // cp-async from a global array into a shared one of its type, or a group operation:
             // the CPU executor tracks each copy until it is complete for the thread touching it.
             18 => {
-                let shared: Vec<(String, Ty)> = self
-                    .arrays
-                    .iter()
-                    .filter(|(name, _)| name.starts_with("sm"))
-                    .cloned()
-                    .collect();
+                let shared: Vec<Array> = self.arrays.iter().filter(|a| a.shared).cloned().collect();
                 match self.rng.below(4) {
                     0 | 1 if !shared.is_empty() => {
-                        let (array, ty) = self.rng.pick(&shared).clone();
+                        let Array {
+                            name: array, ty, ..
+                        } = self.rng.pick(&shared).clone();
                         let global = if ty == Ty::Float { "fout" } else { "out" };
                         let _ = write!(self.out, "(cp-async (pointer (aref {array} ");
                         self.index();
@@ -596,7 +621,9 @@ impl Generator {
             self.expr(var.ty, 0);
             self.out.push(')');
         } else if !self.arrays.is_empty() {
-            let (array, ty) = self.rng.pick(&self.arrays).clone();
+            let Array {
+                name: array, ty, ..
+            } = self.rng.pick(&self.arrays).clone();
             let _ = write!(self.out, "(set (aref {array} ");
             self.index();
             self.out.push_str(") ");
@@ -767,8 +794,8 @@ impl Generator {
                 let arrays: Vec<String> = self
                     .arrays
                     .iter()
-                    .filter(|(_, t)| *t == Int)
-                    .map(|(n, _)| n.clone())
+                    .filter(|a| a.ty == Int)
+                    .map(|a| a.name.clone())
                     .collect();
                 if arrays.is_empty() {
                     self.call("+", &[Int, Int], d);
@@ -844,7 +871,7 @@ impl Generator {
                 let arg = *self.rng.pick(&[Ty::Int, Ty::Float, Ty::Double]);
                 self.call(head, &[arg], d);
             }
-            8 if ty == Ty::Float && self.arrays.iter().any(|(a, _)| a == "fout") => {
+            8 if ty == Ty::Float && self.arrays.iter().any(|a| a.name == "fout") => {
                 let _ = write!(self.out, "(aref fout ");
                 self.index();
                 self.out.push(')');
