@@ -44,6 +44,23 @@ pub fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<()>) {
     }
 }
 
+/// The nvcc Chorus finds ([`crate::find_nvcc`]) for a test of the compiler tier. Without one,
+/// prints that `test` is skipped and returns `None`, unless `CI` is set (CI installs nvcc, so
+/// the tier must run there): then it panics, naming `test` and where nvcc was looked for.
+pub fn nvcc_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    if let Some(nvcc) = crate::find_nvcc() {
+        return Some(nvcc);
+    }
+    let looked =
+        "looked in CHORUS_NVCC, PATH, CUDA_PATH, CUDA_HOME, CUDA_PATH_V*, /usr/local/cuda*";
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: CI is set but no nvcc was found ({looked})"
+    );
+    eprintln!("skipped {test}: no nvcc ({looked})");
+    None
+}
+
 /// A host program that [`build_c_program`] compiled, in a private temporary folder that is
 /// removed (with the program) when this is dropped.
 #[derive(Debug)]

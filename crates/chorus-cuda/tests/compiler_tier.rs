@@ -9,7 +9,8 @@
 //! With no nvcc (PATH, `CUDA_PATH`, `CUDA_HOME`, /usr/local/cuda …) the tier says so and
 //! passes, unless the environment variable `CI` is set: then it fails, since CI installs nvcc.
 
-use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile, nvrtc_available, nvrtc_compile};
+use chorus_cuda::testing::nvcc_or_skip;
+use chorus_cuda::{ImageKind, nvcc_compile, nvrtc_available, nvrtc_compile};
 use chorus_lang::Type;
 use chorus_lang::ir::{Builtin, FunctionId, FunctionKind, GlobalId, GlobalQualifier};
 use std::path::{Path, PathBuf};
@@ -289,13 +290,7 @@ fn declares_variable(line: &str, name: &str) -> bool {
 
 #[test]
 fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
-    let Some(nvcc) = find_nvcc() else {
-        let looked = "looked in PATH, CUDA_PATH, CUDA_HOME, CUDA_PATH_V*, /usr/local/cuda";
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "compiler tier: CI is set but no nvcc was found ({looked})"
-        );
-        println!("compiler tier skipped: no nvcc ({looked})");
+    let Some(nvcc) = nvcc_or_skip("every_kernel_module_compiles_with_nvcc_for_sm_90") else {
         return;
     };
     let files = kernel_sources();
@@ -356,14 +351,9 @@ fn every_kernel_module_compiles_with_nvcc_for_sm_90() {
 /// the `#line` directives of the text the runtime compiles.
 #[test]
 fn compiler_errors_in_generated_code_name_the_kernel_text_line() {
-    let Some(_nvcc) = find_nvcc() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "compiler tier: CI is set but no nvcc was found"
-        );
-        println!("compiler tier skipped: no nvcc");
+    if nvcc_or_skip("compiler_errors_in_generated_code_name_the_kernel_text_line").is_none() {
         return;
-    };
+    }
     let module = chorus_lang::compile_str(
         "(defkernel fill (void ((a int*)))\n  (set (aref a 0) 1)\n  (cuda-asm \"not_declared_anywhere = 3\"))",
         "bad.lisp",

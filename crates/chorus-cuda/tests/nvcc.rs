@@ -12,15 +12,7 @@ const VEC_ADD: &str = r#"extern "C" __global__ void vec_add_kernel(float* a, flo
 "#;
 
 fn nvcc_or_skip() -> bool {
-    if find_nvcc().is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but no nvcc was found"
-    );
-    eprintln!("skipped: no nvcc found (PATH, CUDA_PATH, CUDA_HOME, /usr/local/cuda*)");
-    false
+    chorus_cuda::testing::nvcc_or_skip("nvcc").is_some()
 }
 
 fn arch() -> Vec<String> {

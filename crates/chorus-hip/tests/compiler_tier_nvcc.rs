@@ -7,15 +7,11 @@
 #[path = "support/sources.rs"]
 mod sources;
 
-use chorus_cuda::{ImageKind, find_nvcc, nvcc_compile};
+use chorus_cuda::testing::nvcc_or_skip;
+use chorus_cuda::{ImageKind, nvcc_compile};
 
 fn tier(arch: &str) {
-    if find_nvcc().is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but no nvcc was found"
-        );
-        println!("skipped: no nvcc");
+    if nvcc_or_skip(&format!("the HIP-on-CUDA tier for {arch}")).is_none() {
         return;
     }
     let headers = tempfile::tempdir().expect("a temporary directory");
