@@ -8,7 +8,9 @@
 //!
 //! `cargo run --release --example hgemm -- [--size N] [--iterations I]` (default 8192³ on the
 //! GPU; 256×256×128 on the CPU executor, `CHORUS_BACKEND=cpu`; a size that a block shape does
-//! not tile skips that shape).
+//! not tile skips that shape). For tuning without a rebuild: `--only NAMES` times some of the
+//! file's shapes, `--define 'NAME WARPS-M WARPS-N STAGES [options]'` adds `define-hgemm`
+//! shapes, `--source FILE` reads an edited `kernels/hgemm.lisp`.
 
 use chorus::{Backend, Direction, MemoryBlock, bf16};
 use chorus_cuda_libs::Transpose;
