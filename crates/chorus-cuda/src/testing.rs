@@ -93,10 +93,13 @@ pub fn build_c_program(source: &std::path::Path, options: &[&str]) -> Result<CPr
         .prefix("chorus-c-program")
         .tempdir()
         .map_err(|e| Error::io("creating a temporary folder", e))?;
-    let stem = source
+    // nvcc names the executable as told, adding `.exe` on Windows: the path says so too.
+    let mut name = source
         .file_stem()
-        .unwrap_or(std::ffi::OsStr::new("program"));
-    let path = dir.path().join(stem);
+        .unwrap_or(std::ffi::OsStr::new("program"))
+        .to_owned();
+    name.push(std::env::consts::EXE_SUFFIX);
+    let path = dir.path().join(name);
     let root = nvcc.parent().and_then(std::path::Path::parent);
     let library_dirs = ["lib64", "lib"]
         .into_iter()

@@ -1,7 +1,8 @@
 //! nvcc through `nvcc_compile`, with the toolkit found on this machine. Skips (and says so) when
 //! no nvcc is found, except under `CI`, where the compiler tier must run.
 
-use chorus_cuda::{Error, ImageKind, find_nvcc, nvcc_compile, nvcc_version};
+use chorus_cuda::testing::nvcc_or_skip;
+use chorus_cuda::{Error, ImageKind, nvcc_compile, nvcc_version};
 
 const VEC_ADD: &str = r#"extern "C" __global__ void vec_add_kernel(float* a, float* b, float* c, int n) {
   int i = blockDim.x * blockIdx.x + threadIdx.x;
@@ -11,20 +12,16 @@ const VEC_ADD: &str = r#"extern "C" __global__ void vec_add_kernel(float* a, flo
 }
 "#;
 
-fn nvcc_or_skip() -> bool {
-    chorus_cuda::testing::nvcc_or_skip("nvcc").is_some()
-}
-
 fn arch() -> Vec<String> {
     vec!["-arch=sm_90".to_owned()]
 }
 
 #[test]
 fn compiles_to_ptx_and_cubin() {
-    if !nvcc_or_skip() {
+    let Some(nvcc) = nvcc_or_skip("compiles_to_ptx_and_cubin") else {
         return;
-    }
-    let (major, _) = nvcc_version(&find_nvcc().unwrap()).unwrap();
+    };
+    let (major, _) = nvcc_version(&nvcc).unwrap();
     assert!(major >= 11);
     let ptx = nvcc_compile(VEC_ADD, "vec-add", ImageKind::Ptx, &arch()).unwrap();
     let text = String::from_utf8(ptx).unwrap();
@@ -36,7 +33,7 @@ fn compiles_to_ptx_and_cubin() {
 
 #[test]
 fn errors_carry_the_log_and_the_source_lines() {
-    if !nvcc_or_skip() {
+    if nvcc_or_skip("errors_carry_the_log_and_the_source_lines").is_none() {
         return;
     }
     let source = "extern \"C\" __global__ void k(int* a) {\n  a[0] = no_such_variable;\n}\n";
@@ -53,7 +50,7 @@ fn errors_carry_the_log_and_the_source_lines() {
 
 #[test]
 fn temporary_directories_are_removed() {
-    if !nvcc_or_skip() {
+    if nvcc_or_skip("temporary_directories_are_removed").is_none() {
         return;
     }
     let parent = std::env::temp_dir().join(format!("chorus-nvcc-test-{}", std::process::id()));
@@ -74,7 +71,7 @@ fn temporary_directories_are_removed() {
 /// removed with it; a source nvcc rejects gives nvcc's log.
 #[test]
 fn builds_c_programs_in_a_private_folder() {
-    if !nvcc_or_skip() {
+    if nvcc_or_skip("builds_c_programs_in_a_private_folder").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
