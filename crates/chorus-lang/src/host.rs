@@ -77,44 +77,19 @@ impl Fp8E4M3 {
             return Fp8E4M3(0x7f);
         }
         let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-        let a = x.abs();
-        // Above 448 + half an ulp (16) everything saturates; 464 itself rounds (to even) to 448.
-        if a > 464.0 {
-            return Fp8E4M3(sign | 0x7e);
-        }
-        let min_normal = (2.0f64).powi(-6);
-        if a < min_normal {
-            // Subnormals are multiples of 2^-9; rounding up to 8 gives the smallest normal, 0x08.
-            return Fp8E4M3(sign | (a * 512.0).round_ties_even() as u8);
-        }
-        let mut exp = a.log2().floor() as i32;
-        // log2 can be off by one ulp near powers of two; correct so that a / 2^exp is in [1, 2).
-        if (2.0f64).powi(exp) > a {
-            exp -= 1;
-        } else if (2.0f64).powi(exp + 1) <= a {
-            exp += 1;
-        }
-        let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 8.0).round_ties_even() as u8;
-        if man == 8 {
-            man = 0;
-            exp += 1;
-        }
-        Fp8E4M3(sign | (((exp + 7) as u8) << 3) | man)
+        Fp8E4M3(sign | minifloat_code(x.abs(), 3, 7, 0x7e))
     }
 
     /// The value (exact in `f32`; E4M3 has no infinities, `0x7f` and `0xff` are NaN).
     pub fn to_f32(self) -> f32 {
-        let b = self.0;
-        let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-        let exp = (b >> 3) & 0xf;
-        let man = f32::from(b & 7);
-        if exp == 0xf && b & 7 == 7 {
+        if self.0 & 0x7f == 0x7f {
             return f32::NAN;
         }
-        if exp == 0 {
-            sign * man * (2.0f32).powi(-9)
+        let magnitude = minifloat_value(self.0 & 0x7f, 3, 7);
+        if self.0 & 0x80 != 0 {
+            -magnitude
         } else {
-            sign * (1.0 + man / 8.0) * (2.0f32).powi(i32::from(exp) - 7)
+            magnitude
         }
     }
 }
@@ -141,38 +116,54 @@ impl Fp4E2M1 {
             return Fp4E2M1(0x7);
         }
         let sign = if x.is_sign_negative() { 8 } else { 0 };
-        let a = x.abs();
-        if a >= 6.0 {
-            return Fp4E2M1(sign | 7);
-        }
-        if a < 1.0 {
-            // 0, 0.5 and (rounding up) 1.0 are codes 0, 1 and 2.
-            return Fp4E2M1(sign | (a * 2.0).round_ties_even() as u8);
-        }
-        let mut exp = if a < 2.0 {
-            0
-        } else if a < 4.0 {
-            1
-        } else {
-            2
-        };
-        let mut man = ((a / (2.0f64).powi(exp) - 1.0) * 2.0).round_ties_even() as u8;
-        if man == 2 {
-            man = 0;
-            exp += 1;
-        }
-        if exp > 2 {
-            return Fp4E2M1(sign | 7);
-        }
-        Fp4E2M1(sign | (((exp + 1) as u8) << 1) | man)
+        Fp4E2M1(sign | minifloat_code(x.abs(), 1, 1, 7))
     }
 
     /// The value of the low four bits (exact in `f32`).
     pub fn to_f32(self) -> f32 {
-        const MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
-        let m = MAGNITUDES[usize::from(self.0 & 7)];
-        if self.0 & 8 != 0 { -m } else { m }
+        let magnitude = minifloat_value(self.0 & 7, 1, 1);
+        if self.0 & 8 != 0 {
+            -magnitude
+        } else {
+            magnitude
+        }
     }
+}
+
+/// The code of `a` (not NaN, not negative) in a small float format with `mantissa_bits` and
+/// exponent `bias`, whose codes 0 to `max_code` are its finite non-negative values in order:
+/// rounded to the nearest, ties to the even code, saturating at `max_code`. Within a binade
+/// (the subnormals are the first) the values are evenly spaced and the codes consecutive, so
+/// the code is the binade's first code plus `a` rounded to the binade's spacing; rounding up
+/// past the binade's last value lands on the next binade's first code.
+fn minifloat_code(a: f64, mantissa_bits: i32, bias: i32, max_code: u8) -> u8 {
+    let steps = 1i32 << mantissa_bits;
+    let (lowest, highest) = (1 - bias, i32::from(max_code) / steps - bias);
+    // The binade of `a` (the subnormals share the lowest's spacing), within the format's and
+    // corrected where log2 is off by one ulp near a power of two.
+    let mut exp = (a.log2().floor() as i32).clamp(lowest, highest + 1);
+    if exp > lowest && 2f64.powi(exp) > a {
+        exp -= 1;
+    } else if exp <= highest && 2f64.powi(exp + 1) <= a {
+        exp += 1;
+    }
+    let spacing = 2f64.powi(exp - mantissa_bits);
+    let code = f64::from((exp + bias - 1) * steps) + (a / spacing).round_ties_even();
+    code.min(f64::from(max_code)) as u8
+}
+
+/// The value of non-negative `code` in the format of [`minifloat_code`] (exact in `f32`).
+fn minifloat_value(code: u8, mantissa_bits: i32, bias: i32) -> f32 {
+    let (exponent, mantissa) = (
+        i32::from(code) >> mantissa_bits,
+        i32::from(code) & ((1 << mantissa_bits) - 1),
+    );
+    let significand = if exponent == 0 {
+        mantissa
+    } else {
+        mantissa + (1 << mantissa_bits)
+    };
+    significand as f32 * 2f32.powi(exponent.max(1) - bias - mantissa_bits)
 }
 
 /// `bool` is not `Pod` (only 0 and 1 are valid), so kernels see it through this byte.
@@ -412,6 +403,11 @@ mod tests {
             assert_eq!(fp4(x), code, "{x}");
         }
         assert_eq!(Fp4E2M1::MAX, Fp4E2M1(7).to_f32());
+        let magnitudes: Vec<f32> = (0..8).map(|b| Fp4E2M1(b).to_f32()).collect();
+        assert_eq!(magnitudes, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]);
+        assert_eq!(Fp8E4M3(0x01).to_f32(), 2f32.powi(-9));
+        assert_eq!(Fp8E4M3(0x08).to_f32(), 2f32.powi(-6));
+        assert_eq!(Fp8E4M3(0xb8).to_f32(), -1.0);
         for b in 0..16u8 {
             assert_eq!(fp4(f64::from(Fp4E2M1(b).to_f32())), b);
         }
