@@ -200,8 +200,8 @@ fn run(cli: &Cli) -> Result<bool, Box<dyn std::error::Error>> {
     }
     nccl::finalize_all(ranks.into_iter().map(|r| r.comm).collect())?;
     drop(buffers);
-    if let Some(exe) = c_program {
-        let c_after = run_c_baseline(exe.path(), cli)?;
+    if let Some(program) = c_program {
+        let c_after = run_c_baseline(program.path(), cli)?;
         ok &= compare_with_c(&measured, &c_before, &c_after);
     }
     if lead {
