@@ -34,11 +34,13 @@ want = ["Duration", "SM Frequency", "Compute (SM) Throughput", "Registers Per Th
         "No Eligible", "Warp Cycles Per Issued Instruction", "Shared Memory"]
 rows = collections.OrderedDict()
 with open(sys.argv[1]) as f:
-    for r in csv.DictReader(f):
-        key = (r.get("ID"), r.get("Kernel Name", "")[:40])
-        m = r.get("Metric Name", "")
-        if any(w in m for w in want) or "stall" in m.lower() or "Bank" in m:
-            rows.setdefault(key, []).append(f"{m}={r.get('Metric Value')} {r.get('Metric Unit')}")
+    lines = f.readlines()
+start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), 0)  # skip warnings
+for r in csv.DictReader(lines[start:]):
+    key = (r.get("ID"), r.get("Kernel Name", "")[:40])
+    m = r.get("Metric Name", "")
+    if any(w in m for w in want) or "stall" in m.lower() or "Bank" in m:
+        rows.setdefault(key, []).append(f"{m}={r.get('Metric Value')} {r.get('Metric Unit')}")
 for (i, k), ms in rows.items():
     print(f"--- {i} {k}")
     for m in ms[:40]:
@@ -49,12 +51,21 @@ PY
 "$ncu" --import "$OUT/ncu-$name.ncu-rep" --page raw --csv > "$OUT/ncu-$name-raw.csv" 2>&1
 python3 - "$OUT/ncu-$name-raw.csv" <<'PY'
 import csv, sys
+# Lines before the header (warnings, "==PROF==") are skipped: the header starts with "ID".
 rows = list(csv.reader(open(sys.argv[1])))
+rows = rows[next((i for i, r in enumerate(rows) if r and r[0] == "ID"), 0):]
 head, body = rows[0], rows[2:]
 stall = [i for i, h in enumerate(head)
          if h.startswith("smsp__average_warps_issue_stalled_") and h.endswith("_per_issue_active.ratio")]
 name = head.index("Kernel Name") if "Kernel Name" in head else None
+def number(text):  # "1,234.5", "n/a" or "" in Nsight Compute's CSV
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return 0.0
 for r in body:
-    vals = sorted(((float(r[i].replace(",", "") or 0), head[i][34:-23]) for i in stall), reverse=True)
+    if len(r) != len(head):
+        continue
+    vals = sorted(((number(r[i]), head[i][34:-23]) for i in stall), reverse=True)
     print((r[name][:40] if name is not None else "?"), " ".join(f"{n}={v:.2f}" for v, n in vals[:6]))
 PY
