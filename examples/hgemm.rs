@@ -226,8 +226,8 @@ fn main() -> ExitCode {
                 .value_parser(|text: &str| HgemmKernel::parse_definition(text))
                 .help(
                     "also define and time a block shape: define-hgemm's arguments, \
-                     'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t]' \
-                     (repeatable)",
+                     'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] \
+                     [:bypass-l1 t]' (repeatable)",
                 ),
         )
         .arg(
