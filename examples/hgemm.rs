@@ -145,6 +145,26 @@ fn run(
                 Ok(kernel.launch(&program, &a, &b, &c, (m, n, k))?)
             })?
         };
+        let (rows, columns) = kernel.tile();
+        let shape = format!(
+            "{} (Chorus, mma.sync, {rows}×{columns}×{} block tiles, {} threads, {} stages)",
+            kernel.name,
+            kernel.tile_k,
+            kernel.threads(),
+            kernel.stages,
+        );
+        let rate = format!("{:.3} ms, {:.1} TFLOP/s", ours * 1e3, flop / ours / 1e12);
+        if kernel.is_probe() {
+            let share = match &blas_result {
+                Some((theirs, _)) => format!(", {:.1}% of cuBLAS", 100.0 * theirs / ours),
+                None => String::new(),
+            };
+            println!(
+                "{shape}: {rate}{share}; a probe ({}): not checked",
+                kernel.options
+            );
+            continue;
+        }
         c.sync(Direction::DeviceToHost)?;
         let bad = samples
             .iter()
@@ -153,17 +173,7 @@ fn run(
                 !close(c[i * n + j], want, magnitude)
             })
             .count();
-        let (rows, columns) = kernel.tile();
-        print!(
-            "{} (Chorus, mma.sync, {rows}×{columns}×{} block tiles, {} threads, {} stages): \
-             {:.3} ms, {:.1} TFLOP/s",
-            kernel.name,
-            kernel.tile_k,
-            kernel.threads(),
-            kernel.stages,
-            ours * 1e3,
-            flop / ours / 1e12
-        );
+        print!("{shape}: {rate}");
         if let Some((theirs, reference)) = &blas_result {
             // Both round an f32 sum to bf16: within one bf16 ulp of each other.
             let differ = samples
@@ -227,7 +237,8 @@ fn main() -> ExitCode {
                 .help(
                     "also define and time a block shape: define-hgemm's arguments, \
                      'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] \
-                     [:bypass-l1 t]' (repeatable)",
+                     [:bypass-l1 t] [:probe no-copies|mma-only]' (repeatable; a probe leaves \
+                     work out and is timed, not checked)",
                 ),
         )
         .arg(

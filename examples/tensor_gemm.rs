@@ -113,14 +113,14 @@ impl HgemmKernel {
     ];
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
-    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:bypass-l1 t]` (the `hgemm` example's
-    /// `--define`).
+    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:bypass-l1 t] [:probe
+    /// no-copies|mma-only]` (the `hgemm` example's `--define`).
     /// The name is leaked: a command line defines a handful of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
                 "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] \
-                 [:prefetch t] [:bypass-l1 t]`, got `{text}`"
+                 [:prefetch t] [:bypass-l1 t] [:probe no-copies|mma-only]`, got `{text}`"
             )
         };
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -141,6 +141,9 @@ impl HgemmKernel {
                 [key @ (":interleave" | ":prefetch" | ":bypass-l1"), "t"] => {
                     kept.push(format!("{key} t"))
                 }
+                [":probe", probe @ ("no-copies" | "mma-only")] => {
+                    kept.push(format!(":probe {probe}"))
+                }
                 _ => return Err(usage()),
             }
         }
@@ -151,6 +154,12 @@ impl HgemmKernel {
             tile_k,
             options: Box::leak(kept.join(" ").into_boxed_str()),
         })
+    }
+
+    /// Whether the kernel is a probe (`:probe`): it leaves work out to time the rest, and its
+    /// result is not the product.
+    pub fn is_probe(self) -> bool {
+        self.options.contains(":probe")
     }
 
     /// The `define-hgemm` form that defines this kernel.

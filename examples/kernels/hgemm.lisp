@@ -90,13 +90,13 @@
                               (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 8))))))))
 
 ;;; With :prefetch (tc-pipeline-fragments), the fragments live in two register sets, fa0-i and
-;;; bq0-j, fa1-i and bq1-j, declared around the main loop.
-(defkernelmacro hg-with-fragment-sets (&body body)
+;;; bq0-j, fa1-i and bq1-j, declared around the main loop, each of whose four words is `word`.
+(defkernelmacro hg-with-fragment-sets ((word) &body body)
   `(let ,(loop for set from 0 below 2
                append (loop for name in '("fa" "bq")
                             append (loop for i from 0 below 4
                                          collect `(,(intern (format nil "~a~a-~a" name set i))
-                                                   (uint4 0 0 0 0)))))
+                                                   (uint4 ,word ,word ,word ,word)))))
      ,@body))
 
 ;;; Loads k16 step `step` of `stage` into register set `set`: its 4 A fragments and 4 B quads.
@@ -125,7 +125,8 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch bypass-l1): the kernel
+;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch bypass-l1 probe):
+;;; the kernel
 ;;; `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over
 ;;; (64·warps-m)×(64·warps-n) tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of
 ;;; (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of
@@ -133,8 +134,19 @@
 ;;; step's ldmatrix and mma; with :prefetch, the main loop is tc-pipeline-fragments' (two
 ;;; register sets of fragments, each step loading the next one's); with :bypass-l1, the copies
 ;;; are `cp.async.cg` (the L2 only) instead of `.ca`.
+;;;
+;;; A probe leaves work out to place the time of the rest (its result is wrong; the example
+;;; does not check it): `:probe no-copies` issues no copies (the pipeline's waits and barriers,
+;;; the ldmatrix and mma of every step remain, on whatever shared memory holds); `:probe
+;;; mma-only` (with :prefetch) also loads no fragments, so only the mma.sync of the main loop,
+;;; on fragments of BF16 values in [1, 1.25) that vary by lane, and the epilogue remain: the
+;;; tensor cores' ceiling for this warp tile and block shape.
 (defkernelmacro define-hgemm (name warps-m warps-n stages
-                              &key (tile-k 32) interleave prefetch bypass-l1)
+                              &key (tile-k 32) interleave prefetch bypass-l1 probe)
+  (unless (member probe '(nil no-copies mma-only))
+    (error "define-hgemm: :probe is no-copies or mma-only, not ~a" probe))
+  (when (and (eq probe 'mma-only) (not prefetch))
+    (error "define-hgemm: :probe mma-only needs :prefetch t (its fragments are loaded apart)"))
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
          (tile-n (* 64 warps-n)))
@@ -150,8 +162,14 @@
                            (b-stage ,(* tile-k tile-n))
                            (b-base ,(* stages tile-m tile-k)))
            (macrolet ((load-k-tile (stage tile)
-                        (list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
-                              ,(/ (* tile-k tile-n) 8 threads) ,threads ,bypass-l1))
+                        ,(if probe
+                             ''(progn)
+                             `(list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
+                                    ,(/ (* tile-k tile-n) 8 threads) ,threads ,bypass-l1)))
+                      (fetch-fragments (stage step set)
+                        ,(if (eq probe 'mma-only)
+                             ''(progn)
+                             '(list 'hg-fetch stage step set)))
                       (compute-k-tile (stage &optional issue)
                         (list 'hg-compute stage ,(/ tile-k 16) issue)))
              (let* ((tid thread-idx-x)
@@ -174,8 +192,9 @@
                (tc-with-accumulators (acc 4 8)
                  ,(if prefetch
                       `(hg-with-fragment-sets
+                           ((uint (logior #x3f803f80 (logand (* lane #x00050003) #x001f001f))))
                          (tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
-                                                load-k-tile hg-fetch hg-mma))
+                                                load-k-tile fetch-fragments hg-mma))
                       `(tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
                                     load-k-tile compute-k-tile))
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))

@@ -160,6 +160,44 @@ fn define_hgemm_arguments_round_trip_and_run() {
     );
 }
 
+/// The probes leave out what they say: with neither copies nor fragment loads, or with no
+/// copies, the result is not the product (and the kernels still run and are not checked); the
+/// L1-bypassing copies give the exact product; `:probe mma-only` without the fragments'
+/// pipeline is refused by the macro, naming the option.
+#[test]
+fn hgemm_probes_leave_work_out_and_bypass_l1_is_exact() {
+    let define = |text: &str| HgemmKernel::parse_definition(text).unwrap();
+    let mma_only = define("p-mma 2 2 3 :prefetch t :probe mma-only");
+    let no_copies = define("p-nc 2 2 3 :probe no-copies");
+    let bypass = define("p-cg 2 2 3 :prefetch t :bypass-l1 t");
+    assert!(mma_only.is_probe() && no_copies.is_probe() && !bypass.is_probe());
+    assert!(HgemmKernel::parse_definition("x 2 2 3 :probe everything").is_err());
+    let program = tensor_gemm::program_with(&[mma_only, no_copies, bypass]).unwrap();
+    for probe in [mma_only, no_copies] {
+        let (got, want) = with_backend(Backend::Cpu, || {
+            hgemm_in(&program, probe, two_blocks(probe))
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", probe.name));
+        assert!(got != want, "{} computed the product", probe.name);
+    }
+    let (got, want) = with_backend(Backend::Cpu, || {
+        hgemm_in(&program, bypass, two_blocks(bypass))
+    })
+    .unwrap();
+    assert!(
+        got == want,
+        "the :bypass-l1 kernel differs from the exact product"
+    );
+    let refused = tensor_gemm::program_with(&[define("p-bad 2 2 3 :probe mma-only")])
+        .err()
+        .expect(":probe mma-only without :prefetch compiled")
+        .to_string();
+    assert!(
+        refused.contains(":probe mma-only needs :prefetch t"),
+        "{refused}"
+    );
+}
+
 /// The CPU executor checks the pipelines' protocol, not only their results (its copies
 /// complete at once, so a result cannot show a missing wait): `kernels/hgemm.lisp` over a
 /// tensor-core library whose main loops wait for one group too few, refill the stage in use
