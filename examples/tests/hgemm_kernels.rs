@@ -189,8 +189,7 @@ fn hgemm_probes_leave_work_out_and_bypass_l1_is_exact() {
         "the :bypass-l1 kernel differs from the exact product"
     );
     let refused = tensor_gemm::program_with(&[define("p-bad 2 2 3 :probe mma-only")])
-        .err()
-        .expect(":probe mma-only without :prefetch compiled")
+        .expect_err(":probe mma-only without :prefetch compiled")
         .to_string();
     assert!(
         refused.contains(":probe mma-only needs :prefetch t"),
