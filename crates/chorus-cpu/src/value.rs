@@ -7,8 +7,8 @@
 //! pointers as an encoded (allocation, offset) pair (see [`crate::memory`]). Vectors, structures
 //! and cuRAND states are several leaves in consecutive registers.
 
-use chorus_lang::host::{Fp4E2M1, Fp8E4M3};
 use chorus_lang::types::{ScalarType, Type};
+use chorus_minifloat::{Fp4E2M1, Fp8E4M3};
 use half::{bf16, f16};
 
 /// The representation class of one leaf.

@@ -22,7 +22,7 @@ use chorus_cuda_libs::cublas::{Blas, MathMode};
 use chorus_cuda_libs::cublaslt::{BlasLt, Fp8Scales, Matmul};
 use chorus_cuda_libs::cufft::{Direction, FftKind, Plan, PlanShape, Precision};
 use chorus_cuda_libs::cusparse::{Sparse, SparseMatrix};
-use chorus_cuda_libs::{AsDeviceSlice, C32, F8E4M3, Transpose};
+use chorus_cuda_libs::{AsDeviceSlice, C32, Fp8E4M3, Transpose};
 use chorus_driver::{Context, Event, MemoryBlock, Stream};
 use half::bf16;
 use std::collections::HashMap;
@@ -134,7 +134,7 @@ impl Wide for bf16 {
     }
 }
 
-impl Wide for F8E4M3 {
+impl Wide for Fp8E4M3 {
     fn wide(self) -> f64 {
         self.to_f32().into()
     }
@@ -227,8 +227,8 @@ fn gemms(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure
 
 fn fp8(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure> {
     let lt = BlasLt::new(stream)?;
-    let a = filled(n * n, |i| F8E4M3::from_f32(uniform(i, 5, -1.0, 1.0)))?;
-    let b = filled(n * n, |i| F8E4M3::from_f32(uniform(i, 6, -1.0, 1.0)))?;
+    let a = filled(n * n, |i| Fp8E4M3::from_f32(uniform(i, 5, -1.0, 1.0)))?;
+    let b = filled(n * n, |i| Fp8E4M3::from_f32(uniform(i, 6, -1.0, 1.0)))?;
     let mut d = MemoryBlock::<bf16>::alloc(n * n)?;
     let (sa, sb) = (filled(1, |_| 1.0f32)?, filled(1, |_| 1.0f32)?);
     let scales = Fp8Scales {

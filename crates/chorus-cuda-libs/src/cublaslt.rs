@@ -14,8 +14,9 @@
 use crate::bound::Bound;
 use crate::error::{Error, Result};
 use crate::library::Library;
-use crate::types::{F8E4M3, F8E5M2, Transpose, check_len, check_matrix};
+use crate::types::{Transpose, check_len, check_matrix};
 use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceMemory, DeviceSlice, Stream};
+use chorus_minifloat::{Fp8E4M3, Fp8E5M2};
 use cudarc::cublaslt::sys::{self, cublasStatus_t};
 use half::{bf16, f16};
 use std::cell::RefCell;
@@ -91,7 +92,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The element types cuBLASLt multiplies here: `f32`, `f16`, `bf16`, [`F8E4M3`], [`F8E5M2`].
+/// The element types cuBLASLt multiplies here: `f32`, `f16`, `bf16`, [`Fp8E4M3`], [`Fp8E5M2`].
 pub trait LtElement: bytemuck::Pod + sealed::Sealed {
     /// cuBLASLt's data type.
     #[doc(hidden)]
@@ -112,8 +113,8 @@ macro_rules! lt_element {
 lt_element!(f32, CUDA_R_32F, false);
 lt_element!(f16, CUDA_R_16F, false);
 lt_element!(bf16, CUDA_R_16BF, false);
-lt_element!(F8E4M3, CUDA_R_8F_E4M3, true);
-lt_element!(F8E5M2, CUDA_R_8F_E5M2, true);
+lt_element!(Fp8E4M3, CUDA_R_8F_E4M3, true);
+lt_element!(Fp8E5M2, CUDA_R_8F_E5M2, true);
 
 /// What is applied to `alpha·op(A)·op(B) + beta·C` before it is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

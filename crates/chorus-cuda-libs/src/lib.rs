@@ -65,8 +65,9 @@ pub mod nvjpeg;
 
 pub use bound::Bound;
 pub use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, Stream};
+pub use chorus_minifloat::{Fp8E4M3, Fp8E5M2};
 pub use error::{Error, Result};
 #[cfg(any(feature = "npp", feature = "nvjpeg"))]
 pub use image::{Image, ImageShape, ImageView, ImageViewMut, PITCH_ALIGNMENT};
 pub use library::Library;
-pub use types::{C32, C64, Complex, Diagonal, F8E4M3, F8E5M2, Fill, Side, Transpose};
+pub use types::{C32, C64, Complex, Diagonal, Fill, Side, Transpose};

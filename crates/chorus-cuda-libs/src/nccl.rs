@@ -71,9 +71,9 @@ mod sys;
 pub use id::UniqueId;
 
 use crate::error::{Error, Result};
-use crate::types::{F8E4M3, F8E5M2};
 use chorus_driver::sys as cu;
 use chorus_driver::{AsDeviceSlice, AsDeviceSliceMut, Context, Stream};
+use chorus_minifloat::{Fp8E4M3, Fp8E5M2};
 use cudarc::nccl::sys::{ncclComm_t, ncclConfig_t};
 use half::{bf16, f16};
 use std::ffi::{c_int, c_void};
@@ -175,7 +175,7 @@ macro_rules! nccl_types {
 
 nccl_types!(
     i8 => I8, u8 => U8, i32 => I32, u32 => U32, i64 => I64, u64 => U64,
-    f16 => F16, f32 => F32, f64 => F64, bf16 => Bf16, F8E4M3 => F8E4M3, F8E5M2 => F8E5M2,
+    f16 => F16, f32 => F32, f64 => F64, bf16 => Bf16, Fp8E4M3 => F8E4M3, Fp8E5M2 => F8E5M2,
 );
 
 /// A reduction (`ncclRedOp_t`).
@@ -1434,8 +1434,8 @@ mod tests {
     fn data_types_and_ops_have_nccl_h_values() {
         assert_eq!(f32::DATA_TYPE.raw(), 7);
         assert_eq!(bf16::DATA_TYPE.raw(), 9);
-        assert_eq!(F8E5M2::DATA_TYPE.raw(), 11);
-        assert!(F8E4M3::DATA_TYPE.is_fp8() && !u8::DATA_TYPE.is_fp8());
+        assert_eq!(Fp8E5M2::DATA_TYPE.raw(), 11);
+        assert!(Fp8E4M3::DATA_TYPE.is_fp8() && !u8::DATA_TYPE.is_fp8());
         assert_eq!(ReduceOp::Avg.raw(), 4);
     }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use chorus_cuda_libs::cublaslt::{BlasLt, Epilogue, Fp8Scales, Matmul};
-use chorus_cuda_libs::{Error, F8E4M3, Transpose};
+use chorus_cuda_libs::{Error, Fp8E4M3, Transpose};
 use chorus_driver::{AsDeviceSlice, Stream};
 use common::*;
 use half::bf16;
@@ -103,7 +103,7 @@ fn fp8_with_scale_factors() {
         let b: Vec<f64> = (0..k * n).map(|i| ((i * 5) % 7) as f64 - 3.0).collect();
         let fp8 = |v: &[f64]| {
             v.iter()
-                .map(|&x| F8E4M3::from_f32(x as f32))
+                .map(|&x| Fp8E4M3::from_f32(x as f32))
                 .collect::<Vec<_>>()
         };
         let (da, db) = (upload(&fp8(&at)), upload(&fp8(&b)));

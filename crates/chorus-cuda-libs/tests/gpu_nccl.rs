@@ -7,7 +7,7 @@
 
 use chorus_cuda_libs::nccl::launch::{Launcher, RankEnv};
 use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp, UniqueId};
-use chorus_cuda_libs::{AsDeviceSliceMut, DeviceSlice, Error, F8E4M3};
+use chorus_cuda_libs::{AsDeviceSliceMut, DeviceSlice, Error, Fp8E4M3};
 use chorus_driver::{Context, Direction, MemoryBlock, Stream};
 use std::time::{Duration, Instant};
 
@@ -168,7 +168,7 @@ fn every_element_type_goes_through() {
         round_trip(&comm, &stream, vec![half::bf16::from_f32(-2.25)])?;
         round_trip(&comm, &stream, vec![0.1f64, -1e300])?;
         // FP8 reductions need compute capability 9.0 (the H200 has it).
-        round_trip(&comm, &stream, vec![F8E4M3(0x38), F8E4M3(0x40)])?;
+        round_trip(&comm, &stream, vec![Fp8E4M3(0x38), Fp8E4M3(0x40)])?;
         Ok(())
     })
 }

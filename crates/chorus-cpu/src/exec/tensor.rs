@@ -13,8 +13,8 @@
 
 use super::*;
 use crate::memory::{is_global_pointer, is_shared_pointer, signed_offset};
-use chorus_lang::host::Fp8E4M3;
 use chorus_lang::ir::tensor::{MmaInput, MmaKind, MmaOperand};
+use chorus_minifloat::{Fp8E4M3, Fp8E5M2};
 use half::{bf16, f16};
 
 /// A fault unless all `W` lanes are active and `W` is 32: the `.sync.aligned` instructions
@@ -42,9 +42,8 @@ fn element(input: MmaInput, bits: u32) -> f64 {
         MmaInput::F16 => f16::from_bits(bits as u16).to_f64(),
         MmaInput::Bf16 => bf16::from_bits(bits as u16).to_f64(),
         MmaInput::Tf32 => f64::from(f32::from_bits(bits & !0x1fff)),
-        MmaInput::E4m3 => f64::from(Fp8E4M3(bits as u8).to_f32()),
-        // E5M2 is the top byte of an IEEE half.
-        MmaInput::E5m2 => f16::from_bits((bits as u16) << 8).to_f64(),
+        MmaInput::E4m3 => Fp8E4M3(bits as u8).to_f64(),
+        MmaInput::E5m2 => Fp8E5M2(bits as u8).to_f64(),
         MmaInput::S8 => f64::from(bits as u8 as i8),
         MmaInput::U8 => f64::from(bits as u8),
     }
