@@ -75,6 +75,16 @@ impl Format {
         (((exp + self.bias - 1) << m) + units) as u8 // ≤ max_code: a ≤ its value, itself a code
     }
 
+    /// The code of `x` with its sign in `sign_bit` (the top bit of the format's code); NaN
+    /// gives `nan_code`.
+    fn encode(self, x: f64, sign_bit: u8, nan_code: u8) -> u8 {
+        if x.is_nan() {
+            return nan_code;
+        }
+        let sign = if x.is_sign_negative() { sign_bit } else { 0 };
+        sign | self.code(x.abs())
+    }
+
     /// Every 7-bit magnitude code's value (NaN and infinity codes are fixed up by the caller).
     const fn magnitudes(self) -> [f32; 128] {
         let mut values = [0.0; 128];
@@ -110,11 +120,7 @@ impl Fp8E4M3 {
     /// `x` rounded as `__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3)`: to nearest even,
     /// finite overflow and infinities to ±448 (`0x7e`), NaN to `0x7f`.
     pub fn from_f64(x: f64) -> Fp8E4M3 {
-        if x.is_nan() {
-            return Fp8E4M3(0x7f);
-        }
-        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-        Fp8E4M3(sign | E4M3.code(x.abs()))
+        Fp8E4M3(E4M3.encode(x, 0x80, 0x7f))
     }
 
     /// `x` rounded as [`Fp8E4M3::from_f64`] (`__nv_cvt_float_to_fp8`; f32 widens exactly).
@@ -150,11 +156,7 @@ impl Fp8E5M2 {
     /// `x` rounded as `__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2)`: to nearest even,
     /// finite overflow and infinities to ±57344 (`0x7b`), NaN to `0x7f`.
     pub fn from_f64(x: f64) -> Fp8E5M2 {
-        if x.is_nan() {
-            return Fp8E5M2(0x7f);
-        }
-        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-        Fp8E5M2(sign | E5M2.code(x.abs()))
+        Fp8E5M2(E5M2.encode(x, 0x80, 0x7f))
     }
 
     /// `x` rounded as [`Fp8E5M2::from_f64`].
@@ -193,11 +195,7 @@ impl Fp4E2M1 {
     /// `x` rounded as `__nv_cvt_double_to_fp4(x, __NV_E2M1, cudaRoundNearest)`: to nearest
     /// even, saturating to ±6; NaN gives `0x7` (+6).
     pub fn from_f64(x: f64) -> Fp4E2M1 {
-        if x.is_nan() {
-            return Fp4E2M1(0x7);
-        }
-        let sign = if x.is_sign_negative() { 8 } else { 0 };
-        Fp4E2M1(sign | E2M1.code(x.abs()))
+        Fp4E2M1(E2M1.encode(x, 8, 0x7))
     }
 
     /// `x` rounded as [`Fp4E2M1::from_f64`].
