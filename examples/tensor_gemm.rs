@@ -113,14 +113,13 @@ impl HgemmKernel {
     ];
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
-    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:bypass-l1 t] [:probe
-    /// no-copies|mma-only]` (the `hgemm` example's `--define`).
+    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only]` (the `hgemm` example's `--define`).
     /// The name is leaked: a command line defines a handful of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
                 "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] \
-                 [:prefetch t] [:bypass-l1 t] [:probe no-copies|mma-only]`, got `{text}`"
+                 [:prefetch t] [:probe no-copies|mma-only]`, got `{text}`"
             )
         };
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -138,9 +137,7 @@ impl HgemmKernel {
         for pair in options.chunks(2) {
             match pair {
                 [":tile-k", k @ ("32" | "64")] => tile_k = number(k)?,
-                [key @ (":interleave" | ":prefetch" | ":bypass-l1"), "t"] => {
-                    kept.push(format!("{key} t"))
-                }
+                [key @ (":interleave" | ":prefetch"), "t"] => kept.push(format!("{key} t")),
                 [":probe", probe @ ("no-copies" | "mma-only")] => {
                     kept.push(format!(":probe {probe}"))
                 }

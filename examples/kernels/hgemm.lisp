@@ -32,9 +32,9 @@
   `(+ b-base (* ,stage b-stage) (* ,row tile-n) (* 8 (tc-swizzle ,chunk ,row 7 0))))
 
 ;;; Issues k-tile `tile`'s copies into `stage`: tile-m × tile-k/8 chunks of A and tile-k ×
-;;; tile-n/8 of B, `a-parts` and `b-parts` of each per thread (`threads` threads); with
-;;; `bypass-l1`, as `cp.async.cg` (cached in the L2 only, as CUTLASS's 16-byte copies).
-(defkernelmacro hg-load (stage tile a-parts b-parts threads bypass-l1)
+;;; tile-n/8 of B, `a-parts` and `b-parts` of each per thread (`threads` threads). (16-byte
+;;; copies are `cp.async.cg`, cached in the L2 only, as CUTLASS's.)
+(defkernelmacro hg-load (stage tile a-parts b-parts threads)
   `(let ((k0 (* ,tile tile-k)))
      (tc-unroll (part 0 ,a-parts)
        (let* ((idx (+ tid (* part ,threads)))
@@ -42,14 +42,14 @@
               (ac (mod idx (/ tile-k 8))))
          (cp-async (pointer (aref smem (hg-a-offset ,stage ar ac)))
                    (pointer (aref a (+ (* (+ bm ar) k) k0 (* 8 ac))))
-                   16 ,@(if bypass-l1 '(:cg)))))
+                   16)))
      (tc-unroll (part 0 ,b-parts)
        (let* ((idx (+ tid (* part ,threads)))
               (br (/ idx (/ tile-n 8)))
               (bc (mod idx (/ tile-n 8))))
          (cp-async (pointer (aref smem (hg-b-offset ,stage br bc)))
                    (pointer (aref b (+ (* (+ k0 br) n) bn (* 8 bc))))
-                   16 ,@(if bypass-l1 '(:cg)))))))
+                   16)))))
 
 ;;; A fragment of m16 tile `i` of the warp's rows at k16 step `kk`: lane l gives the address of
 ;;; row l % 16 at chunk 2 kk + l / 16, so the four matrices are A's (rows 0-7 | 8-15) × (k 0-7 |
@@ -125,15 +125,13 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch bypass-l1 probe):
-;;; the kernel
+;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch probe): the kernel
 ;;; `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over
 ;;; (64·warps-m)×(64·warps-n) tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of
 ;;; (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of
 ;;; dynamic shared memory. With :interleave, the next tile's copies go between the last k16
 ;;; step's ldmatrix and mma; with :prefetch, the main loop is tc-pipeline-fragments' (two
-;;; register sets of fragments, each step loading the next one's); with :bypass-l1, the copies
-;;; are `cp.async.cg` (the L2 only) instead of `.ca`.
+;;; register sets of fragments, each step loading the next one's).
 ;;;
 ;;; A probe leaves work out to place the time of the rest (its result is wrong; the example
 ;;; does not check it): `:probe no-copies` issues no copies (the pipeline's waits and barriers,
@@ -142,7 +140,7 @@
 ;;; on fragments of BF16 values in [1, 1.25) that vary by lane, and the epilogue remain: the
 ;;; tensor cores' ceiling for this warp tile and block shape.
 (defkernelmacro define-hgemm (name warps-m warps-n stages
-                              &key (tile-k 32) interleave prefetch bypass-l1 probe)
+                              &key (tile-k 32) interleave prefetch probe)
   (unless (member probe '(nil no-copies mma-only))
     (error "define-hgemm: :probe is no-copies or mma-only, not ~a" probe))
   (when (and (eq probe 'mma-only) (not prefetch))
@@ -165,7 +163,7 @@
                         ,(if probe
                              ''(progn)
                              `(list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
-                                    ,(/ (* tile-k tile-n) 8 threads) ,threads ,bypass-l1)))
+                                    ,(/ (* tile-k tile-n) 8 threads) ,threads)))
                       (fetch-fragments (stage step set)
                         ,(if (eq probe 'mma-only)
                              ''(progn)

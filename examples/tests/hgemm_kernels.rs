@@ -161,18 +161,18 @@ fn define_hgemm_arguments_round_trip_and_run() {
 }
 
 /// The probes leave out what they say: with neither copies nor fragment loads, or with no
-/// copies, the result is not the product (and the kernels still run and are not checked); the
-/// L1-bypassing copies give the exact product; `:probe mma-only` without the fragments'
-/// pipeline is refused by the macro, naming the option.
+/// copies, the result is not the product (and the kernels still run and are not checked);
+/// `:probe mma-only` without the fragments' pipeline is refused by the macro, naming the
+/// option.
 #[test]
-fn hgemm_probes_leave_work_out_and_bypass_l1_is_exact() {
+fn hgemm_probes_leave_work_out() {
     let define = |text: &str| HgemmKernel::parse_definition(text).unwrap();
     let mma_only = define("p-mma 2 2 3 :prefetch t :probe mma-only");
     let no_copies = define("p-nc 2 2 3 :probe no-copies");
-    let bypass = define("p-cg 2 2 3 :prefetch t :bypass-l1 t");
-    assert!(mma_only.is_probe() && no_copies.is_probe() && !bypass.is_probe());
+    let plain = define("p-plain 2 2 3 :prefetch t");
+    assert!(mma_only.is_probe() && no_copies.is_probe() && !plain.is_probe());
     assert!(HgemmKernel::parse_definition("x 2 2 3 :probe everything").is_err());
-    let program = tensor_gemm::program_with(&[mma_only, no_copies, bypass]).unwrap();
+    let program = tensor_gemm::program_with(&[mma_only, no_copies, plain]).unwrap();
     for probe in [mma_only, no_copies] {
         let (got, want) = with_backend(Backend::Cpu, || {
             hgemm_in(&program, probe, two_blocks(probe))
@@ -181,12 +181,12 @@ fn hgemm_probes_leave_work_out_and_bypass_l1_is_exact() {
         assert!(got != want, "{} computed the product", probe.name);
     }
     let (got, want) = with_backend(Backend::Cpu, || {
-        hgemm_in(&program, bypass, two_blocks(bypass))
+        hgemm_in(&program, plain, two_blocks(plain))
     })
     .unwrap();
     assert!(
         got == want,
-        "the :bypass-l1 kernel differs from the exact product"
+        "the kernel beside the probes differs from the exact product"
     );
     let refused = tensor_gemm::program_with(&[define("p-bad 2 2 3 :probe mma-only")])
         .expect_err(":probe mma-only without :prefetch compiled")
