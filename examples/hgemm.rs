@@ -237,7 +237,7 @@ fn main() -> ExitCode {
                 .help(
                     "also define and time a block shape: define-hgemm's arguments, \
                      'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] \
-                     [:probe no-copies|mma-only]' (repeatable; a probe leaves \
+                     [:probe no-copies|mma-only|no-mma]' (repeatable; a probe leaves \
                      work out and is timed, not checked)",
                 ),
         )

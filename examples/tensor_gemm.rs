@@ -113,13 +113,13 @@ impl HgemmKernel {
     ];
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
-    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only]` (the `hgemm` example's `--define`).
+    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only|no-mma]` (the `hgemm` example's `--define`).
     /// The name is leaked: a command line defines a handful of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
                 "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] \
-                 [:prefetch t] [:probe no-copies|mma-only]`, got `{text}`"
+                 [:prefetch t] [:probe no-copies|mma-only|no-mma]`, got `{text}`"
             )
         };
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -138,7 +138,7 @@ impl HgemmKernel {
             match pair {
                 [":tile-k", k @ ("32" | "64")] => tile_k = number(k)?,
                 [key @ (":interleave" | ":prefetch"), "t"] => kept.push(format!("{key} t")),
-                [":probe", probe @ ("no-copies" | "mma-only")] => {
+                [":probe", probe @ ("no-copies" | "mma-only" | "no-mma")] => {
                     kept.push(format!(":probe {probe}"))
                 }
                 _ => return Err(usage()),

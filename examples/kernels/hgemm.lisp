@@ -116,6 +116,15 @@
                  collect `(,(intern (format nil "fb-~a" j)) (hg-b-half ,quads ,j)))
        (tc-mma-grid (:m16n8k16 :bf16) acc ,a fb 4 8))))
 
+;;; For `:probe no-mma`: folds one word of each fragment of register set `set` into `sink`, so
+;;; that ptxas keeps the ldmatrix that no mma reads (it drops loads whose results go unused).
+(defkernelmacro hg-sink (set)
+  `(set sink (logxor sink
+                     ,@(loop for name in '("fa" "bq")
+                             append (loop for i from 0 below 4
+                                          collect `(uint4-x ,(intern (format nil "~a~a-~a"
+                                                                             name set i))))))))
+
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.
 (defkernelmacro hg-store (i j v)
@@ -138,13 +147,15 @@
 ;;; the ldmatrix and mma of every step remain, on whatever shared memory holds); `:probe
 ;;; mma-only` (with :prefetch) also loads no fragments, so only the mma.sync of the main loop,
 ;;; on fragments of BF16 values in [1, 1.25) that vary by lane, and the epilogue remain: the
-;;; tensor cores' ceiling for this warp tile and block shape.
+;;; tensor cores' ceiling for this warp tile and block shape; `:probe no-mma` (with :prefetch)
+;;; the other way round: the copies, waits, barriers and ldmatrix, no mma (the memory path's
+;;; time, to set beside mma-only's: their sum or their maximum says how well the two overlap).
 (defkernelmacro define-hgemm (name warps-m warps-n stages
                               &key (tile-k 32) interleave prefetch probe)
-  (unless (member probe '(nil no-copies mma-only))
-    (error "define-hgemm: :probe is no-copies or mma-only, not ~a" probe))
-  (when (and (eq probe 'mma-only) (not prefetch))
-    (error "define-hgemm: :probe mma-only needs :prefetch t (its fragments are loaded apart)"))
+  (unless (member probe '(nil no-copies mma-only no-mma))
+    (error "define-hgemm: :probe is no-copies, mma-only or no-mma, not ~a" probe))
+  (when (and (member probe '(mma-only no-mma)) (not prefetch))
+    (error "define-hgemm: :probe ~a needs :prefetch t (its fragments are loaded apart)" probe))
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
          (tile-n (* 64 warps-n)))
@@ -160,7 +171,7 @@
                            (b-stage ,(* tile-k tile-n))
                            (b-base ,(* stages tile-m tile-k)))
            (macrolet ((load-k-tile (stage tile)
-                        ,(if probe
+                        ,(if (member probe '(no-copies mma-only))
                              ''(progn)
                              `(list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
                                     ,(/ (* tile-k tile-n) 8 threads) ,threads)))
@@ -168,6 +179,8 @@
                         ,(if (eq probe 'mma-only)
                              ''(progn)
                              '(list 'hg-fetch stage step set)))
+                      (mma-fragments (set)
+                        (list ',(if (eq probe 'no-mma) 'hg-sink 'hg-mma) set))
                       (compute-k-tile (stage &optional issue)
                         (list 'hg-compute stage ,(/ tile-k 16) issue)))
              (let* ((tid thread-idx-x)
@@ -191,8 +204,12 @@
                  ,(if prefetch
                       `(hg-with-fragment-sets
                            ((uint (logior #x3f803f80 (logand (* lane #x00050003) #x001f001f))))
-                         (tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
-                                                load-k-tile fetch-fragments hg-mma))
+                         (let ((sink (uint 0))) ; read by :probe no-mma's hg-sink only
+                           (tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
+                                                  load-k-tile fetch-fragments mma-fragments)
+                           ;; A store that depends on every fragment loaded (never taken).
+                           (when (= sink #xffffffff)
+                             (set (aref c 0) (float-to-bfloat16 0.0)))))
                       `(tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
                                     load-k-tile compute-k-tile))
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))

@@ -169,11 +169,13 @@ fn hgemm_probes_leave_work_out() {
     let define = |text: &str| HgemmKernel::parse_definition(text).unwrap();
     let mma_only = define("p-mma 2 2 3 :prefetch t :probe mma-only");
     let no_copies = define("p-nc 2 2 3 :probe no-copies");
+    let no_mma = define("p-nm 2 2 3 :prefetch t :probe no-mma");
     let plain = define("p-plain 2 2 3 :prefetch t");
-    assert!(mma_only.is_probe() && no_copies.is_probe() && !plain.is_probe());
+    assert!(mma_only.is_probe() && no_copies.is_probe() && no_mma.is_probe());
+    assert!(!plain.is_probe());
     assert!(HgemmKernel::parse_definition("x 2 2 3 :probe everything").is_err());
-    let program = tensor_gemm::program_with(&[mma_only, no_copies, plain]).unwrap();
-    for probe in [mma_only, no_copies] {
+    let program = tensor_gemm::program_with(&[mma_only, no_copies, no_mma, plain]).unwrap();
+    for probe in [mma_only, no_copies, no_mma] {
         let (got, want) = with_backend(Backend::Cpu, || {
             hgemm_in(&program, probe, two_blocks(probe))
         })
