@@ -113,8 +113,9 @@ impl HgemmKernel {
     ];
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
-    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only|no-mma]` (the `hgemm` example's `--define`).
-    /// The name is leaked: a command line defines a handful of shapes for the program's life.
+    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only|no-mma]`
+    /// (the `hgemm` example's `--define`). The name is leaked: a command line defines a handful
+    /// of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
