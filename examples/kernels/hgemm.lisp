@@ -202,14 +202,21 @@
                     (wn (* (mod warp ,warps-n) 64)))
                (tc-with-accumulators (acc 4 8)
                  ,(if prefetch
-                      `(hg-with-fragment-sets
-                           ((uint (logior #x3f803f80 (logand (* lane #x00050003) #x001f001f))))
-                         (let ((sink (uint 0))) ; read by :probe no-mma's hg-sink only
-                           (tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
-                                                  load-k-tile fetch-fragments mma-fragments)
-                           ;; A store that depends on every fragment loaded (never taken).
-                           (when (= sink #xffffffff)
-                             (set (aref c 0) (float-to-bfloat16 0.0)))))
+                      (let ((pipeline
+                              `(tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
+                                                      load-k-tile fetch-fragments mma-fragments)))
+                        `(hg-with-fragment-sets
+                             (,(if (eq probe 'mma-only)
+                                   '(uint (logior #x3f803f80
+                                                  (logand (* lane #x00050003) #x001f001f)))
+                                   0))
+                           ,(if (eq probe 'no-mma)
+                                `(let ((sink (uint 0))) ; hg-sink's
+                                   ,pipeline
+                                   ;; A store that depends on every fragment loaded (never taken).
+                                   (when (= sink #xffffffff)
+                                     (set (aref c 0) (float-to-bfloat16 0.0))))
+                                pipeline)))
                       `(tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
                                     load-k-tile compute-k-tile))
                  (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
