@@ -31,7 +31,8 @@ pub fn program_from(hgemm_lisp: &str, extra: &[HgemmKernel]) -> chorus::Result<P
 }
 
 /// One block shape of `kernels/hgemm.lisp` (`define-hgemm`): warps-m × warps-n warps, each
-/// computing a 64×64 tile of C, fed by a cp.async pipeline of `stages` k-tiles of `tile_k`.
+/// computing a 64×`warp_n` tile of C, fed by a cp.async pipeline of `stages` k-tiles of
+/// `tile_k`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HgemmKernel {
     /// The kernel's name in `kernels/hgemm.lisp`.
@@ -42,8 +43,11 @@ pub struct HgemmKernel {
     pub stages: usize,
     /// The k-tile: 32 or 64.
     pub tile_k: usize,
-    /// `define-hgemm`'s other options as written (`:interleave t`, `:prefetch t`), for
-    /// [`HgemmKernel::definition`]; they change the main loop, not the launch.
+    /// The warp tile's columns: 64 or 32.
+    pub warp_n: usize,
+    /// `define-hgemm`'s other options as written (`:interleave t`, `:prefetch t`,
+    /// `:min-blocks 2`, `:probe …`), for [`HgemmKernel::definition`]; they change the kernel's
+    /// code, not the launch.
     pub options: &'static str,
 }
 
@@ -54,6 +58,7 @@ impl HgemmKernel {
         warps: (2, 2),
         stages: 3,
         tile_k: 32,
+        warp_n: 64,
         options: "",
     };
     /// `hgemm-wide`: 128×256 block tiles, eight warps, four stages (96 KiB).
@@ -62,6 +67,7 @@ impl HgemmKernel {
         warps: (2, 4),
         stages: 4,
         tile_k: 32,
+        warp_n: 64,
         options: "",
     };
     /// `hgemm-tall`: 256×128 block tiles, eight warps, four stages (96 KiB).
@@ -70,6 +76,7 @@ impl HgemmKernel {
         warps: (4, 2),
         stages: 4,
         tile_k: 32,
+        warp_n: 64,
         options: "",
     };
     /// `hgemm-k64`: 128×128 block tiles, four warps, three stages of k-tiles of 64 (96 KiB).
@@ -113,14 +120,15 @@ impl HgemmKernel {
     ];
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
-    /// STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] [:probe no-copies|mma-only|no-mma]`
-    /// (the `hgemm` example's `--define`). The name is leaked: a command line defines a handful
+    /// STAGES [:tile-k 32|64] [:warp-n 64|32] [:min-blocks N] [:interleave t] [:prefetch t]
+    /// [:probe no-copies|mma-only|no-mma]` (the `hgemm` example's `--define`). The name is leaked: a command line defines a handful
     /// of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
-                "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] \
-                 [:prefetch t] [:probe no-copies|mma-only|no-mma]`, got `{text}`"
+                "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:warp-n 64|32] \
+                 [:min-blocks N] [:interleave t] [:prefetch t] \
+                 [:probe no-copies|mma-only|no-mma]`, got `{text}`"
             )
         };
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -129,15 +137,22 @@ impl HgemmKernel {
         };
         let number = |word: &str| word.parse::<usize>().map_err(|_| usage());
         let (warps_m, warps_n, stages) = (number(warps_m)?, number(warps_n)?, number(stages)?);
-        if !(1..=4).contains(&warps_m) || !(1..=4).contains(&warps_n) || !(2..=8).contains(&stages)
+        if !(1..=4).contains(&warps_m) || !(1..=8).contains(&warps_n) || !(2..=8).contains(&stages)
         {
-            return Err(format!("{text}: warps 1 to 4 each way and 2 to 8 stages"));
+            return Err(format!(
+                "{text}: warps 1 to 4 along M, 1 to 8 along N, and 2 to 8 stages"
+            ));
         }
         let mut tile_k = 32;
+        let mut warp_n = 64;
         let mut kept = Vec::new();
         for pair in options.chunks(2) {
             match pair {
                 [":tile-k", k @ ("32" | "64")] => tile_k = number(k)?,
+                [":warp-n", w @ ("32" | "64")] => warp_n = number(w)?,
+                [":min-blocks", b @ ("1" | "2" | "3" | "4")] => {
+                    kept.push(format!(":min-blocks {b}"))
+                }
                 [key @ (":interleave" | ":prefetch"), "t"] => kept.push(format!("{key} t")),
                 [":probe", probe @ ("no-copies" | "mma-only" | "no-mma")] => {
                     kept.push(format!(":probe {probe}"))
@@ -150,6 +165,7 @@ impl HgemmKernel {
             warps: (warps_m, warps_n),
             stages,
             tile_k,
+            warp_n,
             options: Box::leak(kept.join(" ").into_boxed_str()),
         })
     }
@@ -163,14 +179,20 @@ impl HgemmKernel {
     /// The `define-hgemm` form that defines this kernel.
     pub fn definition(self) -> String {
         format!(
-            "\n(define-hgemm {} {} {} {} :tile-k {} {})\n",
-            self.name, self.warps.0, self.warps.1, self.stages, self.tile_k, self.options
+            "\n(define-hgemm {} {} {} {} :tile-k {} :warp-n {} {})\n",
+            self.name,
+            self.warps.0,
+            self.warps.1,
+            self.stages,
+            self.tile_k,
+            self.warp_n,
+            self.options
         )
     }
 
     /// The block tile of C: (rows, columns).
     pub fn tile(self) -> (usize, usize) {
-        (64 * self.warps.0, 64 * self.warps.1)
+        (64 * self.warps.0, self.warp_n * self.warps.1)
     }
 
     /// Threads per block.

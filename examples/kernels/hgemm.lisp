@@ -1,8 +1,9 @@
 ;;;; hgemm: C = A·B with BF16 inputs, f32 accumulation and a BF16 result, on the tensor cores
 ;;;; through mma.sync m16n8k16 (sm_80 and newer), written with the tensor-core macro library
 ;;;; (`chorus_lang::library::TENSOR_CORE`, the `tc-` macros). A is M×K, B is K×N, C is M×N,
-;;;; all row-major. Every warp computes a 64×64 warp tile of 4×8 float4 accumulators; a block
-;;;; is a grid of warps-m × warps-n warps over a (64·warps-m)×(64·warps-n)×tile-k block tile
+;;;; all row-major. Every warp computes a 64×warp-n warp tile (warp-n 64, or 32 with :warp-n)
+;;;; of 4×(warp-n/8) float4 accumulators; a block is a grid of warps-m × warps-n warps over a
+;;;; (64·warps-m)×(warp-n·warps-n)×tile-k block tile
 ;;;; (tile-k 32 or 64), fed by a cp.async pipeline of `stages` stages in dynamic shared
 ;;;; memory; XOR-swizzled shared tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8
 ;;;; rows from 8 different bank groups without padding; blocks rasterised in groups of 8 block
@@ -74,56 +75,60 @@
 (defkernelmacro hg-b-fragment (j)
   `(hg-b-half bq ,j))
 
-;;; One stage: `steps` k16 steps of the 64×64 warp tile (4 A and 4 B ldmatrix, 32 mma.sync
-;;; each); `issue` (the next tile's copies, from `tc-pipeline`'s :issue-in-compute), when given,
+;;; One stage: `steps` k16 steps of the 64×(16·quads) warp tile (4 A and `quads` B ldmatrix,
+;;; 8·quads mma.sync each); `issue` (the next tile's copies, from `tc-pipeline`'s :issue-in-compute), when given,
 ;;; goes between the last step's ldmatrix and its mma: the tile's first mma then follow their
 ;;; ldmatrix at once, the other steps' ldmatrix can be scheduled among them, and the copies are
 ;;; issued while the tensor cores work (ptxas keeps shared-memory accesses in source order).
-(defkernelmacro hg-compute (stage steps &optional issue)
+(defkernelmacro hg-compute (stage steps quads &optional issue)
   `(let ((st ,stage))
      ,@(loop for step from 0 below steps
              collect `(symbol-macrolet ((kk ,step))
                         (tc-bind-each (fa 4 hg-a-fragment)
-                          (tc-bind-each (bq 4 hg-b-quad)
-                            (tc-bind-each (fb 8 hg-b-fragment)
+                          (tc-bind-each (bq ,quads hg-b-quad)
+                            (tc-bind-each (fb ,(* 2 quads) hg-b-fragment)
                               ,@(if (and issue (= step (- steps 1))) (list issue) '())
-                              (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 8))))))))
+                              (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 ,(* 2 quads)))))))))
 
 ;;; With :prefetch (tc-pipeline-fragments), the fragments live in two register sets, fa0-i and
-;;; bq0-j, fa1-i and bq1-j, declared around the main loop, each of whose four words is `word`.
-(defkernelmacro hg-with-fragment-sets ((word) &body body)
+;;; bq0-j, fa1-i and bq1-j (4 A fragments, `quads` B quads), declared around the main loop, each
+;;; of whose four words is `word`.
+(defkernelmacro hg-with-fragment-sets ((word quads) &body body)
   `(let ,(loop for set from 0 below 2
-               append (loop for name in '("fa" "bq")
-                            append (loop for i from 0 below 4
-                                         collect `(,(intern (format nil "~a~a-~a" name set i))
-                                                   (uint4 ,word ,word ,word ,word)))))
+               append (append (loop for i from 0 below 4
+                                    collect `(,(intern (format nil "fa~a-~a" set i))
+                                              (uint4 ,word ,word ,word ,word)))
+                              (loop for j from 0 below quads
+                                    collect `(,(intern (format nil "bq~a-~a" set j))
+                                              (uint4 ,word ,word ,word ,word)))))
      ,@body))
 
-;;; Loads k16 step `step` of `stage` into register set `set`: its 4 A fragments and 4 B quads.
-(defkernelmacro hg-fetch (stage step set)
+;;; Loads k16 step `step` of `stage` into register set `set`: its 4 A fragments and `quads` B
+;;; quads.
+(defkernelmacro hg-fetch (stage step set quads)
   `(let ((st ,stage))
      (symbol-macrolet ((kk ,step))
        ,@(loop for i from 0 below 4
                collect `(set ,(intern (format nil "fa~a-~a" set i)) (hg-a-fragment ,i)))
-       ,@(loop for j from 0 below 4
+       ,@(loop for j from 0 below quads
                collect `(set ,(intern (format nil "bq~a-~a" set j)) (hg-b-quad ,j))))))
 
-;;; The 32 mma.sync of one k16 step from register set `set`.
-(defkernelmacro hg-mma (set)
+;;; The 8·quads mma.sync of one k16 step from register set `set`.
+(defkernelmacro hg-mma (set quads)
   (let ((a (intern (format nil "fa~a" set)))
-        (quads (intern (format nil "bq~a" set))))
-    `(let ,(loop for j from 0 below 8
-                 collect `(,(intern (format nil "fb-~a" j)) (hg-b-half ,quads ,j)))
-       (tc-mma-grid (:m16n8k16 :bf16) acc ,a fb 4 8))))
+        (b (intern (format nil "bq~a" set))))
+    `(let ,(loop for j from 0 below (* 2 quads)
+                 collect `(,(intern (format nil "fb-~a" j)) (hg-b-half ,b ,j)))
+       (tc-mma-grid (:m16n8k16 :bf16) acc ,a fb 4 ,(* 2 quads)))))
 
 ;;; For `:probe no-mma`: folds one word of each fragment of register set `set` into `sink`, so
 ;;; that ptxas keeps the ldmatrix that no mma reads (it drops loads whose results go unused).
-(defkernelmacro hg-sink (set)
+(defkernelmacro hg-sink (set quads)
   `(set sink (logxor sink
-                     ,@(loop for name in '("fa" "bq")
-                             append (loop for i from 0 below 4
-                                          collect `(uint4-x ,(intern (format nil "~a~a-~a"
-                                                                             name set i))))))))
+                     ,@(loop for i from 0 below 4
+                             collect `(uint4-x ,(intern (format nil "fa~a-~a" set i))))
+                     ,@(loop for j from 0 below quads
+                             collect `(uint4-x ,(intern (format nil "bq~a-~a" set j)))))))
 
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.
@@ -134,11 +139,14 @@
      (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
      (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
 
-;;; (define-hgemm name warps-m warps-n stages &key tile-k interleave prefetch probe): the kernel
-;;; `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n threads) over
-;;; (64·warps-m)×(64·warps-n) tiles of C, k-tiles of tile-k (32, the default, or 64), a grid of
-;;; (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages bytes of
-;;; dynamic shared memory. With :interleave, the next tile's copies go between the last k16
+;;; (define-hgemm name warps-m warps-n stages &key tile-k warp-n min-blocks interleave prefetch
+;;; probe): the kernel `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n
+;;; threads) over (64·warps-m)×(warp-n·warps-n) tiles of C, warp tiles 64×warp-n (64, the
+;;; default, or 32: half the accumulators and registers, so that more warps fit a
+;;; multiprocessor, for 1.5 times the ldmatrix a mma), k-tiles of tile-k (32, the default, or
+;;; 64), a grid of (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages
+;;; bytes of dynamic shared memory; :min-blocks N asks ptxas to fit N blocks a multiprocessor
+;;; (launch-bounds' second value: it caps the registers). With :interleave, the next tile's copies go between the last k16
 ;;; step's ldmatrix and mma; with :prefetch, the main loop is tc-pipeline-fragments' (two
 ;;; register sets of fragments, each step loading the next one's).
 ;;;
@@ -151,17 +159,22 @@
 ;;; the other way round: the copies, waits, barriers and ldmatrix, no mma (the memory path's
 ;;; time, to set beside mma-only's: their sum or their maximum says how well the two overlap).
 (defkernelmacro define-hgemm (name warps-m warps-n stages
-                              &key (tile-k 32) interleave prefetch probe)
+                              &key (tile-k 32) (warp-n 64) min-blocks interleave prefetch
+                                probe)
   (unless (member probe '(nil no-copies mma-only no-mma))
     (error "define-hgemm: :probe is no-copies, mma-only or no-mma, not ~a" probe))
   (when (and (member probe '(mma-only no-mma)) (not prefetch))
     (error "define-hgemm: :probe ~a needs :prefetch t (its fragments are loaded apart)" probe))
+  (unless (member warp-n '(32 64))
+    (error "define-hgemm: :warp-n is 32 or 64, not ~a" warp-n))
   (let* ((threads (* 32 warps-m warps-n))
          (tile-m (* 64 warps-m))
-         (tile-n (* 64 warps-n)))
+         (tile-n (* warp-n warps-n))
+         (quads (/ warp-n 16))
+         (n8-tiles (/ warp-n 8)))
     `(defkernel ,name (void ((a bfloat16* :restrict) (b bfloat16* :restrict)
                              (c bfloat16* :restrict) (m int) (n int) (k int)))
-       (declare (launch-bounds ,threads))
+       (declare (launch-bounds ,threads ,@(if min-blocks (list min-blocks) '())))
        (with-dynamic-shared-memory ((smem bfloat16))
          (symbol-macrolet ((tile-n ,tile-n)
                            (tile-k ,tile-k)
@@ -178,11 +191,11 @@
                       (fetch-fragments (stage step set)
                         ,(if (eq probe 'mma-only)
                              ''(progn)
-                             '(list 'hg-fetch stage step set)))
+                             `(list 'hg-fetch stage step set ,quads)))
                       (mma-fragments (set)
-                        (list ',(if (eq probe 'no-mma) 'hg-sink 'hg-mma) set))
+                        (list ',(if (eq probe 'no-mma) 'hg-sink 'hg-mma) set ,quads))
                       (compute-k-tile (stage &optional issue)
-                        (list 'hg-compute stage ,(/ tile-k 16) issue)))
+                        (list 'hg-compute stage ,(/ tile-k 16) ,quads issue)))
              (let* ((tid thread-idx-x)
                     (lane (mod tid 32))
                     (warp (/ tid 32))
@@ -199,8 +212,8 @@
                     (bm (* (+ first-row (mod (mod pid per-group) rows)) ,tile-m))
                     (bn (* (/ (mod pid per-group) rows) ,tile-n))
                     (wm (* (/ warp ,warps-n) 64))
-                    (wn (* (mod warp ,warps-n) 64)))
-               (tc-with-accumulators (acc 4 8)
+                    (wn (* (mod warp ,warps-n) ,warp-n)))
+               (tc-with-accumulators (acc 4 ,n8-tiles)
                  ,(if prefetch
                       (let ((pipeline
                               `(tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
@@ -209,7 +222,8 @@
                              (,(if (eq probe 'mma-only)
                                    '(uint (logior #x3f803f80
                                                   (logand (* lane #x00050003) #x001f001f)))
-                                   0))
+                                   0)
+                              ,quads)
                            ,(if (eq probe 'no-mma)
                                 `(let ((sink (uint 0))) ; hg-sink's
                                    ,pipeline
@@ -219,7 +233,7 @@
                                 pipeline)))
                       `(tc-pipeline (tile (/ k tile-k) ,stages :issue-in-compute ,interleave)
                                     load-k-tile compute-k-tile))
-                 (tc-for-each-accumulator (acc 4 8) hg-store)))))))))
+                 (tc-for-each-accumulator (acc 4 ,n8-tiles) hg-store)))))))))
 
 (define-hgemm hgemm 2 2 3)
 (define-hgemm hgemm-wide 2 4 4)

@@ -146,18 +146,36 @@ fn define_hgemm_arguments_round_trip_and_run() {
         "x 2 2 3 :prefetch",
         "x 9 2 3",
         "x 2 2 1",
+        "x 2 2 3 :warp-n 48",
+        "x 2 2 3 :min-blocks 0",
     ] {
         assert!(HgemmKernel::parse_definition(bad).is_err(), "{bad}");
     }
-    let tall = HgemmKernel::parse_definition("hgemm-tall-prefetch 4 2 4 :prefetch t").unwrap();
-    let (got, want) = with_backend(Backend::Cpu, || {
-        hgemm_in(&tensor_gemm::program_with(&[tall])?, tall, two_blocks(tall))
-    })
-    .unwrap();
-    assert!(
-        got == want,
-        "the --define'd hgemm-tall-prefetch differs from the exact product"
-    );
+    for text in [
+        "hgemm-tall-prefetch 4 2 4 :prefetch t",
+        // Warp tiles of 64×32: eight warps over 128×128, with and without the fragments'
+        // pipeline, and sixteen over 128×256.
+        "hgemm-w32 2 4 3 :warp-n 32 :min-blocks 2",
+        "hgemm-w32-prefetch 2 4 4 :warp-n 32 :min-blocks 2 :prefetch t",
+        "hgemm-w32-wide 2 8 3 :warp-n 32",
+    ] {
+        let kernel = HgemmKernel::parse_definition(text).unwrap();
+        let (got, want) = with_backend(Backend::Cpu, || {
+            hgemm_in(
+                &tensor_gemm::program_with(&[kernel])?,
+                kernel,
+                two_blocks(kernel),
+            )
+        })
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(
+            got == want,
+            "the --define'd {} differs from the exact product",
+            kernel.name
+        );
+    }
+    let narrow = HgemmKernel::parse_definition("w 2 4 3 :warp-n 32").unwrap();
+    assert_eq!((narrow.tile(), narrow.threads()), ((128, 128), 256));
 }
 
 /// The probes leave out what they say: with neither copies nor fragment loads, or with no

@@ -5,6 +5,7 @@
 //!
 //! Skips without a GPU or without NCCL; fails instead with `CHORUS_REQUIRE_GPU=1`.
 
+use chorus_cuda::testing::scaled;
 use chorus_cuda_libs::nccl::launch::{Launcher, RankEnv};
 use chorus_cuda_libs::nccl::{self, Comm, Config, ReduceOp, UniqueId};
 use chorus_cuda_libs::{AsDeviceSliceMut, DeviceSlice, Error, Fp8E4M3};
@@ -349,7 +350,7 @@ fn a_non_blocking_rank_of_one_works_and_finalizes() {
         let id = UniqueId::new()?;
         let config = Config {
             blocking: false,
-            timeout: Duration::from_secs(60),
+            timeout: scaled(Duration::from_secs(60)),
         };
         let comm = Comm::init_rank(&id, 1, 0, 0, &config)?;
         assert!(!comm.is_blocking());
@@ -381,7 +382,7 @@ fn joining_without_the_other_ranks_times_out_instead_of_hanging() {
         let id = UniqueId::new()?;
         let config = Config {
             blocking: false,
-            timeout: Duration::from_secs(3),
+            timeout: scaled(Duration::from_secs(3)),
         };
         let start = Instant::now();
         // Rank 0 of 2: rank 1 never comes.
@@ -392,7 +393,10 @@ fn joining_without_the_other_ranks_times_out_instead_of_hanging() {
             e.is_status("ncclInProgress") || matches!(e, Error::Status { .. }),
             "{e}"
         );
-        assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+        assert!(
+            waited < scaled(Duration::from_secs(30)),
+            "waited {waited:?}"
+        );
         Ok(())
     })
 }
@@ -508,12 +512,17 @@ const CHILD_ARGS: [&str; 4] = [
     "--test-threads=1",
 ];
 
+/// `CHORUS_NCCL_TIMEOUT` for the ranks: `s` seconds, times `CHORUS_TEST_TIME_SCALE`.
+fn seconds(s: u64) -> String {
+    scaled(Duration::from_secs(s)).as_secs().to_string()
+}
+
 fn launch_this_binary(ranks: usize, devices: usize, mode: &str) -> Launcher {
     let exe = std::env::current_exe().expect("test binary");
     Launcher::new(ranks, devices, exe, CHILD_ARGS)
         .share_devices(ranks > devices)
         .env("CHORUS_NCCL_TEST_CHILD", mode)
-        .env("CHORUS_NCCL_TIMEOUT", "15")
+        .env("CHORUS_NCCL_TIMEOUT", seconds(15))
 }
 
 #[test]
@@ -554,7 +563,7 @@ fn a_rank_that_dies_is_named_by_the_launcher() {
 fn two_by_hand(
     mode: &str,
     host_ids: bool,
-    timeout: &str,
+    timeout_s: u64,
 ) -> std::io::Result<[std::process::ExitStatus; 2]> {
     let folder = std::env::temp_dir().join(format!("chorus-nccl-{mode}-{}", std::process::id()));
     std::fs::create_dir_all(&folder)?;
@@ -566,7 +575,7 @@ fn two_by_hand(
             command
                 .args(CHILD_ARGS)
                 .env("CHORUS_NCCL_TEST_CHILD", mode)
-                .env("CHORUS_NCCL_TIMEOUT", timeout)
+                .env("CHORUS_NCCL_TIMEOUT", seconds(timeout_s))
                 .env("CHORUS_RANK", rank.to_string())
                 .env("CHORUS_WORLD_SIZE", "2")
                 .env("CHORUS_DEVICE", "0")
@@ -590,7 +599,7 @@ fn a_dead_peer_is_an_error_not_a_hang() {
     on_gpu("a_dead_peer_is_an_error_not_a_hang", || {
         // Rank 1 exits right after joining: rank 0's all-reduce must fail, not hang.
         let start = Instant::now();
-        let [status0, status1] = two_by_hand("die-after-join", true, "8")?;
+        let [status0, status1] = two_by_hand("die-after-join", true, 8)?;
         eprintln!(
             "rank 1: {status1}, rank 0: {status0}, after {:?}",
             start.elapsed()
@@ -609,7 +618,7 @@ fn two_processes_on_one_gpu_without_host_ids_are_refused() {
     on_gpu(
         "two_processes_on_one_gpu_without_host_ids_are_refused",
         || {
-            let [status0, status1] = two_by_hand("expect-refusal", false, "10")?;
+            let [status0, status1] = two_by_hand("expect-refusal", false, 10)?;
             assert!(
                 status0.success() && status1.success(),
                 "NCCL did not refuse both ranks: {status0}, {status1}"

@@ -44,6 +44,33 @@ pub fn on_gpu(test: &str, body: impl FnOnce(&Context) -> Result<()>) {
     }
 }
 
+/// How many times longer than written a test's time limits are: `CHORUS_TEST_TIME_SCALE`, a
+/// positive integer, 1 when unset. For runs under tools that slow every CUDA call down
+/// (`benches/device-sanitize.sh` sets 8 for compute-sanitizer), so that a timeout a test
+/// provokes on purpose, or one that guards against a hang, still means what it says there.
+/// Panics, naming the variable, on any other value: a typo must not run tests with limits
+/// nobody chose.
+pub fn time_scale() -> u32 {
+    time_scale_from(std::env::var("CHORUS_TEST_TIME_SCALE"))
+}
+
+/// [`time_scale`] of the variable's value as `std::env::var` returns it.
+fn time_scale_from(value: std::result::Result<String, std::env::VarError>) -> u32 {
+    match value {
+        Err(std::env::VarError::NotPresent) => 1,
+        Ok(text) => match text.trim().parse::<u32>() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("CHORUS_TEST_TIME_SCALE is a positive integer, not `{text}`"),
+        },
+        Err(e) => panic!("CHORUS_TEST_TIME_SCALE: {e}"),
+    }
+}
+
+/// `limit` times [`time_scale`].
+pub fn scaled(limit: std::time::Duration) -> std::time::Duration {
+    limit * time_scale()
+}
+
 /// The nvcc Chorus finds ([`crate::find_nvcc`]) for a test of the compiler tier. Without one,
 /// prints that `test` is skipped and returns `None`, unless `CI` is set (CI installs nvcc, so
 /// the tier must run there): then it panics, naming `test` and where nvcc was looked for.
@@ -129,4 +156,26 @@ pub fn build_c_program(source: &std::path::Path, options: &[&str]) -> Result<CPr
         });
     }
     Ok(CProgram { path, _dir: dir })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::env::VarError;
+
+    #[test]
+    fn the_time_scale_is_one_unless_a_positive_integer_is_given() {
+        assert_eq!(time_scale_from(Err(VarError::NotPresent)), 1);
+        assert_eq!(time_scale_from(Ok(" 8 ".into())), 8);
+        for bad in ["0", "-2", "1.5", "eight", ""] {
+            let panic = std::panic::catch_unwind(|| time_scale_from(Ok(bad.into())))
+                .expect_err(bad)
+                .downcast::<String>()
+                .unwrap();
+            assert!(
+                panic.contains("CHORUS_TEST_TIME_SCALE is a positive integer"),
+                "{panic}"
+            );
+        }
+    }
 }
