@@ -312,6 +312,7 @@ impl<'s> BlasLt<'s> {
         ab: sys::cudaDataType,
         dt: sys::cudaDataType,
         bias_type: Option<sys::cudaDataType>,
+        fp8_scales: bool,
     ) -> Result<Prepared> {
         let mut p = Prepared {
             desc: std::ptr::null_mut(),
@@ -353,6 +354,23 @@ impl<'s> BlasLt<'s> {
                 (&bias_type as *const sys::cudaDataType).cast(),
                 size_of_val(&bias_type),
             )?;
+        }
+        if fp8_scales {
+            // The heuristic must see that A and B are scaled: without scale pointers it may pick
+            // a kernel that does not apply them (XLA hit that with cuBLASLt 12.8, openxla/xla
+            // #40747) or a slower one. It does not read them, so the workspace's address stands
+            // in; every call sets the real ones.
+            let stand_in = self.workspace.ptr();
+            for attr in [
+                CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+            ] {
+                set(
+                    attr,
+                    (&stand_in as *const u64).cast(),
+                    size_of_val(&stand_in),
+                )?;
+            }
         }
         let (ar, ac) = if shape.transa == Transpose::No {
             (shape.m, shape.k)
@@ -522,6 +540,7 @@ impl<'s> BlasLt<'s> {
                 AB::DATA_TYPE,
                 Out::DATA_TYPE,
                 bias.as_ref().map(|_| Out::DATA_TYPE),
+                AB::IS_FP8,
             )?),
         };
         use sys::cublasLtMatmulDescAttributes_t::*;
