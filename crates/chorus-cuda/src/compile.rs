@@ -37,7 +37,7 @@ pub use crate::diagnostics::source_excerpt;
 use crate::error::{Error, Result};
 pub use crate::image::{CompiledImage, Compiler, ImageKind};
 use crate::module::Module;
-use crate::nvcc::{find_nvcc_with, nvcc_compile_with, nvcc_version, with_arch_option_for};
+use crate::nvcc::{nvcc_compile_with, nvcc_version, require_nvcc_with, with_arch_option_for};
 use crate::nvrtc::{nvrtc_compile, nvrtc_options_for, nvrtc_version};
 use crate::nvrtc_loader;
 use crate::settings::{CompilerChoice, ImageChoice, Settings, message, settings};
@@ -84,7 +84,7 @@ impl Compiler {
             })
         };
         let nvcc = || {
-            let path = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
+            let path = require_nvcc_with(settings)?;
             let binary = match nvrtc_loader::files_identity(std::slice::from_ref(&path)) {
                 Some(identity) => identity,
                 None => {

@@ -20,10 +20,11 @@ pub enum Error {
         reason: String,
     },
     /// No `nvcc` was found, and nvcc was asked for (or NVRTC is absent too).
-    #[error(
-        "nvcc not found (searched the settings' nvcc binary, PATH, CUDA_PATH, CUDA_HOME, /usr/local/cuda*, /opt/cuda)"
-    )]
-    NvccNotFound,
+    #[error("nvcc not found ({searched}); CHORUS_NVCC may name it")]
+    NvccNotFound {
+        /// Where it was looked for, in order ([`crate::nvcc_search_description`]).
+        searched: String,
+    },
     /// A driver call returned an error.
     #[error("{call} failed: {name} ({code}): {message}")]
     Driver {

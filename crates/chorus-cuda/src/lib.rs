@@ -73,7 +73,8 @@ pub use manager::{KernelManager, State, default_manager};
 pub use module::{Function, Module, Signature};
 pub use nvcc::{
     find_nvcc, find_nvcc_with, is_arch_option, nvcc_arch_option, nvcc_available, nvcc_compile,
-    nvcc_compile_with, nvcc_version, with_arch_option, with_arch_option_for,
+    nvcc_compile_with, nvcc_search_description, nvcc_version, require_nvcc_with, with_arch_option,
+    with_arch_option_for,
 };
 pub use nvrtc::{RelocatableOutput, nvrtc_compile, nvrtc_compile_relocatable, nvrtc_version};
 pub use nvrtc_loader::nvrtc_available;

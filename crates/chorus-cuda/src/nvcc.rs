@@ -24,6 +24,31 @@ pub fn find_nvcc() -> Option<PathBuf> {
     find_nvcc_with(&settings())
 }
 
+/// [`find_nvcc`] with the given settings, or [`Error::NvccNotFound`] naming where it looked.
+pub fn require_nvcc_with(settings: &Settings) -> Result<PathBuf> {
+    find_nvcc_with(settings).ok_or_else(|| Error::NvccNotFound {
+        searched: nvcc_search_description(settings),
+    })
+}
+
+/// Where [`find_nvcc_with`] looks, in order, for messages: the explicit nvcc setting when
+/// there is one (then nothing else), else every candidate path (`PATH`'s folders, the
+/// toolkits', pip's).
+pub fn nvcc_search_description(settings: &Settings) -> String {
+    if let Some(explicit) = settings.explicit_nvcc() {
+        return format!(
+            "CHORUS_NVCC names {}, which is not an executable file",
+            explicit.display()
+        );
+    }
+    let candidates = nvcc_candidates(&SearchEnv::host());
+    if candidates.is_empty() {
+        return "no PATH, toolkit or pip folder to look in".to_owned();
+    }
+    let places: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    format!("looked at {}", places.join(", "))
+}
+
 /// [`find_nvcc`] with the given settings.
 pub fn find_nvcc_with(settings: &Settings) -> Option<PathBuf> {
     if let Some(explicit) = settings.explicit_nvcc() {
@@ -151,7 +176,7 @@ pub fn nvcc_compile_with(
     kind: ImageKind,
     options: &[String],
 ) -> Result<Vec<u8>> {
-    let nvcc = find_nvcc_with(settings).ok_or(Error::NvccNotFound)?;
+    let nvcc = require_nvcc_with(settings)?;
     let parent = settings.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = PrivateTempDir::new_in(&parent)?;
     let file = source_file_name(name);
@@ -300,7 +325,11 @@ mod tests {
         assert_eq!(find_nvcc_with(&s), None);
         let e =
             nvcc_compile_with(&s, "__global__ void k() {}", "k", ImageKind::Ptx, &[]).unwrap_err();
-        assert!(matches!(e, Error::NvccNotFound), "{e}");
+        assert!(
+            e.to_string()
+                .contains("CHORUS_NVCC names /nonexistent/bin/nvcc, which is not an executable"),
+            "{e}"
+        );
     }
 
     #[test]

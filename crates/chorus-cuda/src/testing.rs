@@ -75,16 +75,15 @@ pub fn scaled(limit: std::time::Duration) -> std::time::Duration {
 /// prints that `test` is skipped and returns `None`, unless `CI` is set (CI installs nvcc, so
 /// the tier must run there): then it panics, naming `test` and where nvcc was looked for.
 pub fn nvcc_or_skip(test: &str) -> Option<std::path::PathBuf> {
-    if let Some(nvcc) = crate::find_nvcc() {
-        return Some(nvcc);
-    }
-    let looked =
-        "looked in CHORUS_NVCC, PATH, CUDA_PATH, CUDA_HOME, CUDA_PATH_V*, /usr/local/cuda*";
+    let looked = match crate::require_nvcc_with(&crate::settings::settings()) {
+        Ok(nvcc) => return Some(nvcc),
+        Err(e) => e.to_string(),
+    };
     assert!(
         std::env::var_os("CI").is_none(),
-        "{test}: CI is set but no nvcc was found ({looked})"
+        "{test}: CI is set but {looked}"
     );
-    eprintln!("skipped {test}: no nvcc ({looked})");
+    eprintln!("skipped {test}: {looked}");
     None
 }
 
@@ -115,7 +114,7 @@ impl CProgram {
 /// made or nvcc cannot be run.
 pub fn build_c_program(source: &std::path::Path, options: &[&str]) -> Result<CProgram> {
     use crate::Error;
-    let nvcc = crate::find_nvcc().ok_or(Error::NvccNotFound)?;
+    let nvcc = crate::require_nvcc_with(&crate::settings::settings())?;
     let dir = tempfile::Builder::new()
         .prefix("chorus-c-program")
         .tempdir()

@@ -88,7 +88,7 @@ fn programs_compile_but_do_not_load() {
         // With a compiler the source compiles; loading then needs the driver.
         Err(Error::SdkNotFound { .. }) => {}
         // Without one, the missing compiler is reported.
-        Err(Error::NvccNotFound | Error::NvrtcNotFound { .. }) => {}
+        Err(Error::NvccNotFound { .. } | Error::NvrtcNotFound { .. }) => {}
         other => panic!("expected SdkNotFound, got {other:?}"),
     }
 }
