@@ -3,11 +3,10 @@
 ;;;; (`chorus_lang::library::TENSOR_CORE`, the `tc-` macros). A is M×K, B is K×N, C is M×N,
 ;;;; all row-major. Every warp computes a 64×warp-n warp tile (warp-n 64, or 32 with :warp-n)
 ;;;; of 4×(warp-n/8) float4 accumulators; a block is a grid of warps-m × warps-n warps over a
-;;;; (64·warps-m)×(warp-n·warps-n)×tile-k block tile
-;;;; (tile-k 32 or 64), fed by a cp.async pipeline of `stages` stages in dynamic shared
-;;;; memory; XOR-swizzled shared tiles, so that every ldmatrix (A: .x4, B: .x4.trans) reads 8
-;;;; rows from 8 different bank groups without padding; blocks rasterised in groups of 8 block
-;;;; rows for L2 reuse.
+;;;; (64·warps-m)×(warp-n·warps-n)×tile-k block tile (tile-k 32 or 64), fed by a cp.async
+;;;; pipeline of `stages` stages in dynamic shared memory; XOR-swizzled shared tiles, so that
+;;;; every ldmatrix (A: .x4, B: .x4.trans) reads 8 rows from 8 different bank groups without
+;;;; padding; blocks rasterised in groups of 8 block rows for L2 reuse.
 ;;;;
 ;;;; `define-hgemm` makes one kernel per block shape (the `hgemm` example times each):
 ;;;; `hgemm`, 128×128 (2×2 warps, 3 stages, 48 KiB); `hgemm-wide`, 128×256 (2×4 warps, 4
@@ -76,10 +75,11 @@
   `(hg-b-half bq ,j))
 
 ;;; One stage: `steps` k16 steps of the 64×(16·quads) warp tile (4 A and `quads` B ldmatrix,
-;;; 8·quads mma.sync each); `issue` (the next tile's copies, from `tc-pipeline`'s :issue-in-compute), when given,
-;;; goes between the last step's ldmatrix and its mma: the tile's first mma then follow their
-;;; ldmatrix at once, the other steps' ldmatrix can be scheduled among them, and the copies are
-;;; issued while the tensor cores work (ptxas keeps shared-memory accesses in source order).
+;;; 8·quads mma.sync each); `issue` (the next tile's copies, from `tc-pipeline`'s
+;;; :issue-in-compute), when given, goes between the last step's ldmatrix and its mma: the
+;;; tile's first mma then follow their ldmatrix at once, the other steps' ldmatrix can be
+;;; scheduled among them, and the copies are issued while the tensor cores work (ptxas keeps
+;;; shared-memory accesses in source order).
 (defkernelmacro hg-compute (stage steps quads &optional issue)
   `(let ((st ,stage))
      ,@(loop for step from 0 below steps
@@ -146,9 +146,9 @@
 ;;; multiprocessor, for 1.5 times the ldmatrix a mma), k-tiles of tile-k (32, the default, or
 ;;; 64), a grid of (N / tile columns, M / tile rows) blocks and (tile-m + tile-n)·tile-k·2·stages
 ;;; bytes of dynamic shared memory; :min-blocks N asks ptxas to fit N blocks a multiprocessor
-;;; (launch-bounds' second value: it caps the registers). With :interleave, the next tile's copies go between the last k16
-;;; step's ldmatrix and mma; with :prefetch, the main loop is tc-pipeline-fragments' (two
-;;; register sets of fragments, each step loading the next one's).
+;;; (launch-bounds' second value: it caps the registers). With :interleave, the next tile's
+;;; copies go between the last k16 step's ldmatrix and mma; with :prefetch, the main loop is
+;;; tc-pipeline-fragments' (two register sets of fragments, each step loading the next one's).
 ;;;
 ;;; A probe leaves work out to place the time of the rest (its result is wrong; the example
 ;;; does not check it): `:probe no-copies` issues no copies (the pipeline's waits and barriers,
