@@ -236,8 +236,9 @@ fn main() -> ExitCode {
                 .value_parser(|text: &str| HgemmKernel::parse_definition(text))
                 .help(
                     "also define and time a block shape: define-hgemm's arguments, \
-                     'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:interleave t] [:prefetch t] \
-                     [:probe no-copies|mma-only|no-mma]' (repeatable; a probe leaves \
+                     'NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:warp-n 64|32] [:min-blocks N] \
+                     [:interleave t] [:prefetch t] \
+                     [:probe no-copies|mma-only|no-mma|l1-copies]' (repeatable; a probe leaves \
                      work out and is timed, not checked)",
                 ),
         )

@@ -121,14 +121,14 @@ impl HgemmKernel {
 
     /// A block shape from `define-hgemm`'s arguments as written in Lisp, `NAME WARPS-M WARPS-N
     /// STAGES [:tile-k 32|64] [:warp-n 64|32] [:min-blocks N] [:interleave t] [:prefetch t]
-    /// [:probe no-copies|mma-only|no-mma]` (the `hgemm` example's `--define`). The name is leaked: a command line defines a handful
+    /// [:probe no-copies|mma-only|no-mma|l1-copies]` (the `hgemm` example's `--define`). The name is leaked: a command line defines a handful
     /// of shapes for the program's life.
     pub fn parse_definition(text: &str) -> Result<HgemmKernel, String> {
         let usage = || {
             format!(
                 "expected `NAME WARPS-M WARPS-N STAGES [:tile-k 32|64] [:warp-n 64|32] \
                  [:min-blocks N] [:interleave t] [:prefetch t] \
-                 [:probe no-copies|mma-only|no-mma]`, got `{text}`"
+                 [:probe no-copies|mma-only|no-mma|l1-copies]`, got `{text}`"
             )
         };
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -154,9 +154,10 @@ impl HgemmKernel {
                     kept.push(format!(":min-blocks {b}"))
                 }
                 [key @ (":interleave" | ":prefetch"), "t"] => kept.push(format!("{key} t")),
-                [":probe", probe @ ("no-copies" | "mma-only" | "no-mma")] => {
-                    kept.push(format!(":probe {probe}"))
-                }
+                [
+                    ":probe",
+                    probe @ ("no-copies" | "mma-only" | "no-mma" | "l1-copies"),
+                ] => kept.push(format!(":probe {probe}")),
                 _ => return Err(usage()),
             }
         }

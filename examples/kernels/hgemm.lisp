@@ -33,8 +33,9 @@
 
 ;;; Issues k-tile `tile`'s copies into `stage`: tile-m × tile-k/8 chunks of A and tile-k ×
 ;;; tile-n/8 of B, `a-parts` and `b-parts` of each per thread (`threads` threads). (16-byte
-;;; copies are `cp.async.cg`, cached in the L2 only, as CUTLASS's.)
-(defkernelmacro hg-load (stage tile a-parts b-parts threads)
+;;; copies are `cp.async.cg`, cached in the L2 only, as CUTLASS's; `cache` :ca, for a probe,
+;;; caches them in the L1 too.)
+(defkernelmacro hg-load (stage tile a-parts b-parts threads &optional cache)
   `(let ((k0 (* ,tile tile-k)))
      (tc-unroll (part 0 ,a-parts)
        (let* ((idx (+ tid (* part ,threads)))
@@ -42,14 +43,14 @@
               (ac (mod idx (/ tile-k 8))))
          (cp-async (pointer (aref smem (hg-a-offset ,stage ar ac)))
                    (pointer (aref a (+ (* (+ bm ar) k) k0 (* 8 ac))))
-                   16)))
+                   16 ,@(if cache (list cache) '()))))
      (tc-unroll (part 0 ,b-parts)
        (let* ((idx (+ tid (* part ,threads)))
               (br (/ idx (/ tile-n 8)))
               (bc (mod idx (/ tile-n 8))))
          (cp-async (pointer (aref smem (hg-b-offset ,stage br bc)))
                    (pointer (aref b (+ (* (+ k0 br) n) bn (* 8 bc))))
-                   16)))))
+                   16 ,@(if cache (list cache) '()))))))
 
 ;;; A fragment of m16 tile `i` of the warp's rows at k16 step `kk`: lane l gives the address of
 ;;; row l % 16 at chunk 2 kk + l / 16, so the four matrices are A's (rows 0-7 | 8-15) × (k 0-7 |
@@ -157,12 +158,15 @@
 ;;; on fragments of BF16 values in [1, 1.25) that vary by lane, and the epilogue remain: the
 ;;; tensor cores' ceiling for this warp tile and block shape; `:probe no-mma` (with :prefetch)
 ;;; the other way round: the copies, waits, barriers and ldmatrix, no mma (the memory path's
-;;; time, to set beside mma-only's: their sum or their maximum says how well the two overlap).
+;;; time, to set beside mma-only's: their sum or their maximum says how well the two overlap);
+;;; `:probe l1-copies` makes every copy, as many as the kernel's, read k-tile 0 through the L1
+;;; (`cp.async.ca`), so that after the first they come from the L1, not the L2: beside the
+;;; kernel, what the L2's bandwidth and latency cost.
 (defkernelmacro define-hgemm (name warps-m warps-n stages
                               &key (tile-k 32) (warp-n 64) min-blocks interleave prefetch
                                 probe)
-  (unless (member probe '(nil no-copies mma-only no-mma))
-    (error "define-hgemm: :probe is no-copies, mma-only or no-mma, not ~a" probe))
+  (unless (member probe '(nil no-copies mma-only no-mma l1-copies))
+    (error "define-hgemm: :probe is no-copies, mma-only, no-mma or l1-copies, not ~a" probe))
   (when (and (member probe '(mma-only no-mma)) (not prefetch))
     (error "define-hgemm: :probe ~a needs :prefetch t (its fragments are loaded apart)" probe))
   (unless (member warp-n '(32 64))
@@ -186,8 +190,11 @@
            (macrolet ((load-k-tile (stage tile)
                         ,(if (member probe '(no-copies mma-only))
                              ''(progn)
-                             `(list 'hg-load stage tile ,(/ (* tile-m tile-k) 8 threads)
-                                    ,(/ (* tile-k tile-n) 8 threads) ,threads)))
+                             `(list 'hg-load stage
+                                    ,(if (eq probe 'l1-copies) 0 'tile)
+                                    ,(/ (* tile-m tile-k) 8 threads)
+                                    ,(/ (* tile-k tile-n) 8 threads) ,threads
+                                    ,@(if (eq probe 'l1-copies) '(:ca) '()))))
                       (fetch-fragments (stage step set)
                         ,(if (eq probe 'mma-only)
                              ''(progn)

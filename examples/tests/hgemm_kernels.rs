@@ -178,8 +178,9 @@ fn define_hgemm_arguments_round_trip_and_run() {
     assert_eq!((narrow.tile(), narrow.threads()), ((128, 128), 256));
 }
 
-/// The probes leave out what they say: with neither copies nor fragment loads, or with no
-/// copies, the result is not the product (and the kernels still run and are not checked);
+/// The probes leave out what they say: with neither copies nor fragment loads, with no
+/// copies, with no mma, or with every copy from k-tile 0, the result is not the product (and
+/// the kernels still run and are not checked);
 /// `:probe mma-only` without the fragments' pipeline is refused by the macro, naming the
 /// option.
 #[test]
@@ -188,12 +189,15 @@ fn hgemm_probes_leave_work_out() {
     let mma_only = define("p-mma 2 2 3 :prefetch t :probe mma-only");
     let no_copies = define("p-nc 2 2 3 :probe no-copies");
     let no_mma = define("p-nm 2 2 3 :prefetch t :probe no-mma");
+    let l1_copies = define("p-l1 2 2 3 :prefetch t :probe l1-copies");
     let plain = define("p-plain 2 2 3 :prefetch t");
     assert!(mma_only.is_probe() && no_copies.is_probe() && no_mma.is_probe());
+    assert!(l1_copies.is_probe());
     assert!(!plain.is_probe());
     assert!(HgemmKernel::parse_definition("x 2 2 3 :probe everything").is_err());
-    let program = tensor_gemm::program_with(&[mma_only, no_copies, no_mma, plain]).unwrap();
-    for probe in [mma_only, no_copies, no_mma] {
+    let program =
+        tensor_gemm::program_with(&[mma_only, no_copies, no_mma, l1_copies, plain]).unwrap();
+    for probe in [mma_only, no_copies, no_mma, l1_copies] {
         let (got, want) = with_backend(Backend::Cpu, || {
             hgemm_in(&program, probe, two_blocks(probe))
         })
