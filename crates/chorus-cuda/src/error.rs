@@ -20,7 +20,7 @@ pub enum Error {
         reason: String,
     },
     /// No `nvcc` was found, and nvcc was asked for (or NVRTC is absent too).
-    #[error("nvcc not found ({searched}); CHORUS_NVCC may name it")]
+    #[error("nvcc not found: {searched}")]
     NvccNotFound {
         /// Where it was looked for, in order ([`crate::nvcc_search_description`]).
         searched: String,

@@ -37,16 +37,18 @@ pub fn require_nvcc_with(settings: &Settings) -> Result<PathBuf> {
 pub fn nvcc_search_description(settings: &Settings) -> String {
     if let Some(explicit) = settings.explicit_nvcc() {
         return format!(
-            "CHORUS_NVCC names {}, which is not an executable file",
+            "the nvcc setting (CHORUS_NVCC) names {}, which is not an executable file",
             explicit.display()
         );
     }
     let candidates = nvcc_candidates(&SearchEnv::host());
-    if candidates.is_empty() {
-        return "no PATH, toolkit or pip folder to look in".to_owned();
-    }
     let places: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-    format!("looked at {}", places.join(", "))
+    let looked = if places.is_empty() {
+        "no PATH, toolkit or pip folder to look in".to_owned()
+    } else {
+        format!("looked at {}", places.join(", "))
+    };
+    format!("{looked}; CHORUS_NVCC can name it")
 }
 
 /// [`find_nvcc`] with the given settings.
@@ -327,8 +329,14 @@ mod tests {
             nvcc_compile_with(&s, "__global__ void k() {}", "k", ImageKind::Ptx, &[]).unwrap_err();
         assert!(
             e.to_string()
-                .contains("CHORUS_NVCC names /nonexistent/bin/nvcc, which is not an executable"),
+                .contains("(CHORUS_NVCC) names /nonexistent/bin/nvcc, which is not an executable"),
             "{e}"
+        );
+        let searched = nvcc_search_description(&Settings::default());
+        assert!(
+            searched.ends_with("; CHORUS_NVCC can name it")
+                && (searched.starts_with("looked at ") || searched.starts_with("no PATH")),
+            "{searched}"
         );
     }
 
