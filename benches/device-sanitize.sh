@@ -8,7 +8,7 @@
 # the facade's, the corpus); pass '.' for every staged test binary but `cuda_fault`, which
 # faults on purpose (the libraries' tests then run NVIDIA's kernels under the tools too), and a
 # space-separated TOOLS list to run fewer tools. Each binary gets SANITIZE_TIMEOUT_S (300) a
-# tool. With SANITIZE_DEADLINE_S=N, nothing starts after N seconds and no run outlasts them: the
+# tool, those in SLOW below SANITIZE_SLOW_TIMEOUT_S (480), and they start first. With SANITIZE_DEADLINE_S=N, nothing starts after N seconds and no run outlasts them: the
 # pairs not run are listed at the end ("not run: TOOL BINARY"), for a second device call.
 # SANITIZE_JOBS=N runs N tool-and-binary pairs at once (the tools are bound by the host's CPUs,
 # the GPU machine has 16; no test fills the device's memory, so they can share it).
@@ -37,6 +37,10 @@ synccheck|gpu_nccl|*|the binary runs only NCCL's kernels (its tests launch none 
 synccheck|gpu_cusolver|*|synccheck reports divergent barriers in cuBLAS's own triangular-solve kernel (cublasDtrsm_v2_64, called by cusolverDnDpotrs) and aborts it, so the tests' results are wrong; not Chorus's code (memcheck, racecheck and initcheck run it clean)
 *|long_running|*|a bench (harness = false), not a test: it takes no harness arguments; its kernels are the runtime's small kernels, which the test binaries run under every tool
 "
+# The binaries that take minutes under a tool (on the H200, 2026-12-05: gpu_nccl 3-5 minutes
+# under each, gpu_cudnn about 4 under initcheck, gpu_nvjpeg about 1): they start first and get
+# SANITIZE_SLOW_TIMEOUT_S (480) instead of SANITIZE_TIMEOUT_S.
+SLOW="gpu_nccl gpu_cudnn gpu_nvjpeg"
 # Findings in NVIDIA's libraries, not in Chorus's code: BINARY|extended regex over the finding
 # lines|what it is. A pair whose findings all match, and whose tests all pass, is `known`.
 KNOWN="
@@ -98,11 +102,18 @@ sanitize() {  # N TOOL TEST-NAME EXE DIR LIMIT [--skip TEST]...
   } > "$results/$n"
 }
 n=0
+for pass in slow rest; do  # the slow binaries' pairs first, so that none starts near the deadline
 for tool in ${2:-memcheck racecheck synccheck initcheck}; do
   while IFS=$'\t' read -r exe dir is_test tname; do
     [ "$is_test" = "1" ] && [[ "$tname" =~ $pat ]] && [ "$tname" != cuda_fault ] || continue
+    if [[ " $SLOW " == *" $tname "* ]]; then
+      [ "$pass" = slow ] || continue
+      limit=${SANITIZE_SLOW_TIMEOUT_S:-480}
+    else
+      [ "$pass" = rest ] || continue
+      limit=${SANITIZE_TIMEOUT_S:-300}
+    fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    limit=${SANITIZE_TIMEOUT_S:-300}
     if [ -n "$deadline" ]; then
       left=$((deadline - ($(date +%s) - start)))
       if [ "$left" -lt 10 ]; then not_run+=("$tool $tname"); continue; fi
@@ -119,6 +130,7 @@ for tool in ${2:-memcheck racecheck synccheck initcheck}; do
     n=$((n + 1))
     sanitize "$n" "$tool" "$tname" "$exe" "$dir" "$limit" "${skip_args[@]}" < /dev/null &
   done < .device/manifest.tsv
+done
 done
 wait
 for i in $(seq 1 "$n"); do cat "$results/$i"; done
