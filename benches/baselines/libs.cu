@@ -223,6 +223,19 @@ int main()
         int found = 0;
         LIB(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &result, &found));
         if (found == 0) { fprintf(stderr, "no FP8 algorithm\n"); exit(1); }
+        {   // The algorithm chosen, as libs_bench prints Chorus's (BlasLt::algorithms).
+            int32_t id = 0, split_k = 0;
+            uint32_t tile = 0, stages = 0, swizzling = 0;
+            uint16_t cluster = 0;
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, nullptr));
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, nullptr));
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, nullptr));
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof split_k, nullptr));
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzling, sizeof swizzling, nullptr));
+            LIB(cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, nullptr));
+            fprintf(stderr, "# C baseline: FP8 algorithm %d (tile %u, stages %u, split-k %d, swizzling %u, cluster shape %u)\n",
+                    id, tile, stages, split_k, swizzling, (unsigned)cluster);
+        }
         auto f = [&] {
             LIB(cublasLtMatmul(lt, desc, &one, a, la, b, lb, &zero, d, ld, d, ld, &result.algo, work, wsize, stream));
         };

@@ -239,6 +239,10 @@ fn fp8(stream: &Stream, n: usize, cases: &mut Vec<Case>) -> Result<(), Failure> 
     let ms = time_ms(stream, 4, || {
         Ok(lt.matmul(&shape, 1.0, &a, &b, 0.0, &mut d, None, Some(scales))?)
     })?;
+    for (_, algorithm) in lt.algorithms()? {
+        // Beside the C baseline's line: the same call should get the same algorithm.
+        eprintln!("# libs_bench: FP8 {algorithm}");
+    }
     let hd = download(stream, &mut d)?;
     let ok = gemm_ok(a.as_slice(), b.as_slice(), &hd, n, n, n, true, 1e-2);
     cases.push(Case {

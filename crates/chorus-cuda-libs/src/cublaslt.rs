@@ -226,6 +226,65 @@ fn op(t: Transpose) -> i32 {
 /// The cache key of a prepared problem.
 type Key = (Matmul, u32, u32, u32);
 
+/// The configuration of the algorithm cuBLASLt's heuristic chose for a problem
+/// (`cublasLtMatmulAlgoConfigGetAttribute`): to report what ran, or to compare two programs
+/// that make the same call (`libs_bench` prints its own and its C baseline's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AlgorithmConfig {
+    /// `CUBLASLT_ALGO_CONFIG_ID`: the algorithm.
+    pub id: i32,
+    /// `CUBLASLT_ALGO_CONFIG_TILE_ID`: the tile shape (`cublasLtMatmulTile_t`).
+    pub tile: u32,
+    /// `CUBLASLT_ALGO_CONFIG_STAGES_ID`: the pipeline stages (`cublasLtMatmulStages_t`).
+    pub stages: u32,
+    /// `CUBLASLT_ALGO_CONFIG_SPLITK_NUM`: the split of K (1: none).
+    pub split_k: i32,
+    /// `CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING`: the block rasterisation.
+    pub cta_swizzling: u32,
+    /// `CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID`: the cluster shape (`cublasLtClusterShape_t`).
+    pub cluster_shape: u16,
+}
+
+impl std::fmt::Display for AlgorithmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "algorithm {} (tile {}, stages {}, split-k {}, swizzling {}, cluster shape {})",
+            self.id, self.tile, self.stages, self.split_k, self.cta_swizzling, self.cluster_shape
+        )
+    }
+}
+
+impl AlgorithmConfig {
+    /// The configuration of `algo`.
+    fn of(algo: &sys::cublasLtMatmulAlgo_t) -> Result<AlgorithmConfig> {
+        use sys::cublasLtMatmulAlgoConfigAttributes_t::*;
+        fn get<T: bytemuck::Pod>(
+            algo: &sys::cublasLtMatmulAlgo_t,
+            attr: sys::cublasLtMatmulAlgoConfigAttributes_t,
+        ) -> Result<T> {
+            let mut value = T::zeroed();
+            let mut written = 0usize;
+            lt!(cublasLtMatmulAlgoConfigGetAttribute(
+                algo,
+                attr,
+                (&mut value as *mut T).cast(),
+                size_of::<T>(),
+                &mut written
+            ))?;
+            Ok(value)
+        }
+        Ok(AlgorithmConfig {
+            id: get(algo, CUBLASLT_ALGO_CONFIG_ID)?,
+            tile: get(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)?,
+            stages: get(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)?,
+            split_k: get(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)?,
+            cta_swizzling: get(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)?,
+            cluster_shape: get(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)?,
+        })
+    }
+}
+
 /// A problem's descriptors and algorithm, destroyed on drop.
 struct Prepared {
     desc: sys::cublasLtMatmulDesc_t,
@@ -299,6 +358,16 @@ impl<'s> BlasLt<'s> {
     /// The number of problems prepared (one heuristic query each).
     pub fn prepared_count(&self) -> usize {
         self.prepared.borrow().len()
+    }
+
+    /// Each prepared problem's shape and the algorithm the heuristic chose for it, in no
+    /// particular order.
+    pub fn algorithms(&self) -> Result<Vec<(Matmul, AlgorithmConfig)>> {
+        self.prepared
+            .borrow()
+            .iter()
+            .map(|(key, p)| Ok((key.0, AlgorithmConfig::of(&p.algo)?)))
+            .collect()
     }
 
     /// The raw handle, for calls through cudarc's `cublaslt::sys`.
@@ -588,5 +657,26 @@ impl Drop for BlasLt<'_> {
         if let Err(e) = check("cublasLtDestroy", unsafe { sys::cublasLtDestroy(self.raw) }) {
             tracing::debug!(target: "chorus_cuda_libs", "{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AlgorithmConfig;
+
+    #[test]
+    fn an_algorithm_configuration_prints_every_field() {
+        let algorithm = AlgorithmConfig {
+            id: 66,
+            tile: 23,
+            stages: 35,
+            split_k: 1,
+            cta_swizzling: 0,
+            cluster_shape: 3,
+        };
+        assert_eq!(
+            algorithm.to_string(),
+            "algorithm 66 (tile 23, stages 35, split-k 1, swizzling 0, cluster shape 3)"
+        );
     }
 }
