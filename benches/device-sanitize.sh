@@ -71,7 +71,12 @@ sanitize() {  # N TOOL TEST-NAME EXE DIR LIMIT [--skip TEST]...
   shift 6
   out=$(cd "$root/$dir" && CARGO_MANIFEST_DIR="$root/$dir" timeout "$limit" "$san" --tool "$tool" \
     --print-limit 20 "$root/.device/bin/$exe" --test-threads=1 "$@" 2>&1); rc=$?
-  errs=$(echo "$out" | grep -oE "(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)" | tail -1)
+  # The sum over every process's summary (a test's child processes run under the tool too and
+  # print their own); not the "N errors were not printed" line.
+  errs=$(echo "$out" | grep -v "were not printed" \
+    | grep -oE "(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)" \
+    | awk '{n += $3; k++; kind = $1; what = $4}
+           END {if (k) printf "%s SUMMARY: %d %s%s", kind, n, what, (k > 1 ? " (" k " processes)" : "")}')
   res=$(echo "$out" | grep -E "^test result" | tail -1)
   # Each finding's first line (the harness's `test NAME ... ` may come before it on the line),
   # with the kernel it was in (the next line, `at …`) when given.
