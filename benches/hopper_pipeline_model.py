@@ -5,9 +5,12 @@ parities, arrival and transaction counts (try_wait.parity as PTX defines it), TM
 complete later and in any order (a multicast one into both blocks), and wgmma reads that last
 until a wait-group. It checks that every consumer reads the slices it expects, that no copy
 lands in a stage a wgmma may still read, that every tile is computed, and that nothing
-deadlocks. It models the protocol, not the kernel text: change both together.
+deadlocks. Also the mma.sync consumers of examples/kernels/hgemm-tma.lisp (eight warps a
+block, each releasing a stage once its last fragments are loaded, then waiting for the next
+slice and fetching its first step). It models the protocol, not the kernel text: change both
+together.
 
-    python3 benches/hopper_pipeline_model.py      # about a second; prints four "ok" (run by .ci/run)
+    python3 benches/hopper_pipeline_model.py      # a few seconds; prints six "ok" (run by .ci/run)
 
 Written 2026-12-05, when no GPU could run the kernels; each check was seen to fail on a
 mutated protocol (two arrivals per stage with multicast; releasing the current stage with one
@@ -31,7 +34,7 @@ class Bar:
     def done(self, parity):  # try_wait.parity
         return (self.phase % 2) != parity
 
-def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=True):
+def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=True, mma_warps=0):
     rng = random.Random(seed)
     nb = grid
     tiles = tiles_m * tiles_n
@@ -40,7 +43,9 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
         ing = group * tiles_n; fm = (t // ing) * group; rh = min(tiles_m - fm, group); r = t % ing
         return (fm + r % rh, r // rh)
     full = [[Bar(1) for _ in range(STAGES)] for _ in range(nb)]
-    empty = [[Bar(4 if multicast else 2) for _ in range(STAGES)] for _ in range(nb)]
+    # Releasers a block: its two wgmma warpgroups, or its mma.sync warps (hgemm-tma.lisp).
+    releasers = mma_warps or 2
+    empty = [[Bar(releasers * (2 if multicast else 1)) for _ in range(STAGES)] for _ in range(nb)]
     smem = [[{'A': None, 'B0': None, 'B1': None} for _ in range(STAGES)] for _ in range(nb)]
     reading = [[0] * STAGES for _ in range(nb)]  # active wgmma readers per stage
     events = []  # pending async completions: (fn)
@@ -110,10 +115,50 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
             done_tiles[(b, c, t)] = True
             yield
 
+    def mma_consumer(b, w):
+        """A warp of hgemm-tma.lisp's `consume-tile`: ldmatrix reads are synchronous, a slice's
+        four k16 steps read its stage, the last step's fragments are loaded before the release,
+        and the next slice is waited for and its first step fetched before the last mma."""
+        it = 0
+        def release(s):
+            empty[b][s].arrive()
+            if multicast: empty[peer(b)][s].arrive()
+        def fetch(tm, tn, kb, step):
+            e = smem[b][it % STAGES]
+            assert e['A'] == (tm, kb) and e['B0'] == (tn, kb) and e['B1'] == (tn, kb), \
+                (b, w, it, step, e, tm, tn, kb)
+        for t in range(b, tiles, nb):
+            tm, tn = tile_of(t)
+            while not full[b][it % STAGES].done((it // STAGES) % 2):
+                yield
+            reading[b][it % STAGES] += 1
+            fetch(tm, tn, 0, 0)
+            yield
+            for kb in range(slices):
+                s = it % STAGES
+                for step in (1, 2, 3):
+                    fetch(tm, tn, kb, step)
+                    yield  # that step's mma among the fetches
+                reading[b][s] -= 1
+                release(s)
+                if kb + 1 < slices:
+                    it += 1
+                    while not full[b][it % STAGES].done((it // STAGES) % 2):
+                        yield
+                    reading[b][it % STAGES] += 1
+                    fetch(tm, tn, kb + 1, 0)
+                    it -= 1
+                yield  # the last step's mma
+                it += 1
+            done_tiles[(b, w, t)] = True
+            yield
+
+    consumer_ids = list(range(mma_warps)) if mma_warps else [1, 2]
     threads = []
     for b in range(nb):
         threads.append(producer(b))
-        threads.append(consumer(b, 1)); threads.append(consumer(b, 2))
+        for c in consumer_ids:
+            threads.append(mma_consumer(b, c) if mma_warps else consumer(b, c))
     alive = list(threads)
     steps = 0
     while alive or events:
@@ -127,7 +172,7 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
             next(th)
         except StopIteration:
             alive.remove(th)
-    expected = {(b, c, t) for b in range(nb) for c in (1, 2) for t in range(b, tiles, nb)}
+    expected = {(b, c, t) for b in range(nb) for c in consumer_ids for t in range(b, tiles, nb)}
     assert set(done_tiles) == expected
     return steps
 
@@ -136,3 +181,6 @@ for multicast in (False, True):
         for seed in range(300):
             run(seed, multicast=multicast, overlap=overlap)
         print("ok", "multicast" if multicast else "single", "overlap" if overlap else "wait0")
+    for seed in range(200):
+        run(seed, multicast=multicast, mma_warps=8)
+    print("ok", "multicast" if multicast else "single", "mma.sync warps (hgemm-tma)")

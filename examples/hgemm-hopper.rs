@@ -9,7 +9,9 @@
 //! multiprocessor walking the tiles in grouped order with its pipeline running on across tiles
 //! (and C stored two BF16 at a time); `hgemm-hopper-multicast`, the persistent kernel in
 //! clusters of two blocks that share B, each loading half of it into both with the TMA's
-//! multicast.
+//! multicast. Then the same four schedules of `hgemm-tma` (`kernels/hgemm-tma.lisp`): the
+//! pipeline feeding eight warps of mma.sync m16n8k16 on ldmatrix fragments (64×64 warp tiles)
+//! instead of two warpgroups of wgmma, `hgemm`'s instructions without its block barriers.
 //!
 //! Checks 1024 sampled entries against the exact product (the inputs are multiples of 1/8 in
 //! [−1, 1], so every partial sum is exact in f32 and the only error is C's rounding to BF16:
@@ -23,7 +25,7 @@ use chorus::cuda::TensorDataType;
 use chorus::{Direction, MemoryBlock, bf16};
 use chorus_cuda_libs::Transpose;
 use chorus_cuda_libs::cublas::Blas;
-use chorus_examples::workloads::{self, HopperSchedule, kernels};
+use chorus_examples::workloads::{self, HopperSchedule};
 use chorus_examples::{Random, banner};
 use std::process::ExitCode;
 
@@ -51,7 +53,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         return Ok(true);
     }
     let (m, n, k) = (SIZE, SIZE, SIZE);
-    let program = workloads::workload_program(&[kernels::HGEMM_HOPPER])?;
+    let program = workloads::hopper_program()?;
     let mut random = Random::new(11);
     let a_host = random_bf16(m * k, &mut random);
     let b_host = random_bf16(n * k, &mut random);
@@ -103,18 +105,17 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         "cuBLAS gemmEx: {theirs:.1} TFLOP/s; 1024 sampled entries against the exact product: \
          {bad_blas} beyond half a BF16 ulp ({worst_blas:.2e})"
     );
-    // The four schedules of the kernel, each printed as soon as it is measured (a fault in one
+    // The four schedules of each kernel, each printed as soon as it is measured (a fault in one
     // leaves the others' figures): one block per tile (rows of tiles first, or grouped),
-    // persistent blocks, and persistent pairs of blocks sharing B.
+    // persistent blocks, and persistent pairs of blocks sharing B; first with wgmma, then with
+    // mma.sync and ldmatrix (`hgemm-tma`, issue 16's `hgemm` instructions on this pipeline).
     let mut all_exact = bad_blas == 0;
-    for schedule in HopperSchedule::ALL {
-        let (kernel, seconds, c) = workloads::run_hopper_gemm(
-            &program,
-            ("hgemm-hopper", schedule),
-            &maps,
-            (m, n, k),
-            ITERATIONS,
-        )?;
+    let runs = ["hgemm-hopper", "hgemm-tma"]
+        .into_iter()
+        .flat_map(|base| HopperSchedule::ALL.map(|schedule| (base, schedule)));
+    for (base, schedule) in runs {
+        let (kernel, seconds, c) =
+            workloads::run_hopper_gemm(&program, (base, schedule), &maps, (m, n, k), ITERATIONS)?;
         let (bad, worst) = workloads::check_gemm_samples(&c, (m, n, k), a_at, b_at);
         let rate = tflops(seconds, 1);
         println!(

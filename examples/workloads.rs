@@ -12,6 +12,12 @@ pub const PRELUDE: &str = include_str!("kernels/prelude.lisp");
 /// A program of the prelude followed by the kernel files `files` (name, text), checked now.
 /// Errors name the files joined by `+`, at lines counted from the top of the prelude.
 pub fn workload_program(files: &[(&str, &str)]) -> chorus::Result<Program> {
+    let (text, name) = after_prelude(files);
+    Program::new(text, name)
+}
+
+/// The prelude followed by `files`, and the name of the whole (the file names joined by `+`).
+fn after_prelude(files: &[(&str, &str)]) -> (String, String) {
     let mut text = String::from(PRELUDE);
     let mut name = String::from("prelude.lisp");
     for (file, source) in files {
@@ -20,7 +26,15 @@ pub fn workload_program(files: &[(&str, &str)]) -> chorus::Result<Program> {
         name.push('+');
         name.push_str(file);
     }
-    Program::new(text, name)
+    (text, name)
+}
+
+/// The `hgemm-hopper` example's program: the tensor-core macro library, the prelude,
+/// `kernels/hgemm-hopper.lisp` (the wgmma GEMMs) and `kernels/hgemm-tma.lisp` (the mma.sync
+/// GEMMs that its pipeline feeds), checked now.
+pub fn hopper_program() -> chorus::Result<Program> {
+    let (text, name) = after_prelude(&[kernels::HGEMM_HOPPER, kernels::HGEMM_TMA]);
+    Program::with_libraries(&[chorus::lang::library::Library::TensorCore], text, name)
 }
 
 /// True when kernels run on the CPU executor: the examples then use smaller problems.
@@ -104,6 +118,9 @@ pub mod kernels {
         "hgemm-hopper.lisp",
         include_str!("kernels/hgemm-hopper.lisp"),
     );
+    /// The mma.sync GEMMs `hgemm-tma` (BF16) that `hgemm-hopper.lisp`'s TMA pipeline feeds;
+    /// they need the tensor-core macro library and that file first ([`super::hopper_program`]).
+    pub const HGEMM_TMA: (&str, &str) = ("hgemm-tma.lisp", include_str!("kernels/hgemm-tma.lisp"));
 }
 
 /// The dynamic shared memory of `hgemm-hopper` and `fp8-gemm`: four stages of a 128-row A and
@@ -798,6 +815,23 @@ mod tests {
                 .all(|p| (0..3)
                     .all(|a| p[a] > sph::BOX_MIN[a] - 1.0 && p[a] < sph::BOX_MAX[a] + 1.0))
         );
+    }
+
+    #[test]
+    fn the_hopper_program_has_the_wgmma_and_the_mma_sync_gemms() {
+        let source = super::hopper_program()
+            .and_then(|program| program.cuda_source())
+            .unwrap_or_else(|e| panic!("{e}"));
+        for base in ["hgemm_hopper", "fp8_gemm", "hgemm_tma"] {
+            for suffix in ["", "_grouped", "_persistent", "_multicast"] {
+                let kernel = format!(" {base}{suffix}(__grid_constant__");
+                assert!(source.contains(&kernel), "{kernel}");
+            }
+        }
+        // The mma.sync consumers call ldmatrix and mma.sync (the module's helpers).
+        let tma = &source[source.rfind(" hgemm_tma(").expect("hgemm_tma")..];
+        assert!(tma.contains("chorus_ldmatrix_x4("));
+        assert!(tma.contains("chorus_mma_m16n8k16_bf16("));
     }
 
     #[test]

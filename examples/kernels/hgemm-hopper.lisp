@@ -63,10 +63,12 @@
 ;;; (initialised), the stage buffers `a-tiles` and `b-tiles` in dynamic shared memory from its
 ;;; first 1024-byte boundary (the 128-byte swizzle repeats every 1024 bytes; the launch adds
 ;;; 1024 bytes for this), the thread's `warpgroup` and `tid` in it, and `slices`, the K slices
-;;; of one tile. With `paired`, the block is one of a cluster of two that share B: a stage is
-;;; free once the consumers of both blocks released it (four arrivals on `empty`), and the
-;;; barriers are made visible to the peer before either block starts.
-(defkernelmacro with-gemm-pipeline ((element slice-k &optional paired) &body body)
+;;; of one tile. A stage is free once each of the block's `releasers` consumers (its two
+;;; consumer warpgroups, by default) released it; with `paired`, the block is one of a cluster
+;;; of two that share B: a stage is then free once the consumers of both blocks released it
+;;; (twice as many arrivals on `empty`), and the barriers are made visible to the peer before
+;;; either block starts.
+(defkernelmacro with-gemm-pipeline ((element slice-k &key paired (releasers 2)) &body body)
   `(with-shared-memory ((full uint64 4)
                         (empty uint64 4))
      (with-dynamic-shared-memory ((raw ,element))
@@ -79,7 +81,7 @@
          (when (= thread-idx-x 0)
            (unroll (s 0 1 4)                    ; every stage
              (mbarrier-init (pointer (aref full s)) 1)
-             (mbarrier-init (pointer (aref empty s)) ,(if paired 4 2)))
+             (mbarrier-init (pointer (aref empty s)) ,(if paired (* 2 releasers) releasers)))
            ,@(if paired '((fence-mbarrier-init))))
          ,(if paired '(cluster-barrier) '(syncthreads))
          ,@body))))
@@ -206,7 +208,7 @@
   `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map) (c uint*)
                            (m int) (n int) (k int)))
      (declare (launch-bounds 384 1))
-     (with-gemm-pipeline (,element ,slice-k ,(eq multicast :multicast))
+     (with-gemm-pipeline (,element ,slice-k :paired ,(eq multicast :multicast))
        (let* ((tiles-m (/ m 128))
               (tiles-n (/ n 256))
               (tiles (* tiles-m tiles-n))

@@ -64,16 +64,9 @@
   `(ldmatrix :x4 :trans
              (pointer (aref smem (hg-b-offset st (+ (* kk 16) lr) (+ (/ wn 8) (* 2 ,j) lc))))))
 
-;;; The B fragment (b0 b1, b2 b3) of n8 tile j: half of quad `prefix`-(j / 2).
-(defkernelmacro hg-b-half (prefix j)
-  (let ((quad (intern (format nil "~a-~a" prefix (floor j 2)))))
-    (if (oddp j)
-        `(uint2 (uint4-z ,quad) (uint4-w ,quad))
-        `(uint2 (uint4-x ,quad) (uint4-y ,quad)))))
-
 ;;; The B fragment of n8 tile j from the quads bq-0 … bq-3.
 (defkernelmacro hg-b-fragment (j)
-  `(hg-b-half bq ,j))
+  `(tc-b-half bq ,j))
 
 ;;; One stage: `steps` k16 steps of the 64×(16·quads) warp tile (4 A and `quads` B ldmatrix,
 ;;; 8·quads mma.sync each); `issue` (the next tile's copies, from `tc-pipeline`'s
@@ -91,19 +84,6 @@
                               ,@(if (and issue (= step (- steps 1))) (list issue) '())
                               (tc-mma-grid (:m16n8k16 :bf16) acc fa fb 4 ,(* 2 quads)))))))))
 
-;;; With :prefetch (tc-pipeline-fragments), the fragments live in two register sets, fa0-i and
-;;; bq0-j, fa1-i and bq1-j (4 A fragments, `quads` B quads), declared around the main loop, each
-;;; of whose four words is `word`.
-(defkernelmacro hg-with-fragment-sets ((word quads) &body body)
-  `(let ,(loop for set from 0 below 2
-               append (append (loop for i from 0 below 4
-                                    collect `(,(intern (format nil "fa~a-~a" set i))
-                                              (uint4 ,word ,word ,word ,word)))
-                              (loop for j from 0 below quads
-                                    collect `(,(intern (format nil "bq~a-~a" set j))
-                                              (uint4 ,word ,word ,word ,word)))))
-     ,@body))
-
 ;;; Loads k16 step `step` of `stage` into register set `set`: its 4 A fragments and `quads` B
 ;;; quads.
 (defkernelmacro hg-fetch (stage step set quads)
@@ -113,14 +93,6 @@
                collect `(set ,(intern (format nil "fa~a-~a" set i)) (hg-a-fragment ,i)))
        ,@(loop for j from 0 below quads
                collect `(set ,(intern (format nil "bq~a-~a" set j)) (hg-b-quad ,j))))))
-
-;;; The 8·quads mma.sync of one k16 step from register set `set`.
-(defkernelmacro hg-mma (set quads)
-  (let ((a (intern (format nil "fa~a" set)))
-        (b (intern (format nil "bq~a" set))))
-    `(let ,(loop for j from 0 below (* 2 quads)
-                 collect `(,(intern (format nil "fb-~a" j)) (hg-b-half ,b ,j)))
-       (tc-mma-grid (:m16n8k16 :bf16) acc ,a fb 4 ,(* 2 quads)))))
 
 ;;; For `:probe no-mma`: folds one word of each fragment of register set `set` into `sink`, so
 ;;; that ptxas keeps the ldmatrix that no mma reads (it drops loads whose results go unused).
@@ -200,7 +172,9 @@
                              ''(progn)
                              `(list 'hg-fetch stage step set ,quads)))
                       (mma-fragments (set)
-                        (list ',(if (eq probe 'no-mma) 'hg-sink 'hg-mma) set ,quads))
+                        ,(if (eq probe 'no-mma)
+                             `(list 'hg-sink set ,quads)
+                             `(list 'tc-mma-set '(:m16n8k16 :bf16) 'acc 'fa 'bq set 4 ,quads)))
                       (compute-k-tile (stage &optional issue)
                         (list 'hg-compute stage ,(/ tile-k 16) ,quads issue)))
              (let* ((tid thread-idx-x)
@@ -225,12 +199,12 @@
                       (let ((pipeline
                               `(tc-pipeline-fragments (tile (/ k tile-k) ,stages ,(/ tile-k 16))
                                                       load-k-tile fetch-fragments mma-fragments)))
-                        `(hg-with-fragment-sets
-                             (,(if (eq probe 'mma-only)
-                                   '(uint (logior #x3f803f80
-                                                  (logand (* lane #x00050003) #x001f001f)))
-                                   0)
-                              ,quads)
+                        `(tc-with-fragment-sets
+                             (fa bq 4 ,quads
+                                 ,(if (eq probe 'mma-only)
+                                      '(uint (logior #x3f803f80
+                                                     (logand (* lane #x00050003) #x001f001f)))
+                                      0))
                            ,(if (eq probe 'no-mma)
                                 `(let ((sink (uint 0))) ; hg-sink's
                                    ,pipeline

@@ -57,8 +57,9 @@ fn kernel_sources() -> Vec<Source> {
         })
         .collect();
     // cuRAND's signatures on their own, so that a toolkit without cuRAND still checks the rest.
-    // The examples' Hopper GEMM (after the examples' prelude of macros): it must build for
-    // sm_90a offline, since only an H100/H200 runs it.
+    // The examples' Hopper GEMMs, as the hgemm-hopper example's program (the tensor-core
+    // library, the examples' prelude of macros, the wgmma kernels, the mma.sync ones): they
+    // must build for sm_90a offline, since only an H100/H200 runs them.
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kernels");
     let read = |name: &str| {
         let path = examples.join(name);
@@ -66,7 +67,13 @@ fn kernel_sources() -> Vec<Source> {
     };
     sources.push(Source {
         name: "example-hgemm-hopper.lisp".into(),
-        text: format!("{}\n{}", read("prelude.lisp"), read("hgemm-hopper.lisp")),
+        text: format!(
+            "{}\n{}\n{}\n{}",
+            chorus_lang::library::TENSOR_CORE,
+            read("prelude.lisp"),
+            read("hgemm-hopper.lisp"),
+            read("hgemm-tma.lisp")
+        ),
     });
     // The Hopper built-ins, whose module needs sm_90a, on their own too.
     for (name, family) in [

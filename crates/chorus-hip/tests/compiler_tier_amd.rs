@@ -46,6 +46,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("examples/hgemm", "needs bfloat16"),
     ("examples/attention", "needs bfloat16"),
     ("examples/hgemm-hopper", "needs tensor memory access"),
+    ("examples/hgemm-tma", "needs tensor memory access"),
 ];
 
 /// Refused on 64-lane waves only: masks other than the full one, and masks as results.

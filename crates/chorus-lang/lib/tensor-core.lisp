@@ -45,6 +45,40 @@
                                                        ,(intern (format nil "~a-~a" b j))
                                                        ,c)))))))
 
+;;; (tc-b-half prefix j): the B operand (uint2) of m16n8k16's n8 tile j out of the quads
+;;; prefix-0, prefix-1, …: one `ldmatrix :x4` loads a quad, the (b0 b1) of n8 tiles 2q and
+;;; 2q + 1 in words x, y and z, w; so tile j's are words x, y of quad j/2 for even j, z, w for
+;;; odd j.
+(defkernelmacro tc-b-half (prefix j)
+  (let ((quad (intern (format nil "~a-~a" prefix (floor j 2)))))
+    (if (oddp j)
+        `(uint2 (uint4-z ,quad) (uint4-w ,quad))
+        `(uint2 (uint4-x ,quad) (uint4-y ,quad)))))
+
+;;; (tc-with-fragment-sets (a b a-count b-count word) body…): the two register sets of
+;;; double-buffered fragments that tc-pipeline-fragments' `fetch` and `mma` use, bound around
+;;; body: set 0, a0-0 … a0-(a-count−1) (A fragments) and b0-0 … b0-(b-count−1) (B quads), and
+;;; set 1, a1-… and b1-…: uint4 each, every word `word`.
+(defkernelmacro tc-with-fragment-sets ((a b a-count b-count word) &body body)
+  `(let ,(loop for set from 0 below 2
+               append (append (loop for i from 0 below a-count
+                                    collect `(,(intern (format nil "~a~a-~a" a set i))
+                                              (uint4 ,word ,word ,word ,word)))
+                              (loop for j from 0 below b-count
+                                    collect `(,(intern (format nil "~a~a-~a" b set j))
+                                              (uint4 ,word ,word ,word ,word)))))
+     ,@body))
+
+;;; (tc-mma-set (shape type) acc a b set rows quads): the rows × 2·quads mma.sync of one k16
+;;; step from register set `set` of tc-with-fragment-sets: acc-i-j ← a{set}-i · (tc-b-half
+;;; b{set} j) + acc-i-j.
+(defkernelmacro tc-mma-set ((shape type) acc a b set rows quads)
+  (let ((a-set (intern (format nil "~a~a" a set)))
+        (b-set (intern (format nil "~a~a" b set))))
+    `(let ,(loop for j from 0 below (* 2 quads)
+                 collect `(,(intern (format nil "fb-~a" j)) (tc-b-half ,b-set ,j)))
+       (tc-mma-grid (,shape ,type) ,acc ,a-set fb ,rows ,(* 2 quads)))))
+
 ;;; (tc-for-each-accumulator (acc rows cols) store): (store i j acc-i-j) for each accumulator,
 ;;; `store` a kernel macro: the epilogue.
 (defkernelmacro tc-for-each-accumulator ((prefix rows cols) store)

@@ -927,6 +927,7 @@ const REFUSED_EXAMPLES: &[(&str, &str)] = &[
         "hgemm-hopper",
         "`tensor-map` needs tensor memory access (TMA)",
     ),
+    ("hgemm-tma", "`tensor-map` needs tensor memory access (TMA)"),
 ];
 
 #[test]

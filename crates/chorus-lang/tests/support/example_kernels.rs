@@ -1,9 +1,10 @@
 //! The kernel programs of every example (`examples/*.rs`), for the tests that print them for
 //! other targets (the MSL shim, the AMD compiler tier): the workloads (`kernels/prelude.lisp`
 //! followed by `kernels/NAME.lisp`), the tensor-core examples (the macro library, then
-//! `kernels/hgemm.lisp` or `kernels/attention.lisp`), each `chorus::defkernel! { … }` block of an example's
-//! source (one program per block, as the macro makes), and the text `shared-memory.rs` builds at
-//! run time.
+//! `kernels/hgemm.lisp` or `kernels/attention.lisp`), `hgemm-hopper`'s whole program (the
+//! library, the prelude, `hgemm-hopper.lisp` and `hgemm-tma.lisp`), each
+//! `chorus::defkernel! { … }` block of an example's source (one program per block, as the macro
+//! makes), and the text `shared-memory.rs` builds at run time.
 
 #![allow(dead_code)]
 
@@ -41,11 +42,13 @@ const WORKLOADS: &[(&str, &str)] = &[
         include_str!("../../../../examples/kernels/scan.lisp"),
     ),
     // hgemm-hopper's and fp8-gemm's kernels (one file, one kernel macro).
-    (
-        "hgemm-hopper",
-        include_str!("../../../../examples/kernels/hgemm-hopper.lisp"),
-    ),
+    ("hgemm-hopper", HGEMM_HOPPER),
 ];
+
+const HGEMM_HOPPER: &str = include_str!("../../../../examples/kernels/hgemm-hopper.lisp");
+/// The mma.sync GEMMs fed by `hgemm-hopper.lisp`'s pipeline (after it and the tensor-core
+/// library).
+const HGEMM_TMA: &str = include_str!("../../../../examples/kernels/hgemm-tma.lisp");
 
 /// The examples written with the tensor-core macro library (`chorus_lang::library`), which
 /// their programs define first.
@@ -116,10 +119,15 @@ pub fn example_programs() -> Vec<(String, String)> {
         .map(|(n, text)| (n.to_string(), format!("{PRELUDE}\n{text}")))
         .collect();
     // Joined here, as one text (the tests name modules, not lines of the example's file).
+    let library = chorus_lang::library::TENSOR_CORE;
     for (name, text) in TENSOR_CORE_EXAMPLES {
-        let library = chorus_lang::library::TENSOR_CORE;
         programs.push((name.to_string(), format!("{library}\n{text}")));
     }
+    // hgemm-hopper's program: its wgmma kernels and the mma.sync ones its pipeline feeds.
+    programs.push((
+        "hgemm-tma".into(),
+        format!("{library}\n{PRELUDE}\n{HGEMM_HOPPER}\n{HGEMM_TMA}"),
+    ));
     for (name, rust) in RUST_EXAMPLES {
         for (i, block) in defkernel_blocks(rust).into_iter().enumerate() {
             let label = if i == 0 {

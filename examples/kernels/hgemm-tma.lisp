@@ -1,0 +1,178 @@
+;;;; hgemm-tma: C = A·Bᵀ with BF16 inputs, f32 accumulation and a BF16 result, computed with
+;;;; `hgemm`'s instructions (mma.sync m16n8k16 on register fragments that ldmatrix loads) but
+;;;; fed by `hgemm-hopper`'s pipeline instead of cp.async: one producer thread streams 64-wide
+;;;; K slices of A (128 rows) and B (256 rows) into a ring of four 128-byte-swizzled stages with
+;;;; the TMA (`with-gemm-pipeline`, `produce-slice`), and the eight warps of warpgroups 1 and 2
+;;;; each multiply a 64×64 warp tile of the 128×256 block tile. Why, from `hgemm`'s
+;;;; measurements (BENCHMARKS.md): `hgemm`'s warps meet at a block barrier every k-tile and
+;;;; issue their own copies (with their address arithmetic) between their mma; here a warp waits
+;;;; only for the slice it needs (the stage's `full` mbarrier) and releases a stage as soon as it
+;;;; has loaded the stage's last fragments (one arrival a warp on `empty`), so the eight warps
+;;;; drift apart by up to three slices instead of stalling together; and a 128×256 tile reads a
+;;;; quarter fewer bytes from the L2 a flop than `hgemm`'s 128×128 (the L2 may be what holds
+;;;; `hgemm` back: its copies alone move about 7.3 TB/s).
+;;;;
+;;;; A is M×K and B is N×K, both row-major (K-major), C is M×N row-major, as `hgemm-hopper`'s;
+;;;; the same four schedules (`define-tma-hgemm`): `hgemm-tma`, a block per tile, tile rows of A
+;;;; fastest; `-grouped`; `-persistent` (C as BF16 pairs); `-multicast` (persistent, 2-block
+;;;; clusters sharing B). The program is the tensor-core macro library, the examples' prelude,
+;;;; `hgemm-hopper.lisp`, then this file (`workloads::hopper_program`); the shape rules are
+;;;; `hgemm-hopper`'s.
+
+;;; A fragment i of the warp's 64 rows at k16 step `kk` of the stage at `a-stage` (rows of 64
+;;; BF16, 128-byte swizzled: chunk c of row r at c XOR r mod 8, and r mod 8 = lr mod 8 since the
+;;; warp's rows start at multiples of 16): lane l gives row wm + 16 i + l mod 16 at chunk
+;;; 2 kk + l / 16, so the four matrices are a0 … a3 of mma.m16n8k16 (as `hgemm`'s).
+(defkernelmacro tma-a-fragment (i)
+  `(ldmatrix :x4 (pointer (aref a-stage (+ (* (+ wm (* ,i 16) lr) 64)
+                                           (* 8 (tc-swizzle (+ (* kk 2) lc) lr 7 0)))))))
+
+;;; B quad j (n8 tiles 2j and 2j + 1) at k16 step `kk`: B's rows are N, K-major, so ldmatrix
+;;; without .trans gives mma's B operand: lane l gives row wn + 16 j + br (br = l mod 8 +
+;;; 8 (l / 16)) at chunk 2 kk + bc (bc = (l / 8) mod 2), the four matrices being b0, b1 of tile
+;;; 2j and b0, b1 of tile 2j + 1 (`tc-b-half`'s order).
+(defkernelmacro tma-b-quad (j)
+  `(ldmatrix :x4 (pointer (aref b-stage (+ (* (+ wn (* ,j 16) br) 64)
+                                           (* 8 (tc-swizzle (+ (* kk 2) bc) br 7 0)))))))
+
+;;; Loads k16 step `step` of stage `s` into register set `set` (tc-with-fragment-sets' fa and bq):
+;;; the warp's 4 A fragments and 4 B quads.
+(defkernelmacro tma-fetch (s step set)
+  `(let ((a-stage (pointer (aref a-tiles (* ,s 128 64))))
+         (b-stage (pointer (aref b-tiles (* ,s 256 64)))))
+     (symbol-macrolet ((kk ,step))
+       ,@(loop for i from 0 below 4
+               collect `(set ,(intern (format nil "fa~a-~a" set i)) (tma-a-fragment ,i)))
+       ,@(loop for j from 0 below 4
+               collect `(set ,(intern (format nil "bq~a-~a" set j)) (tma-b-quad ,j))))))
+
+;;; The 32 mma.sync of one k16 step from register set `set`.
+(defkernelmacro tma-mma (set)
+  `(tc-mma-set (:m16n8k16 :bf16) acc fa bq ,set 4 4))
+
+;;; Waits until the block's `it`-th slice is in its stage.
+(defkernelmacro wait-slice (it)
+  `(mbarrier-wait (pointer (aref full (mod ,it stages))) (mod (/ ,it stages) 2)))
+
+;;; The warp's release of stage `s`: once all its lanes have passed their ldmatrix of the stage
+;;; (syncwarp orders them before lane 0's arrival), one arrival on `empty`, and on the `empty`
+;;; of the cluster's block of rank `peer` when given (whose producer writes half of B here).
+(defkernelmacro release-warp (s peer)
+  `(progn
+     (syncwarp)
+     (when (= lane 0)
+       (mbarrier-arrive (pointer (aref empty ,s)))
+       ,@(if peer `((mbarrier-arrive-cluster (pointer (aref empty ,s)) ,peer))))))
+
+;;; The warp's main loop over one tile's `slices` K slices, the first the block's `it`-th, in
+;;; tc-pipeline-fragments' order, steps 0 and 2 in set 0, 1 and 3 in set 1: every k16 step
+;;; fetches the next step's fragments before its own 32 mma, and a slice's last step first
+;;; releases the stage (its fragments are all in registers by then), waits for the next slice
+;;; and fetches that slice's first step, then multiplies.
+;;; Leaves `it` past the tile's slices.
+(defkernelmacro consume-tile (it slices peer)
+  `(progn
+     (wait-slice ,it)
+     (tma-fetch (mod ,it stages) 0 0)
+     (for (kb 0 (< kb ,slices) (+ kb 1))
+       (let ((s (mod ,it stages)))
+         (tma-fetch s 1 1)
+         (tma-mma 0)
+         (tma-fetch s 2 0)
+         (tma-mma 1)
+         (tma-fetch s 3 1)
+         (tma-mma 0)
+         (release-warp s ,peer)
+         (when (< (+ kb 1) ,slices)
+           (wait-slice (+ ,it 1))
+           (tma-fetch (mod (+ ,it 1) stages) 0 0))
+         (tma-mma 1)
+         (set ,it (+ ,it 1))))))
+
+;;; The epilogue of accumulator (i, j) into C as BF16: rows g and g + 8 of m16 tile i, columns
+;;; 2q and 2q + 1 of n8 tile j of the warp tile at (m0 + wm, n0 + wn).
+(defkernelmacro tma-store (i j v)
+  `(let ((p (+ (* (+ m0 wm (* ,i 16) g) n) n0 wn (* ,j 8) (* 2 q))))
+     (set (aref c p) (float-to-bfloat16 (float4-x ,v)))
+     (set (aref c (+ p 1)) (float-to-bfloat16 (float4-y ,v)))
+     (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
+     (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
+
+;;; The same into C as 32-bit words of two BF16 (`uint*`, the lower column in the lower half):
+;;; one store a row instead of two.
+(defkernelmacro tma-store-pair (i j v)
+  `(let ((p (/ (+ (* (+ m0 wm (* ,i 16) g) n) n0 wn (* ,j 8) (* 2 q)) 2)))
+     (set (aref c p) (pack-bf16x2 (float4-x ,v) (float4-y ,v)))
+     (set (aref c (+ p (* 4 n))) (pack-bf16x2 (float4-z ,v) (float4-w ,v)))))
+
+;;; Runs body for each tile of C the block computes, with m0 and n0 its first row and column:
+;;; `schedule` :rows, the one tile (block-idx-x, block-idx-y) of a 2-D grid; :grouped, tile
+;;; block-idx-x in grouped order (`with-tile`); :persistent, tiles block-idx-x, block-idx-x +
+;;; grid-dim-x, … in grouped order.
+(defkernelmacro for-each-block-tile ((m0 n0) schedule &body body)
+  (cond ((eq schedule :rows)
+         `(let ((,m0 (* block-idx-x 128))
+                (,n0 (* block-idx-y 256)))
+            ,@body))
+        ((eq schedule :grouped)
+         `(with-tile (,m0 ,n0) block-idx-x tiles-m tiles-n ,@body))
+        (t
+         `(for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
+            (with-tile (,m0 ,n0) tile tiles-m tiles-n ,@body)))))
+
+;;; (define-tma-hgemm name schedule [:multicast]): the kernel `name`, 384 threads (warpgroup 0
+;;; the producer, warpgroups 1 and 2 eight mma.sync warps), `hgemm-hopper`'s maps and launch
+;;; (`HopperSchedule`): `schedule` as `for-each-block-tile`'s; the persistent schedule stores C
+;;; as BF16 pairs (`uint*`) and, with :multicast, runs in 2-block clusters sharing B as
+;;; `define-hopper-gemm-persistent`'s (each warp then releases a stage in both blocks).
+(defkernelmacro define-tma-hgemm (name schedule &optional multicast)
+  (let ((peer (if multicast '(logxor rank 1) nil))
+        (pairs (eq schedule :persistent)))
+    `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map)
+                             (c ,(if pairs 'uint* 'bfloat16*))
+                             (m int) (n int) (k int)))
+       (declare (launch-bounds 384 1))
+       (with-gemm-pipeline (bfloat16 64 :paired ,(eq multicast :multicast) :releasers 8)
+         (let* (,@(if (eq schedule :rows)
+                      '()
+                      '((tiles-m (/ m 128))
+                        (tiles-n (/ n 256))))
+                ,@(if pairs '((tiles (* tiles-m tiles-n))))
+                ,@(if multicast '((rank (int (cluster-rank)))))
+                (it 0))                         ; slices of the block so far
+           (if (= warpgroup 0)
+               ;; The producer.
+               (progn
+                 (setmaxnreg-dec 40)
+                 (when (= tid 0)
+                   (for-each-block-tile (m0 n0) ,schedule
+                     (for (kb 0 (< kb slices) (+ kb 1))
+                       (produce-slice it kb m0 n0 64 ,@(if multicast '(rank)))
+                       (set it (+ it 1))))))
+               ;; Consumer warp w (0-7) owns the 64×64 warp tile at rows 64 (w / 4), columns
+               ;; 64 (w mod 4) of the block tile.
+               (progn
+                 (setmaxnreg-inc 232)
+                 (let* ((lane (mod tid 32))
+                        (w (+ (* (- warpgroup 1) 4) (/ tid 32)))
+                        (wm (* (/ w 4) 64))
+                        (wn (* (mod w 4) 64))
+                        (g (/ lane 4))
+                        (q (mod lane 4))
+                        (lr (mod lane 16))
+                        (lc (/ lane 16))
+                        (br (+ (mod lane 8) (* 8 (/ lane 16))))
+                        (bc (mod (/ lane 8) 2)))
+                   (for-each-block-tile (m0 n0) ,schedule
+                     (tc-with-accumulators (acc 4 8)
+                       (tc-with-fragment-sets (fa bq 4 4 0)
+                         (consume-tile it slices ,peer))
+                       (tc-for-each-accumulator (acc 4 8)
+                                                ,(if pairs 'tma-store-pair 'tma-store)))))))
+           ;; No block leaves while its peer may still write to it or arrive on its barriers.
+           ,@(if multicast '((cluster-barrier))))))))
+
+(define-tma-hgemm hgemm-tma :rows)
+(define-tma-hgemm hgemm-tma-grouped :grouped)
+(define-tma-hgemm hgemm-tma-persistent :persistent)
+(define-tma-hgemm hgemm-tma-multicast :persistent :multicast)

@@ -1,0 +1,133 @@
+//! The arithmetic of `kernels/hgemm-tma.lisp`'s consumer warps on the CPU executor: the TMA and
+//! the mbarriers that feed them are Hopper-only, but their fragments (ldmatrix of A's and B's
+//! K-major rows from the 128-byte swizzled layout the TMA writes, `tc-b-half`'s halves of each B
+//! quad, the 32 mma.sync of a k16 step, the epilogue) run anywhere. A test kernel writes one
+//! 128×256×64 slice into shared memory where the TMA's 128-byte swizzle would put it (the
+//! built-in `swizzle-128b`, not the kernel's own `tc-swizzle`), then lets eight warps multiply
+//! it with the kernel's macros in `consume-tile`'s order of fetches and register sets; with
+//! small-integer inputs the result must equal the host's exact product rounded to BF16, entry
+//! for entry. On CUDA where a GPU is reachable, the same bytes.
+
+use chorus::lang::library::Library;
+use chorus::{Arg, Backend, Direction, Launch, MemoryBlock, Program, bf16, with_backend};
+use chorus_examples::workloads::{PRELUDE, kernels};
+
+/// One slice of one block tile: M × N × K.
+const M: usize = 128;
+const N: usize = 256;
+const K: usize = 64;
+
+/// The test kernel: A (M×K) and B (N×K) row-major, C (M×N) row-major BF16.
+const SLICE_KERNEL: &str = r#"
+(defkernel tma-slice-check (void ((a bfloat16*) (b bfloat16*) (c bfloat16*) (n int)))
+  (with-dynamic-shared-memory ((raw bfloat16))
+    (let* ((a-tiles (pointer (aref raw 0)))
+           (b-tiles (pointer (aref raw (* 128 64))))
+           (tid thread-idx-x))
+      ;; Where the TMA's 128-byte swizzle puts element (row, col) of a box of 64-element rows.
+      (for (e tid (< e (* 128 64)) (+ e 256))
+        (set (aref a-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref a e)))
+      (for (e tid (< e (* 256 64)) (+ e 256))
+        (set (aref b-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref b e)))
+      (syncthreads)
+      (let* ((lane (mod tid 32))
+             (w (/ tid 32))
+             (wm (* (/ w 4) 64))
+             (wn (* (mod w 4) 64))
+             (g (/ lane 4))
+             (q (mod lane 4))
+             (lr (mod lane 16))
+             (lc (/ lane 16))
+             (br (+ (mod lane 8) (* 8 (/ lane 16))))
+             (bc (mod (/ lane 8) 2))
+             (m0 0)
+             (n0 0))
+        (tc-with-accumulators (acc 4 8)
+          (tc-with-fragment-sets (fa bq 4 4 0)
+            (tma-fetch 0 0 0)
+            (tma-fetch 0 1 1)
+            (tma-mma 0)
+            (tma-fetch 0 2 0)
+            (tma-mma 1)
+            (tma-fetch 0 3 1)
+            (tma-mma 0)
+            (tma-mma 1))
+          (tc-for-each-accumulator (acc 4 8) tma-store))))))
+"#;
+
+/// The macros of a Hopper kernel file without the kernels they define at its end (from its first
+/// top-level `(define-…` call): those use the TMA, and the CPU executor refuses a program that
+/// has them.
+fn macros_only(file: &str) -> &str {
+    let end = file
+        .match_indices("\n(define-")
+        .next()
+        .map_or(file.len(), |(at, _)| at + 1);
+    assert!(end < file.len(), "the file defines its kernels at its end");
+    &file[..end]
+}
+
+/// `len` small integers in −4..=4 as bf16, from `seed`.
+fn small(len: usize, seed: usize) -> Vec<bf16> {
+    (0..len)
+        .map(|i| bf16::from_f32(((i * 7 + seed * 13 + i / 5) % 9) as f32 - 4.0))
+        .collect()
+}
+
+/// The slice multiplied by the test kernel on the current backend, and the exact product
+/// rounded to BF16.
+fn multiply_slice() -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
+    let mut text = String::from(PRELUDE);
+    for (_, source) in [kernels::HGEMM_HOPPER, kernels::HGEMM_TMA] {
+        text.push('\n');
+        text.push_str(macros_only(source));
+    }
+    text.push_str(SLICE_KERNEL);
+    let program = Program::with_libraries(&[Library::TensorCore], text, "hgemm-tma+slice")?;
+    let (a_host, b_host) = (small(M * K, 1), small(N * K, 2));
+    let want = (0..M * N)
+        .map(|e| {
+            let (i, j) = (e / N, e % N);
+            let sum: f64 = (0..K)
+                .map(|kk| f64::from(a_host[i * K + kk].to_f32() * b_host[j * K + kk].to_f32()))
+                .sum();
+            bf16::from_f64(sum)
+        })
+        .collect();
+    let a = MemoryBlock::from_slice(&a_host)?;
+    let b = MemoryBlock::from_slice(&b_host)?;
+    let mut c = MemoryBlock::<bf16>::alloc(M * N)?;
+    let launch = Launch::grid(1)
+        .block(256)
+        .shared_mem(((M + N) * K * 2) as u32);
+    program.launch(
+        "tma-slice-check",
+        &[a.as_arg(), b.as_arg(), c.as_arg(), Arg::value(N as i32)],
+        launch,
+    )?;
+    c.sync(Direction::DeviceToHost)?;
+    Ok((c.as_slice().to_vec(), want))
+}
+
+#[test]
+fn hgemm_tma_fragments_multiply_a_swizzled_slice_exactly() {
+    let (got, want) = with_backend(Backend::Cpu, multiply_slice)
+        .unwrap_or_else(|e| panic!("on the CPU executor: {e}"));
+    let first = got.iter().zip(&want).position(|(g, w)| g != w);
+    assert_eq!(
+        first,
+        None,
+        "first difference at {first:?}: got {:?}, want {:?}",
+        first.map(|i| got[i]),
+        first.map(|i| want[i])
+    );
+    assert!(
+        want.iter().any(|w| w.to_f32().abs() > 64.0),
+        "the test needs large sums"
+    );
+    if chorus::cuda::testing::gpu_available_or_skip("hgemm_tma_fragments (CUDA)") {
+        let (gpu, _) =
+            with_backend(Backend::Cuda, multiply_slice).unwrap_or_else(|e| panic!("CUDA: {e}"));
+        assert_eq!(gpu, got, "CUDA and the CPU executor differ");
+    }
+}
