@@ -2,8 +2,10 @@
 //! pipeline; `kernels/hgemm.lisp`, written with the tensor-core macro library), f32
 //! accumulation, BF16 result, in seven variants (128×128 with k-tiles of 32 and of 64, with the
 //! copies interleaved and with double-buffered fragments; 128×256, also with double-buffered
-//! fragments; 256×128). Checks sampled entries of each against an f64
-//! host reference (all of them on the CPU executor) and, on CUDA, against cuBLAS's BF16
+//! fragments; 256×128); on an sm_90 GPU also the four schedules of `hgemm-tma-nn`
+//! (`kernels/hgemm-tma.lisp`: the same instructions on 128×256 tiles fed by the TMA and
+//! mbarriers instead of cp.async and block barriers). Checks sampled entries of each against an
+//! f64 host reference (all of them on the CPU executor) and, on CUDA, against cuBLAS's BF16
 //! `gemmEx` in the same run, and prints each rate and its ratio to cuBLAS's.
 //!
 //! `cargo run --release --example hgemm -- [--size N] [--iterations I]` (default 8192³ on the
@@ -16,9 +18,14 @@ use chorus::{Backend, Direction, MemoryBlock, bf16};
 use chorus_cuda_libs::Transpose;
 use chorus_cuda_libs::cublas::Blas;
 use chorus_examples::tensor_gemm::{self, HgemmKernel, close, reference_entry};
+use chorus_examples::workloads::HopperSchedule;
 use chorus_examples::{Random, banner, workloads};
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// The mma.sync GEMM for this layout fed by the TMA (`kernels/hgemm-tma.lisp`, `:n-major t`):
+/// its four schedules are `HopperSchedule::kernel` of this name.
+const TMA_KERNEL: &str = "hgemm-tma-nn";
 
 /// `len` bf16 values uniform in [−1, 1).
 fn random_matrix(len: usize, random: &mut Random) -> Vec<bf16> {
@@ -69,18 +76,36 @@ fn run(
         None => (8192, 8192, 8192),
     };
     // Every block shape that tiles this size; the others say why not.
+    let chosen_name =
+        |name: &str| (selection.only.as_ref()).is_none_or(|names| names.iter().any(|n| n == name));
     let mut kernels = Vec::new();
-    let chosen = HgemmKernel::ALL.into_iter().filter(|kernel| {
-        (selection.only.as_ref()).is_none_or(|names| names.iter().any(|n| n == kernel.name))
-    });
+    let chosen = HgemmKernel::ALL
+        .into_iter()
+        .filter(|kernel| chosen_name(kernel.name));
     for kernel in chosen.chain(selection.defined.iter().copied()) {
         match kernel.unsupported_shape(m, n, k) {
             None => kernels.push(kernel),
             Some(why) => println!("skipped: {why}"),
         }
     }
-    if kernels.is_empty() {
-        return Err(format!("no hgemm block shape tiles {m}×{n}×{k}").into());
+    // The schedules of `hgemm-tma-nn` (sm_90 only: the TMA feeds its mma.sync).
+    let mut schedules: Vec<HopperSchedule> = HopperSchedule::ALL
+        .into_iter()
+        .filter(|schedule| chosen_name(&schedule.kernel(TMA_KERNEL)))
+        .collect();
+    if !schedules.is_empty() {
+        let why = workloads::hopper_unavailable(backend)?.or_else(|| {
+            (schedules.iter()).find_map(|schedule| schedule.unsupported_shape((m, n, k), 64))
+        });
+        if let Some(why) = why {
+            println!("skipped: {TMA_KERNEL}: {why}");
+            schedules.clear();
+        }
+    }
+    if kernels.is_empty() && schedules.is_empty() {
+        return Err(
+            format!("no chosen kernel runs {m}×{n}×{k} here (the lines above say why)").into(),
+        );
     }
     let program = tensor_gemm::program_from(
         selection.source.as_deref().unwrap_or(tensor_gemm::HGEMM),
@@ -133,6 +158,51 @@ fn run(
     } else {
         None
     };
+    // How many sampled entries of C are not within BF16 rounding of the f64 reference, and
+    // (on CUDA) how many differ from cuBLAS's by more than a BF16 ulp.
+    let check = |c: &[bf16]| {
+        let bad = samples
+            .iter()
+            .filter(|&&(i, j)| {
+                let (want, magnitude) = reference_entry(&a_host, &b_host, (n, k), i, j);
+                !close(c[i * n + j], want, magnitude)
+            })
+            .count();
+        let differ = blas_result.as_ref().map(|(_, reference)| {
+            // Both round an f32 sum to bf16: within one bf16 ulp of each other.
+            samples
+                .iter()
+                .filter(|&&(i, j)| {
+                    let (want, magnitude) = reference_entry(&a_host, &b_host, (n, k), i, j);
+                    (c[i * n + j].to_f64() - reference[i * n + j].to_f64()).abs()
+                        > want.abs() / 128.0 + 2e-5 * magnitude + 1e-30
+                })
+                .count()
+        });
+        (bad, differ)
+    };
+    // Prints a checked kernel's line and says whether it passed.
+    let report = |shape: &str, ours: f64, c: &[bf16]| {
+        let (bad, differ) = check(c);
+        print!(
+            "{shape}: {:.3} ms, {:.1} TFLOP/s",
+            ours * 1e3,
+            flop / ours / 1e12
+        );
+        if let (Some((theirs, _)), Some(differ)) = (&blas_result, differ) {
+            print!(
+                ", {:.1}% of cuBLAS; {differ} sampled entries differ from cuBLAS's by more \
+                 than a bf16 ulp",
+                100.0 * theirs / ours
+            );
+        }
+        println!(
+            "; {} of {} within bf16 rounding of the f64 reference",
+            samples.len() - bad,
+            samples.len()
+        );
+        bad == 0 && differ.unwrap_or(0) == 0
+    };
     let mut ok = true;
     for kernel in kernels {
         let mut c = MemoryBlock::<bf16>::alloc(m * n)?;
@@ -153,8 +223,8 @@ fn run(
             kernel.threads(),
             kernel.stages,
         );
-        let rate = format!("{:.3} ms, {:.1} TFLOP/s", ours * 1e3, flop / ours / 1e12);
         if kernel.is_probe() {
+            let rate = format!("{:.3} ms, {:.1} TFLOP/s", ours * 1e3, flop / ours / 1e12);
             let share = match &blas_result {
                 Some((theirs, _)) => format!(", {:.1}% of cuBLAS", 100.0 * theirs / ours),
                 None => String::new(),
@@ -166,37 +236,30 @@ fn run(
             continue;
         }
         c.sync(Direction::DeviceToHost)?;
-        let bad = samples
-            .iter()
-            .filter(|&&(i, j)| {
-                let (want, magnitude) = reference_entry(&a_host, &b_host, (n, k), i, j);
-                !close(c[i * n + j], want, magnitude)
-            })
-            .count();
-        print!("{shape}: {rate}");
-        if let Some((theirs, reference)) = &blas_result {
-            // Both round an f32 sum to bf16: within one bf16 ulp of each other.
-            let differ = samples
-                .iter()
-                .filter(|&&(i, j)| {
-                    let (want, magnitude) = reference_entry(&a_host, &b_host, (n, k), i, j);
-                    (c[i * n + j].to_f64() - reference[i * n + j].to_f64()).abs()
-                        > want.abs() / 128.0 + 2e-5 * magnitude + 1e-30
-                })
-                .count();
-            print!(
-                ", {:.1}% of cuBLAS; {differ} sampled entries differ from cuBLAS's by more \
-                 than a bf16 ulp",
-                100.0 * theirs / ours
+        ok &= report(&shape, ours, c.as_slice());
+    }
+    if !schedules.is_empty() {
+        let program = workloads::hopper_program()?;
+        let address = |block: &MemoryBlock<bf16>| block.device_address().ok_or("no device address");
+        let maps = workloads::HopperMaps::with_n_major_b(
+            chorus::cuda::TensorDataType::Bf16,
+            (address(&a)?, address(&b)?),
+            (m, n, k),
+        )?;
+        for schedule in schedules {
+            let (kernel, seconds, c) = workloads::run_hopper_gemm(
+                &program,
+                (TMA_KERNEL, schedule),
+                &maps,
+                (m, n, k),
+                iterations as u32,
+            )?;
+            let shape = format!(
+                "{kernel} (Chorus, mma.sync fed by TMA, 128×256×64 block tiles, 8 mma warps, \
+                 4 stages)"
             );
-            ok &= differ == 0;
+            ok &= report(&shape, seconds, &c);
         }
-        println!(
-            "; {} of {} within bf16 rounding of the f64 reference",
-            samples.len() - bad,
-            samples.len()
-        );
-        ok &= bad == 0;
     }
     if ok {
         println!("verification succeeded");
@@ -226,8 +289,21 @@ fn main() -> ExitCode {
             clap::Arg::new("only")
                 .long("only")
                 .value_delimiter(',')
-                .value_parser(HgemmKernel::ALL.iter().map(|k| k.name).collect::<Vec<_>>())
-                .help("time only these of the file's block shapes (comma-separated)"),
+                .value_parser(|name: &str| {
+                    let names: Vec<String> = (HgemmKernel::ALL.iter())
+                        .map(|k| k.name.to_string())
+                        .chain(HopperSchedule::ALL.map(|s| s.kernel(TMA_KERNEL)))
+                        .collect();
+                    if names.iter().any(|known| known == name) {
+                        Ok(name.to_string())
+                    } else {
+                        Err(format!("expected one of {}", names.join(", ")))
+                    }
+                })
+                .help(
+                    "time only these of the file's block shapes and hgemm-tma-nn's schedules \
+                     (comma-separated)",
+                ),
         )
         .arg(
             clap::Arg::new("define")

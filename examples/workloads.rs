@@ -150,13 +150,9 @@ impl HopperMaps {
         (a, b): (u64, u64),
         (m, n, k): (usize, usize, usize),
     ) -> Result<HopperMaps, Box<dyn std::error::Error>> {
-        use chorus::cuda::{TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
         let slice_k = 128 / data_type.size() as usize;
-        let map = |address: u64, rows: usize, box_rows: u32| {
-            let mut layout = TensorLayout::dense(data_type, address, &[k as u64, rows as u64]);
-            layout.swizzle = TensorSwizzle::B128;
-            layout.l2_promotion = TensorL2Promotion::B256;
-            TensorMap::encode_tiled(&layout, &[slice_k as u32, box_rows])
+        let map = |address, rows, box_rows| {
+            swizzled_map(data_type, address, [k, rows], [slice_k as u32, box_rows])
         };
         Ok(HopperMaps {
             a: map(a, m, 128)?,
@@ -165,6 +161,41 @@ impl HopperMaps {
             slice_k,
         })
     }
+
+    /// The maps for `hgemm-tma-nn` (`define-tma-hgemm … :n-major t`): A as [`HopperMaps::new`]'s,
+    /// B K×N with N innermost (`hgemm`'s layout) in boxes of 128 bytes of columns by a slice of
+    /// rows; `b` and `b_half` are the same map (the kernels load 256 / slice_k boxes a stage, or
+    /// half of them each in a pair of blocks).
+    pub fn with_n_major_b(
+        data_type: chorus::cuda::TensorDataType,
+        (a, b): (u64, u64),
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<HopperMaps, Box<dyn std::error::Error>> {
+        let slice_k = 128 / data_type.size() as usize;
+        let slice = slice_k as u32;
+        let columns = swizzled_map(data_type, b, [n, k], [slice, slice])?;
+        Ok(HopperMaps {
+            a: swizzled_map(data_type, a, [k, m], [slice, 128])?,
+            b: columns,
+            b_half: columns,
+            slice_k,
+        })
+    }
+}
+
+/// A 2-D map of the dense row-major matrix at `address` (`dims`, innermost first) in boxes of
+/// `box_dims` elements, 128-byte swizzled, with 256-byte L2 promotion: the Hopper GEMMs' maps.
+fn swizzled_map(
+    data_type: chorus::cuda::TensorDataType,
+    address: u64,
+    dims: [usize; 2],
+    box_dims: [u32; 2],
+) -> chorus::Result<chorus::cuda::TensorMap> {
+    use chorus::cuda::{TensorL2Promotion, TensorLayout, TensorMap, TensorSwizzle};
+    let mut layout = TensorLayout::dense(data_type, address, &dims.map(|d| d as u64));
+    layout.swizzle = TensorSwizzle::B128;
+    layout.l2_promotion = TensorL2Promotion::B256;
+    Ok(TensorMap::encode_tiled(&layout, &box_dims)?)
 }
 
 /// How a Hopper GEMM kernel of `kernels/hgemm-hopper.lisp` covers C.
@@ -822,7 +853,7 @@ mod tests {
         let source = super::hopper_program()
             .and_then(|program| program.cuda_source())
             .unwrap_or_else(|e| panic!("{e}"));
-        for base in ["hgemm_hopper", "fp8_gemm", "hgemm_tma"] {
+        for base in ["hgemm_hopper", "fp8_gemm", "hgemm_tma", "hgemm_tma_nn"] {
             for suffix in ["", "_grouped", "_persistent", "_multicast"] {
                 let kernel = format!(" {base}{suffix}(__grid_constant__");
                 assert!(source.contains(&kernel), "{kernel}");

@@ -92,19 +92,32 @@
 ;;; With `rank`, the block's rank in a cluster of two sharing B (whose map's box is then 128
 ;;; rows), it loads half of B, rows 128 rank …, into both blocks' stage (multicast): the
 ;;; peer's half completes on this block's `full` as this block's half on the peer's.
-(defkernelmacro produce-slice (it kb m0 n0 slice-k &optional rank)
+;;;
+;;; With `n-major`, B is K×N, N innermost (`hgemm`'s layout; `hgemm-tma-nn` reads it with
+;;; ldmatrix .trans): its map's box is slice-k columns (128 bytes) by slice-k rows of K, and the
+;;; stage holds the tile's 256 columns as 256 / slice-k such boxes one after the other (half of
+;;; them, from column 128 rank, loaded by each block of a pair).
+(defkernelmacro produce-slice (it kb m0 n0 slice-k &key rank n-major)
   `(let ((s (mod ,it stages)))
      (when (>= ,it stages)
        (mbarrier-wait (pointer (aref empty s)) (mod (- (/ ,it stages) 1) 2)))
      (mbarrier-arrive-expect-tx (pointer (aref full s)) stage-bytes)
      (tma-load-2d (pointer (aref a-tiles (* s 128 ,slice-k)))
                   (pointer (aref full s)) (pointer a-map) (* ,kb ,slice-k) ,m0)
-     ,(if rank
-          `(tma-load-2d-multicast
-            (pointer (aref b-tiles (+ (* s 256 ,slice-k) (* ,rank 128 ,slice-k))))
-            (pointer (aref full s)) (pointer b-map) 3 (* ,kb ,slice-k) (+ ,n0 (* ,rank 128)))
-          `(tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
-                        (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0))))
+     ,(cond (n-major
+             `(unroll (box 0 1 ,(/ (if rank 128 256) slice-k))
+                (let ((column (+ ,@(if rank `((* ,rank 128)) '()) (* box ,slice-k))))
+                  (,(if rank 'tma-load-2d-multicast 'tma-load-2d)
+                   (pointer (aref b-tiles (+ (* s 256 ,slice-k) (* column ,slice-k))))
+                   (pointer (aref full s)) (pointer b-map) ,@(if rank '(3) '())
+                   (+ ,n0 column) (* ,kb ,slice-k)))))
+            (rank
+             `(tma-load-2d-multicast
+               (pointer (aref b-tiles (+ (* s 256 ,slice-k) (* ,rank 128 ,slice-k))))
+               (pointer (aref full s)) (pointer b-map) 3 (* ,kb ,slice-k) (+ ,n0 (* ,rank 128))))
+            (t
+             `(tma-load-2d (pointer (aref b-tiles (* s 256 ,slice-k)))
+                           (pointer (aref full s)) (pointer b-map) (* ,kb ,slice-k) ,n0)))))
 
 ;;; Releases stage `s` of the ring: one arrival of this consumer warpgroup on `empty`, and on
 ;;; the `empty` of the block of rank `peer` of the cluster when given (its producer writes into
@@ -221,7 +234,7 @@
                  (for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
                    (with-tile (m0 n0) tile tiles-m tiles-n
                      (for (kb 0 (< kb slices) (+ kb 1))
-                       (produce-slice it kb m0 n0 ,slice-k ,@(if multicast '(rank)))
+                       (produce-slice it kb m0 n0 ,slice-k ,@(if multicast '(:rank rank)))
                        (set it (+ it 1)))))))
              (progn
                (setmaxnreg-inc 232)

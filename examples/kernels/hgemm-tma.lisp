@@ -35,16 +35,25 @@
   `(ldmatrix :x4 (pointer (aref b-stage (+ (* (+ wn (* ,j 16) br) 64)
                                            (* 8 (tc-swizzle (+ (* kk 2) bc) br 7 0)))))))
 
+;;; The same quad from an N-major stage (B K×N, `produce-slice … :n-major`: four boxes of 64
+;;; columns by 64 rows of K, 128-byte swizzled), transposed by ldmatrix as `hgemm`'s: lane l
+;;; gives row 16 kk + l mod 16 of the warp's box (its 64 columns, wn / 64) at chunk 2j + l / 16,
+;;; the four matrices again b0, b1 of tile 2j and of tile 2j + 1.
+(defkernelmacro tma-b-quad-n-major (j)
+  `(ldmatrix :x4 :trans
+             (pointer (aref b-stage (+ (* (/ wn 64) 4096) (* (+ (* kk 16) lr) 64)
+                                       (* 8 (tc-swizzle (+ (* ,j 2) lc) lr 7 0)))))))
+
 ;;; Loads k16 step `step` of stage `s` into register set `set` (tc-with-fragment-sets' fa and bq):
-;;; the warp's 4 A fragments and 4 B quads.
-(defkernelmacro tma-fetch (s step set)
+;;; the warp's 4 A fragments and 4 B quads (by `b-quad`, `tma-b-quad` or `tma-b-quad-n-major`).
+(defkernelmacro tma-fetch (s step set &optional (b-quad 'tma-b-quad))
   `(let ((a-stage (pointer (aref a-tiles (* ,s 128 64))))
          (b-stage (pointer (aref b-tiles (* ,s 256 64)))))
      (symbol-macrolet ((kk ,step))
        ,@(loop for i from 0 below 4
                collect `(set ,(intern (format nil "fa~a-~a" set i)) (tma-a-fragment ,i)))
        ,@(loop for j from 0 below 4
-               collect `(set ,(intern (format nil "bq~a-~a" set j)) (tma-b-quad ,j))))))
+               collect `(set ,(intern (format nil "bq~a-~a" set j)) (,b-quad ,j))))))
 
 ;;; The 32 mma.sync of one k16 step from register set `set`.
 (defkernelmacro tma-mma (set)
@@ -69,23 +78,23 @@
 ;;; fetches the next step's fragments before its own 32 mma, and a slice's last step first
 ;;; releases the stage (its fragments are all in registers by then), waits for the next slice
 ;;; and fetches that slice's first step, then multiplies.
-;;; Leaves `it` past the tile's slices.
-(defkernelmacro consume-tile (it slices peer)
+;;; Leaves `it` past the tile's slices. `b-quad` as `tma-fetch`'s.
+(defkernelmacro consume-tile (it slices peer b-quad)
   `(progn
      (wait-slice ,it)
-     (tma-fetch (mod ,it stages) 0 0)
+     (tma-fetch (mod ,it stages) 0 0 ,b-quad)
      (for (kb 0 (< kb ,slices) (+ kb 1))
        (let ((s (mod ,it stages)))
-         (tma-fetch s 1 1)
+         (tma-fetch s 1 1 ,b-quad)
          (tma-mma 0)
-         (tma-fetch s 2 0)
+         (tma-fetch s 2 0 ,b-quad)
          (tma-mma 1)
-         (tma-fetch s 3 1)
+         (tma-fetch s 3 1 ,b-quad)
          (tma-mma 0)
          (release-warp s ,peer)
          (when (< (+ kb 1) ,slices)
            (wait-slice (+ ,it 1))
-           (tma-fetch (mod (+ ,it 1) stages) 0 0))
+           (tma-fetch (mod (+ ,it 1) stages) 0 0 ,b-quad))
          (tma-mma 1)
          (set ,it (+ ,it 1))))))
 
@@ -120,19 +129,22 @@
          `(for (tile block-idx-x (< tile tiles) (+ tile grid-dim-x))
             (with-tile (,m0 ,n0) tile tiles-m tiles-n ,@body)))))
 
-;;; (define-tma-hgemm name schedule [:multicast]): the kernel `name`, 384 threads (warpgroup 0
-;;; the producer, warpgroups 1 and 2 eight mma.sync warps), `hgemm-hopper`'s maps and launch
-;;; (`HopperSchedule`): `schedule` as `for-each-block-tile`'s; the persistent schedule stores C
-;;; as BF16 pairs (`uint*`) and, with :multicast, runs in 2-block clusters sharing B as
-;;; `define-hopper-gemm-persistent`'s (each warp then releases a stage in both blocks).
-(defkernelmacro define-tma-hgemm (name schedule &optional multicast)
+;;; (define-tma-hgemm name schedule &key multicast n-major): the kernel `name`, 384 threads
+;;; (warpgroup 0 the producer, warpgroups 1 and 2 eight mma.sync warps), `hgemm-hopper`'s maps
+;;; and launch (`HopperSchedule`): `schedule` as `for-each-block-tile`'s; the persistent
+;;; schedule stores C as BF16 pairs (`uint*`) and, with :multicast t, runs in 2-block clusters
+;;; sharing B as `define-hopper-gemm-persistent`'s (each warp then releases a stage in both
+;;; blocks). With :n-major t, B is K×N (N innermost, `hgemm`'s layout: C = A·B), loaded in
+;;; boxes of 64 columns (`HopperMaps::with_n_major_b`) and read with ldmatrix .trans.
+(defkernelmacro define-tma-hgemm (name schedule &key multicast n-major)
   (let ((peer (if multicast '(logxor rank 1) nil))
-        (pairs (eq schedule :persistent)))
+        (pairs (eq schedule :persistent))
+        (b-quad (if n-major 'tma-b-quad-n-major 'tma-b-quad)))
     `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map)
                              (c ,(if pairs 'uint* 'bfloat16*))
                              (m int) (n int) (k int)))
        (declare (launch-bounds 384 1))
-       (with-gemm-pipeline (bfloat16 64 :paired ,(eq multicast :multicast) :releasers 8)
+       (with-gemm-pipeline (bfloat16 64 :paired ,(and multicast t) :releasers 8)
          (let* (,@(if (eq schedule :rows)
                       '()
                       '((tiles-m (/ m 128))
@@ -147,7 +159,8 @@
                  (when (= tid 0)
                    (for-each-block-tile (m0 n0) ,schedule
                      (for (kb 0 (< kb slices) (+ kb 1))
-                       (produce-slice it kb m0 n0 64 ,@(if multicast '(rank)))
+                       (produce-slice it kb m0 n0 64 :n-major ,n-major
+                                      ,@(if multicast '(:rank rank)))
                        (set it (+ it 1))))))
                ;; Consumer warp w (0-7) owns the 64×64 warp tile at rows 64 (w / 4), columns
                ;; 64 (w mod 4) of the block tile.
@@ -161,12 +174,14 @@
                         (q (mod lane 4))
                         (lr (mod lane 16))
                         (lc (/ lane 16))
-                        (br (+ (mod lane 8) (* 8 (/ lane 16))))
-                        (bc (mod (/ lane 8) 2)))
+                        ,@(if n-major
+                              '()
+                              '((br (+ (mod lane 8) (* 8 (/ lane 16))))
+                                (bc (mod (/ lane 8) 2)))))
                    (for-each-block-tile (m0 n0) ,schedule
                      (tc-with-accumulators (acc 4 8)
                        (tc-with-fragment-sets (fa bq 4 4 0)
-                         (consume-tile it slices ,peer))
+                         (consume-tile it slices ,peer ,b-quad))
                        (tc-for-each-accumulator (acc 4 8)
                                                 ,(if pairs 'tma-store-pair 'tma-store)))))))
            ;; No block leaves while its peer may still write to it or arrive on its barriers.
@@ -175,4 +190,8 @@
 (define-tma-hgemm hgemm-tma :rows)
 (define-tma-hgemm hgemm-tma-grouped :grouped)
 (define-tma-hgemm hgemm-tma-persistent :persistent)
-(define-tma-hgemm hgemm-tma-multicast :persistent :multicast)
+(define-tma-hgemm hgemm-tma-multicast :persistent :multicast t)
+(define-tma-hgemm hgemm-tma-nn :rows :n-major t)
+(define-tma-hgemm hgemm-tma-nn-grouped :grouped :n-major t)
+(define-tma-hgemm hgemm-tma-nn-persistent :persistent :n-major t)
+(define-tma-hgemm hgemm-tma-nn-multicast :persistent :multicast t :n-major t)

@@ -4,7 +4,8 @@
 //! quad, the 32 mma.sync of a k16 step, the epilogue) run anywhere. A test kernel writes one
 //! 128×256×64 slice into shared memory where the TMA's 128-byte swizzle would put it (the
 //! built-in `swizzle-128b`, not the kernel's own `tc-swizzle`), then lets eight warps multiply
-//! it with the kernel's macros in `consume-tile`'s order of fetches and register sets; with
+//! it with the kernel's macros in `consume-tile`'s order of fetches and register sets (B
+//! K-major, as `hgemm-tma` reads it, and N-major in 64-column boxes, as `hgemm-tma-nn`); with
 //! small-integer inputs the result must equal the host's exact product rounded to BF16, entry
 //! for entry. On CUDA where a GPU is reachable, the same bytes.
 
@@ -17,9 +18,13 @@ const M: usize = 128;
 const N: usize = 256;
 const K: usize = 64;
 
-/// The test kernel: A (M×K) and B (N×K) row-major, C (M×N) row-major BF16.
-const SLICE_KERNEL: &str = r#"
-(defkernel tma-slice-check (void ((a bfloat16*) (b bfloat16*) (c bfloat16*) (n int)))
+/// The test kernel `name`: A (M×K) row-major, B as `b_layout` says, C (M×N) row-major BF16.
+/// `load_b` writes B's slice where the TMA would (`e` its element index in `b`), `b_quad` names
+/// the kernel's macro that reads B's quads.
+fn slice_kernel(name: &str, load_b: &str, b_quad: &str) -> String {
+    format!(
+        r#"
+(defkernel {name} (void ((a bfloat16*) (b bfloat16*) (c bfloat16*) (n int)))
   (with-dynamic-shared-memory ((raw bfloat16))
     (let* ((a-tiles (pointer (aref raw 0)))
            (b-tiles (pointer (aref raw (* 128 64))))
@@ -28,7 +33,7 @@ const SLICE_KERNEL: &str = r#"
       (for (e tid (< e (* 128 64)) (+ e 256))
         (set (aref a-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref a e)))
       (for (e tid (< e (* 256 64)) (+ e 256))
-        (set (aref b-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref b e)))
+        {load_b})
       (syncthreads)
       (let* ((lane (mod tid 32))
              (w (/ tid 32))
@@ -44,16 +49,28 @@ const SLICE_KERNEL: &str = r#"
              (n0 0))
         (tc-with-accumulators (acc 4 8)
           (tc-with-fragment-sets (fa bq 4 4 0)
-            (tma-fetch 0 0 0)
-            (tma-fetch 0 1 1)
+            (tma-fetch 0 0 0 {b_quad})
+            (tma-fetch 0 1 1 {b_quad})
             (tma-mma 0)
-            (tma-fetch 0 2 0)
+            (tma-fetch 0 2 0 {b_quad})
             (tma-mma 1)
-            (tma-fetch 0 3 1)
+            (tma-fetch 0 3 1 {b_quad})
             (tma-mma 0)
             (tma-mma 1))
           (tc-for-each-accumulator (acc 4 8) tma-store))))))
-"#;
+"#
+    )
+}
+
+/// B N×K (K-major, `hgemm-tma`): one box of 256 rows of 64 elements.
+const K_MAJOR_B: &str = "(set (aref b-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref b e))";
+
+/// B K×N (N-major, `hgemm-tma-nn`): four boxes of 64 columns by 64 rows of K, one after the
+/// other.
+const N_MAJOR_B: &str = "(let* ((row (/ e 256)) (col (mod e 256)))
+          (set (aref b-tiles (+ (* (/ col 64) 4096)
+                                (/ (swizzle-128b (+ (* row 128) (* 2 (mod col 64)))) 2)))
+               (aref b e)))";
 
 /// The macros of a Hopper kernel file without the kernels they define at its end (from its first
 /// top-level `(define-…` call): those use the TMA, and the CPU executor refuses a program that
@@ -74,60 +91,77 @@ fn small(len: usize, seed: usize) -> Vec<bf16> {
         .collect()
 }
 
-/// The slice multiplied by the test kernel on the current backend, and the exact product
-/// rounded to BF16.
-fn multiply_slice() -> chorus::Result<(Vec<bf16>, Vec<bf16>)> {
+/// The slice multiplied by the test kernels on the current backend, each with the exact
+/// product rounded to BF16: B K-major (`hgemm-tma`), then N-major (`hgemm-tma-nn`).
+fn multiply_slice() -> chorus::Result<Vec<(Vec<bf16>, Vec<bf16>)>> {
     let mut text = String::from(PRELUDE);
     for (_, source) in [kernels::HGEMM_HOPPER, kernels::HGEMM_TMA] {
         text.push('\n');
         text.push_str(macros_only(source));
     }
-    text.push_str(SLICE_KERNEL);
+    text.push_str(&slice_kernel("slice-k-major", K_MAJOR_B, "tma-b-quad"));
+    text.push_str(&slice_kernel(
+        "slice-n-major",
+        N_MAJOR_B,
+        "tma-b-quad-n-major",
+    ));
     let program = Program::with_libraries(&[Library::TensorCore], text, "hgemm-tma+slice")?;
     let (a_host, b_host) = (small(M * K, 1), small(N * K, 2));
-    let want = (0..M * N)
-        .map(|e| {
-            let (i, j) = (e / N, e % N);
-            let sum: f64 = (0..K)
-                .map(|kk| f64::from(a_host[i * K + kk].to_f32() * b_host[j * K + kk].to_f32()))
-                .sum();
-            bf16::from_f64(sum)
-        })
-        .collect();
     let a = MemoryBlock::from_slice(&a_host)?;
     let b = MemoryBlock::from_slice(&b_host)?;
-    let mut c = MemoryBlock::<bf16>::alloc(M * N)?;
-    let launch = Launch::grid(1)
-        .block(256)
-        .shared_mem(((M + N) * K * 2) as u32);
-    program.launch(
-        "tma-slice-check",
-        &[a.as_arg(), b.as_arg(), c.as_arg(), Arg::value(N as i32)],
-        launch,
-    )?;
-    c.sync(Direction::DeviceToHost)?;
-    Ok((c.as_slice().to_vec(), want))
+    let mut results = Vec::new();
+    for (kernel, n_major) in [("slice-k-major", false), ("slice-n-major", true)] {
+        let b_at = |kk: usize, j: usize| {
+            let index = if n_major { kk * N + j } else { j * K + kk };
+            b_host[index].to_f32()
+        };
+        let want = (0..M * N)
+            .map(|e| {
+                let (i, j) = (e / N, e % N);
+                let sum: f64 = (0..K)
+                    .map(|kk| f64::from(a_host[i * K + kk].to_f32() * b_at(kk, j)))
+                    .sum();
+                bf16::from_f64(sum)
+            })
+            .collect();
+        let mut c = MemoryBlock::<bf16>::alloc(M * N)?;
+        let launch = Launch::grid(1)
+            .block(256)
+            .shared_mem(((M + N) * K * 2) as u32);
+        program.launch(
+            kernel,
+            &[a.as_arg(), b.as_arg(), c.as_arg(), Arg::value(N as i32)],
+            launch,
+        )?;
+        c.sync(Direction::DeviceToHost)?;
+        results.push((c.as_slice().to_vec(), want));
+    }
+    Ok(results)
 }
 
 #[test]
 fn hgemm_tma_fragments_multiply_a_swizzled_slice_exactly() {
-    let (got, want) = with_backend(Backend::Cpu, multiply_slice)
+    let cpu = with_backend(Backend::Cpu, multiply_slice)
         .unwrap_or_else(|e| panic!("on the CPU executor: {e}"));
-    let first = got.iter().zip(&want).position(|(g, w)| g != w);
-    assert_eq!(
-        first,
-        None,
-        "first difference at {first:?}: got {:?}, want {:?}",
-        first.map(|i| got[i]),
-        first.map(|i| want[i])
-    );
-    assert!(
-        want.iter().any(|w| w.to_f32().abs() > 64.0),
-        "the test needs large sums"
-    );
+    for (layout, (got, want)) in ["K-major B", "N-major B"].iter().zip(&cpu) {
+        let first = got.iter().zip(want).position(|(g, w)| g != w);
+        assert_eq!(
+            first,
+            None,
+            "{layout}: first difference at {first:?}: got {:?}, want {:?}",
+            first.map(|i| got[i]),
+            first.map(|i| want[i])
+        );
+        assert!(
+            want.iter().any(|w| w.to_f32().abs() > 64.0),
+            "the test needs large sums"
+        );
+    }
     if chorus::cuda::testing::gpu_available_or_skip("hgemm_tma_fragments (CUDA)") {
-        let (gpu, _) =
+        let gpu =
             with_backend(Backend::Cuda, multiply_slice).unwrap_or_else(|e| panic!("CUDA: {e}"));
-        assert_eq!(gpu, got, "CUDA and the CPU executor differ");
+        for ((gpu, _), (cpu, _)) in gpu.iter().zip(&cpu) {
+            assert_eq!(gpu, cpu, "CUDA and the CPU executor differ");
+        }
     }
 }
