@@ -101,11 +101,7 @@
 ;;; The epilogue of accumulator (i, j) into C as BF16: rows g and g + 8 of m16 tile i, columns
 ;;; 2q and 2q + 1 of n8 tile j of the warp tile at (m0 + wm, n0 + wn).
 (defkernelmacro tma-store (i j v)
-  `(let ((p (+ (* (+ m0 wm (* ,i 16) g) n) n0 wn (* ,j 8) (* 2 q))))
-     (set (aref c p) (float-to-bfloat16 (float4-x ,v)))
-     (set (aref c (+ p 1)) (float-to-bfloat16 (float4-y ,v)))
-     (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
-     (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
+  `(tc-store-bf16 c (+ (* (+ m0 wm (* ,i 16) g) n) n0 wn (* ,j 8) (* 2 q)) n ,v))
 
 ;;; The same into C as 32-bit words of two BF16 (`uint*`, the lower column in the lower half):
 ;;; one store a row instead of two.
@@ -113,6 +109,26 @@
   `(let ((p (/ (+ (* (+ m0 wm (* ,i 16) g) n) n0 wn (* ,j 8) (* 2 q)) 2)))
      (set (aref c p) (pack-bf16x2 (float4-x ,v) (float4-y ,v)))
      (set (aref c (+ p (* 4 n))) (pack-bf16x2 (float4-z ,v) (float4-w ,v)))))
+
+;;; Binds what consumer warp `warp` (0-7) and its lane `lane` need around body: `lane`; `wm`
+;;; and `wn`, where its 64×64 warp tile starts in the block tile (rows 64 (warp / 4), columns
+;;; 64 (warp mod 4)); `g` and `q`, the lane's row and column pair in an accumulator; `lr` and
+;;; `lc`, its row and chunk in A's ldmatrix (and B's, N-major); `br` and `bc`, the same for B's
+;;; K-major ldmatrix (not bound with `n-major`).
+(defkernelmacro with-consumer-warp ((warp lane n-major) &body body)
+  `(let* ((lane ,lane)
+          (w ,warp)
+          (wm (* (/ w 4) 64))
+          (wn (* (mod w 4) 64))
+          (g (/ lane 4))
+          (q (mod lane 4))
+          (lr (mod lane 16))
+          (lc (/ lane 16))
+          ,@(if n-major
+                '()
+                '((br (+ (mod lane 8) (* 8 (/ lane 16))))
+                  (bc (mod (/ lane 8) 2)))))
+     ,@body))
 
 ;;; Runs body for each tile of C the block computes, with m0 and n0 its first row and column:
 ;;; `schedule` :rows, the one tile (block-idx-x, block-idx-y) of a 2-D grid; :grouped, tile
@@ -166,18 +182,8 @@
                ;; 64 (w mod 4) of the block tile.
                (progn
                  (setmaxnreg-inc 232)
-                 (let* ((lane (mod tid 32))
-                        (w (+ (* (- warpgroup 1) 4) (/ tid 32)))
-                        (wm (* (/ w 4) 64))
-                        (wn (* (mod w 4) 64))
-                        (g (/ lane 4))
-                        (q (mod lane 4))
-                        (lr (mod lane 16))
-                        (lc (/ lane 16))
-                        ,@(if n-major
-                              '()
-                              '((br (+ (mod lane 8) (* 8 (/ lane 16))))
-                                (bc (mod (/ lane 8) 2)))))
+                 (with-consumer-warp ((+ (* (- warpgroup 1) 4) (/ tid 32)) (mod tid 32)
+                                      ,n-major)
                    (for-each-block-tile (m0 n0) ,schedule
                      (tc-with-accumulators (acc 4 8)
                        (tc-with-fragment-sets (fa bq 4 4 0)

@@ -106,11 +106,7 @@
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.
 (defkernelmacro hg-store (i j v)
-  `(let ((p (+ (* (+ bm wm (* ,i 16) g) n) bn wn (* ,j 8) (* 2 q))))
-     (set (aref c p) (float-to-bfloat16 (float4-x ,v)))
-     (set (aref c (+ p 1)) (float-to-bfloat16 (float4-y ,v)))
-     (set (aref c (+ p (* 8 n))) (float-to-bfloat16 (float4-z ,v)))
-     (set (aref c (+ p (* 8 n) 1)) (float-to-bfloat16 (float4-w ,v)))))
+  `(tc-store-bf16 c (+ (* (+ bm wm (* ,i 16) g) n) bn wn (* ,j 8) (* 2 q)) n ,v))
 
 ;;; (define-hgemm name warps-m warps-n stages &key tile-k warp-n min-blocks interleave prefetch
 ;;; probe): the kernel `name` with blocks of warps-m × warps-n warps (32·warps-m·warps-n

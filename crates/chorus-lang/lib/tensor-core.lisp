@@ -87,6 +87,17 @@
              append (loop for j from 0 below cols
                           collect `(,store ,i ,j ,(intern (format nil "~a-~a-~a" prefix i j)))))))
 
+;;; (tc-store-bf16 c index ld v): the epilogue of one thread's m16n8 f32 accumulator `v` into
+;;; BF16 C (row-major, `ld` elements a row), rounded: `index` is the element of its first value
+;;; (row g, column 2q of the tile), the others go to index + 1 (the same row), index + 8·ld and
+;;; index + 8·ld + 1 (row g + 8).
+(defkernelmacro tc-store-bf16 (c index ld v)
+  `(let ((p ,index))
+     (set (aref ,c p) (float-to-bfloat16 (float4-x ,v)))
+     (set (aref ,c (+ p 1)) (float-to-bfloat16 (float4-y ,v)))
+     (set (aref ,c (+ p (* 8 ,ld))) (float-to-bfloat16 (float4-z ,v)))
+     (set (aref ,c (+ p (* 8 ,ld) 1)) (float-to-bfloat16 (float4-w ,v)))))
+
 ;;; (tc-swizzle chunk row mask shift): the 16-byte chunk of shared row `row` where logical chunk
 ;;; `chunk` is stored: chunk XOR ((row >> shift) & mask). With rows of 64 bytes (4 chunks) use
 ;;; mask 3, shift 1; with rows of 128 bytes or more, mask 7, shift 0: then the 8 rows an
