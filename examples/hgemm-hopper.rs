@@ -126,6 +126,23 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         );
         all_exact &= bad == 0;
     }
+    // hgemm-tma's probes (persistent): its pipeline and mma.sync without the ldmatrix, and its
+    // pipeline and ldmatrix without the mma; timed, not checked (their results are wrong).
+    for probe in ["hgemm-tma-mma-only", "hgemm-tma-no-mma"] {
+        let (kernel, seconds, _) = workloads::run_hopper_gemm(
+            &program,
+            (probe, HopperSchedule::Persistent),
+            &maps,
+            (m, n, k),
+            ITERATIONS,
+        )?;
+        let rate = tflops(seconds, 1);
+        println!(
+            "{kernel}: {:.3} ms, {rate:.1} TFLOP/s, {:.1}% of cuBLAS; a probe: not checked",
+            seconds * 1e3,
+            100.0 * rate / theirs
+        );
+    }
     Ok(all_exact)
 }
 

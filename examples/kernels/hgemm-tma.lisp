@@ -78,25 +78,39 @@
 ;;; fetches the next step's fragments before its own 32 mma, and a slice's last step first
 ;;; releases the stage (its fragments are all in registers by then), waits for the next slice
 ;;; and fetches that slice's first step, then multiplies.
-;;; Leaves `it` past the tile's slices. `b-quad` as `tma-fetch`'s.
-(defkernelmacro consume-tile (it slices peer b-quad)
+;;; Leaves `it` past the tile's slices. `b-quad` as `tma-fetch`'s; a probe replaces `fetch`
+;;; (`tma-fetch`) or `mma` (`tma-mma`), kernel macros of the same arguments.
+(defkernelmacro consume-tile (it slices peer b-quad &key (fetch 'tma-fetch) (mma 'tma-mma))
   `(progn
      (wait-slice ,it)
-     (tma-fetch (mod ,it stages) 0 0 ,b-quad)
+     (,fetch (mod ,it stages) 0 0 ,b-quad)
      (for (kb 0 (< kb ,slices) (+ kb 1))
        (let ((s (mod ,it stages)))
-         (tma-fetch s 1 1 ,b-quad)
-         (tma-mma 0)
-         (tma-fetch s 2 0 ,b-quad)
-         (tma-mma 1)
-         (tma-fetch s 3 1 ,b-quad)
-         (tma-mma 0)
+         (,fetch s 1 1 ,b-quad)
+         (,mma 0)
+         (,fetch s 2 0 ,b-quad)
+         (,mma 1)
+         (,fetch s 3 1 ,b-quad)
+         (,mma 0)
          (release-warp s ,peer)
          (when (< (+ kb 1) ,slices)
            (wait-slice (+ ,it 1))
-           (tma-fetch (mod (+ ,it 1) stages) 0 0 ,b-quad))
-         (tma-mma 1)
+           (,fetch (mod (+ ,it 1) stages) 0 0 ,b-quad))
+         (,mma 1)
          (set ,it (+ ,it 1))))))
+
+;;; The probes' stand-ins (`define-tma-hgemm`'s :probe): no fragment loads (`mma-only`), and,
+;;; for `no-mma`, one word of each fragment of register set `set` folded into `sink` instead of
+;;; its 32 mma (so that ptxas keeps the ldmatrix no mma reads).
+(defkernelmacro tma-no-fetch (s step set b-quad)
+  '(progn))
+
+(defkernelmacro tma-sink (set)
+  `(set sink (logxor sink
+                     ,@(loop for i from 0 below 4
+                             collect `(uint4-x ,(intern (format nil "fa~a-~a" set i))))
+                     ,@(loop for j from 0 below 4
+                             collect `(uint4-x ,(intern (format nil "bq~a-~a" set j)))))))
 
 ;;; The epilogue of accumulator (i, j) into C as BF16: rows g and g + 8 of m16 tile i, columns
 ;;; 2q and 2q + 1 of n8 tile j of the warp tile at (m0 + wm, n0 + wn).
@@ -114,7 +128,7 @@
 ;;; and `wn`, where its 64×64 warp tile starts in the block tile (rows 64 (warp / 4), columns
 ;;; 64 (warp mod 4)); `g` and `q`, the lane's row and column pair in an accumulator; `lr` and
 ;;; `lc`, its row and chunk in A's ldmatrix (and B's, N-major); `br` and `bc`, the same for B's
-;;; K-major ldmatrix (not bound with `n-major`).
+;;; K-major ldmatrix (not bound with `n-major`, which kernels that load no K-major B pass).
 (defkernelmacro with-consumer-warp ((warp lane n-major) &body body)
   `(let* ((lane ,lane)
           (w ,warp)
@@ -152,10 +166,20 @@
 ;;; sharing B as `define-hopper-gemm-persistent`'s (each warp then releases a stage in both
 ;;; blocks). With :n-major t, B is K×N (N innermost, `hgemm`'s layout: C = A·B), loaded in
 ;;; boxes of 64 columns (`HopperMaps::with_n_major_b`) and read with ldmatrix .trans.
-(defkernelmacro define-tma-hgemm (name schedule &key multicast n-major)
+;;;
+;;; A probe leaves work out to place the time of the rest, as `define-hgemm`'s (its result is
+;;; wrong; the examples time it and do not check it): `:probe mma-only`, the pipeline (TMA,
+;;; waits, releases) and the mma.sync on register fragments of BF16 values in [1, 1.25) that
+;;; vary by lane, but no ldmatrix; `:probe no-mma`, the pipeline and the ldmatrix, no mma.
+(defkernelmacro define-tma-hgemm (name schedule &key multicast n-major probe)
+  (unless (member probe '(nil mma-only no-mma))
+    (error "define-tma-hgemm: :probe is mma-only or no-mma, not ~a" probe))
   (let ((peer (if multicast '(logxor rank 1) nil))
         (pairs (eq schedule :persistent))
-        (b-quad (if n-major 'tma-b-quad-n-major 'tma-b-quad)))
+        (b-quad (if n-major 'tma-b-quad-n-major 'tma-b-quad))
+        (word (if (eq probe 'mma-only)
+                  '(uint (logior #x3f803f80 (logand (* lane #x00050003) #x001f001f)))
+                  0)))
     `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map)
                              (c ,(if pairs 'uint* 'bfloat16*))
                              (m int) (n int) (k int)))
@@ -183,13 +207,24 @@
                (progn
                  (setmaxnreg-inc 232)
                  (with-consumer-warp ((+ (* (- warpgroup 1) 4) (/ tid 32)) (mod tid 32)
-                                      ,n-major)
-                   (for-each-block-tile (m0 n0) ,schedule
-                     (tc-with-accumulators (acc 4 8)
-                       (tc-with-fragment-sets (fa bq 4 4 0)
-                         (consume-tile it slices ,peer ,b-quad))
-                       (tc-for-each-accumulator (acc 4 8)
-                                                ,(if pairs 'tma-store-pair 'tma-store)))))))
+                                      ,(or n-major (eq probe 'mma-only)))
+                   ,(let ((tiles
+                            `(for-each-block-tile (m0 n0) ,schedule
+                               (tc-with-accumulators (acc 4 8)
+                                 (tc-with-fragment-sets (fa bq 4 4 ,word)
+                                   (consume-tile it slices ,peer ,b-quad
+                                                 ,@(if (eq probe 'mma-only)
+                                                       '(:fetch tma-no-fetch))
+                                                 ,@(if (eq probe 'no-mma) '(:mma tma-sink))))
+                                 (tc-for-each-accumulator
+                                  (acc 4 8) ,(if pairs 'tma-store-pair 'tma-store))))))
+                      (if (eq probe 'no-mma)
+                          `(let ((sink (uint 0)))
+                             ,tiles
+                             ;; A store that depends on every fragment loaded (never taken).
+                             (when (= sink #xffffffff)
+                               (set (aref c 0) ,(if pairs '(uint 0) '(float-to-bfloat16 0.0)))))
+                          tiles)))))
            ;; No block leaves while its peer may still write to it or arrive on its barriers.
            ,@(if multicast '((cluster-barrier))))))))
 
@@ -201,3 +236,5 @@
 (define-tma-hgemm hgemm-tma-nn-grouped :grouped :n-major t)
 (define-tma-hgemm hgemm-tma-nn-persistent :persistent :n-major t)
 (define-tma-hgemm hgemm-tma-nn-multicast :persistent :multicast t :n-major t)
+(define-tma-hgemm hgemm-tma-mma-only-persistent :persistent :probe mma-only)
+(define-tma-hgemm hgemm-tma-no-mma-persistent :persistent :probe no-mma)
