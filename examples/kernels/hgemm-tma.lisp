@@ -15,9 +15,11 @@
 ;;;; A is M×K and B is N×K, both row-major (K-major), C is M×N row-major, as `hgemm-hopper`'s;
 ;;;; the same four schedules (`define-tma-hgemm`): `hgemm-tma`, a block per tile, tile rows of A
 ;;;; fastest; `-grouped`; `-persistent` (C as BF16 pairs); `-multicast` (persistent, 2-block
-;;;; clusters sharing B). The program is the tensor-core macro library, the examples' prelude,
-;;;; `hgemm-hopper.lisp`, then this file (`workloads::hopper_program`); the shape rules are
-;;;; `hgemm-hopper`'s.
+;;;; clusters sharing B). `hgemm-tma-nn` and its schedules take B K×N, `hgemm`'s layout (C =
+;;;; A·B; the `hgemm` example times them); `hgemm-tma-mma-only-persistent` and
+;;;; `-no-mma-persistent` are probes. The program is the tensor-core macro library, the
+;;;; examples' prelude, `hgemm-hopper.lisp`, then this file (`workloads::hopper_program`); the
+;;;; shape rules are `hgemm-hopper`'s.
 
 ;;; A fragment i of the warp's 64 rows at k16 step `kk` of the stage at `a-stage` (rows of 64
 ;;; BF16, 128-byte swizzled: chunk c of row r at c XOR r mod 8, and r mod 8 = lr mod 8 since the
