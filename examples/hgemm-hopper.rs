@@ -149,7 +149,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
 fn main() -> ExitCode {
     chorus_examples::no_arguments(
         "hgemm-hopper",
-        "BF16 GEMM with wgmma, TMA and warp specialisation (sm_90a), against cuBLAS",
+        "BF16 GEMM with wgmma, TMA and warp specialisation (sm_90a), and with mma.sync on the \
+         same pipeline (hgemm-tma), against cuBLAS",
     );
     chorus_examples::exit_code("hgemm-hopper", run())
 }
