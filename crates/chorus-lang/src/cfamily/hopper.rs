@@ -65,6 +65,7 @@ impl HopperHelper {
                     HopperOp::FenceProxyAsync => "fence_proxy_async",
                     HopperOp::MbarrierArriveCluster => "mbarrier_arrive_cluster",
                     HopperOp::FenceMbarrierInit => "fence_mbarrier_init",
+                    HopperOp::CpAsyncMbarrierArrive => "cp_async_mbarrier_arrive",
                     HopperOp::TmaLoad(d) => return format!("chorus_tma_load_{d}d"),
                     HopperOp::TmaLoadMulticast(d) => {
                         return format!("chorus_tma_load_{d}d_multicast");
@@ -287,6 +288,12 @@ fn op_definition(op: HopperOp, name: &str) -> String {
              p, [%1], %2;\\n\\tselp.u32 %0, 1, 0, p;\\n\\t}}\" : \"=r\"(done) : \"r\"({}), \
              \"r\"(parity) : \"memory\");\n  }} while (done == 0);\n}}\n",
             shared("bar")
+        ),
+        HopperOp::CpAsyncMbarrierArrive => asm_helper(
+            name,
+            "void* bar",
+            "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];",
+            &format!(" :: \"r\"({}) : \"memory\"", shared("bar")),
         ),
         HopperOp::MbarrierArriveCluster => asm_helper(
             name,

@@ -8,6 +8,7 @@
 //! | `(mbarrier-arrive-expect-tx bar bytes)` | `mbarrier.arrive.expect_tx.shared::cta.b64` |
 //! | `(mbarrier-try-wait bar parity)` → bool, `(mbarrier-wait bar parity)` | `mbarrier.try_wait.parity.shared::cta.b64` |
 //! | `(mbarrier-arrive-cluster bar rank)` | `mapa` + `mbarrier.arrive.shared::cluster.b64` |
+//! | `(cp-async-mbarrier-arrive bar)` | `cp.async.mbarrier.arrive.noinc.shared::cta.b64` |
 //! | `(fence-mbarrier-init)` | `fence.mbarrier_init.release.cluster` |
 //! | `(fence-proxy-async)` | `fence.proxy.async.shared::cta` |
 //! | `(shared-address p)` → uint | `__cvta_generic_to_shared`: to align a buffer |
@@ -147,6 +148,14 @@ pub(super) fn add_signatures(add: &mut dyn FnMut(&'static str, Vec<Overload>)) {
     add(
         "mbarrier-arrive-cluster",
         counted(MbarrierArriveCluster, Type::Void),
+    );
+    add(
+        "cp-async-mbarrier-arrive",
+        vec![sig(
+            CpAsyncMbarrierArrive,
+            std::slice::from_ref(&bar),
+            Type::Void,
+        )],
     );
     add("fence-mbarrier-init", none(FenceMbarrierInit));
     add("fence-proxy-async", none(FenceProxyAsync));

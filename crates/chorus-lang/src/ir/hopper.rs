@@ -78,6 +78,11 @@ pub enum HopperOp {
     /// `ClusterBarrier::arrive(cta_id)`: a cluster-scope release costs a GPU-wide `MEMBAR`
     /// on every arrival).
     MbarrierArriveCluster,
+    /// `cp-async-mbarrier-arrive bar`: an arrival on `bar` once every `cp-async` this thread
+    /// issued before it has completed, counted among the arrivals `mbarrier-init` expects
+    /// (`cp.async.mbarrier.arrive.noinc.shared::cta.b64`): producer threads signal a stage
+    /// filled by their copies without waiting for them.
+    CpAsyncMbarrierArrive,
     /// `fence-mbarrier-init`: makes this thread's `mbarrier-init`s visible to the other blocks
     /// of the cluster (and their copies) before a cluster barrier
     /// (`fence.mbarrier_init.release.cluster`).

@@ -1,6 +1,6 @@
-;; Hopper (sm_90a): TMA loads and stores through a tensor map, a transaction mbarrier, the
-;; async-proxy fence, a wgmma m64n64k16 (bf16) from shared-memory descriptors, register
-;; reallocation, and the accumulator's registers.
+;; Hopper (sm_90a): TMA loads and stores through a tensor map, a transaction mbarrier (with a
+;; cp.async arrival), the async-proxy fence, a wgmma m64n64k16 (bf16) from shared-memory
+;; descriptors, register reallocation, and the accumulator's registers.
 (defkernel hopper-tile (void ((a-map tensor-map) (out float*)))
   (declare (launch-bounds 128))
   (with-shared-memory ((a bfloat16 (* 64 64))
@@ -34,6 +34,7 @@
       (set (aref out 0) (float (logand (shared-address a) 1023))))
     (when (mbarrier-try-wait (pointer bar) 1)
       (mbarrier-arrive (pointer bar)))
+    (cp-async-mbarrier-arrive (pointer bar))
     (fence-proxy-async)
     (when (= thread-idx-x 0)
       (tma-store-2d (pointer a-map) a 0 0)
