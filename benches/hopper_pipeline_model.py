@@ -7,10 +7,11 @@ until a wait-group. It checks that every consumer reads the slices it expects, t
 lands in a stage a wgmma may still read, that every tile is computed, and that nothing
 deadlocks. Also the mma.sync consumers of examples/kernels/hgemm-tma.lisp (eight warps a
 block, each releasing a stage once its last fragments are loaded, then waiting for the next
-slice and fetching its first step). It models the protocol, not the kernel text: change both
+slice and fetching its first step), and its cp.async producer threads (each arriving on
+`full` once its own copies landed). It models the protocol, not the kernel text: change both
 together.
 
-    python3 benches/hopper_pipeline_model.py      # a few seconds; prints six "ok" (run by .ci/run)
+    python3 benches/hopper_pipeline_model.py      # a few seconds; prints seven "ok" (run by .ci/run)
 
 Written 2026-12-05, when no GPU could run the kernels; each check was seen to fail on a
 mutated protocol (two arrivals per stage with multicast; releasing the current stage with one
@@ -34,7 +35,8 @@ class Bar:
     def done(self, parity):  # try_wait.parity
         return (self.phase % 2) != parity
 
-def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=True, mma_warps=0):
+def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=True, mma_warps=0,
+        copiers=0):
     rng = random.Random(seed)
     nb = grid
     tiles = tiles_m * tiles_n
@@ -42,11 +44,18 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
     def tile_of(t):
         ing = group * tiles_n; fm = (t // ing) * group; rh = min(tiles_m - fm, group); r = t % ing
         return (fm + r % rh, r // rh)
-    full = [[Bar(1) for _ in range(STAGES)] for _ in range(nb)]
+    # Arrivals that fill a stage: the TMA producer's one (with its bytes), or one from each of
+    # `copiers` cp.async producer threads once its copies landed (hgemm-tma.lisp's copy-slice).
+    full = [[Bar(copiers or 1) for _ in range(STAGES)] for _ in range(nb)]
     # Releasers a block: its two wgmma warpgroups, or its mma.sync warps (hgemm-tma.lisp).
     releasers = mma_warps or 2
     empty = [[Bar(releasers * (2 if multicast else 1)) for _ in range(STAGES)] for _ in range(nb)]
     smem = [[{'A': None, 'B0': None, 'B1': None} for _ in range(STAGES)] for _ in range(nb)]
+    def holds(e, tm, tn, kb):
+        """Stage contents `e` are slice kb of tile (tm, tn): every part, whoever copied it."""
+        if copiers:
+            return all(e.get(f'P{p}') == (tm, tn, kb) for p in range(copiers))
+        return e['A'] == (tm, kb) and e['B0'] == (tn, kb) and e['B1'] == (tn, kb)
     reading = [[0] * STAGES for _ in range(nb)]  # active wgmma readers per stage
     events = []  # pending async completions: (fn)
     done_tiles = {}
@@ -98,7 +107,7 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
                 while not full[b][s].done((it // STAGES) % 2):
                     yield
                 e = smem[b][s]
-                assert e['A'] == (tm, kb) and e['B0'] == (tn, kb) and e['B1'] == (tn, kb), (b, c, it, e, tm, tn, kb)
+                assert holds(e, tm, tn, kb), (b, c, it, e, tm, tn, kb)
                 reading[b][s] += 1; inflight.append(s)
                 yield  # wgmmas running
                 if overlap:
@@ -125,8 +134,7 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
             if multicast: empty[peer(b)][s].arrive()
         def fetch(tm, tn, kb, step):
             e = smem[b][it % STAGES]
-            assert e['A'] == (tm, kb) and e['B0'] == (tn, kb) and e['B1'] == (tn, kb), \
-                (b, w, it, step, e, tm, tn, kb)
+            assert holds(e, tm, tn, kb), (b, w, it, step, e, tm, tn, kb)
         for t in range(b, tiles, nb):
             tm, tn = tile_of(t)
             while not full[b][it % STAGES].done((it // STAGES) % 2):
@@ -153,10 +161,33 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
             done_tiles[(b, w, t)] = True
             yield
 
+    def copier(b, p):
+        """Producer thread p of hgemm-tma.lisp's cp.async producer: waits for the stage's
+        release, issues its copies (they land later, in any order) and arrives on `full` when
+        they have landed (cp.async.mbarrier.arrive.noinc)."""
+        it = 0
+        for t in range(b, tiles, nb):
+            tm, tn = tile_of(t)
+            for kb in range(slices):
+                s = it % STAGES
+                if it >= STAGES:
+                    while not empty[b][s].done(((it // STAGES) - 1) % 2):
+                        yield
+                def land(s=s, tm=tm, tn=tn, kb=kb):
+                    assert reading[b][s] == 0, f"part {p} written into block {b} stage {s} under a read"
+                    smem[b][s][f'P{p}'] = (tm, tn, kb)
+                    full[b][s].arrive()
+                events.append(land)
+                it += 1
+                yield
+
     consumer_ids = list(range(mma_warps)) if mma_warps else [1, 2]
     threads = []
     for b in range(nb):
-        threads.append(producer(b))
+        if copiers:
+            threads.extend(copier(b, p) for p in range(copiers))
+        else:
+            threads.append(producer(b))
         for c in consumer_ids:
             threads.append(mma_consumer(b, c) if mma_warps else consumer(b, c))
     alive = list(threads)
@@ -184,3 +215,8 @@ for multicast in (False, True):
     for seed in range(200):
         run(seed, multicast=multicast, mma_warps=8)
     print("ok", "multicast" if multicast else "single", "mma.sync warps (hgemm-tma)")
+# hgemm-ws-nn: four cp.async producer threads (for the kernel's 128) and eight mma.sync warps
+# (no multicast: only the TMA multicasts).
+for seed in range(200):
+    run(seed, multicast=False, mma_warps=8, copiers=4)
+print("ok single cp.async producers (hgemm-ws-nn)")

@@ -69,7 +69,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         let (kernel, seconds, c) = workloads::run_hopper_gemm(
             &program,
             ("fp8-gemm", schedule),
-            &maps,
+            workloads::GemmInputs::Maps(&maps),
             (m, n, k),
             ITERATIONS,
         )?;

@@ -114,8 +114,13 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         .into_iter()
         .flat_map(|base| HopperSchedule::ALL.map(|schedule| (base, schedule)));
     for (base, schedule) in runs {
-        let (kernel, seconds, c) =
-            workloads::run_hopper_gemm(&program, (base, schedule), &maps, (m, n, k), ITERATIONS)?;
+        let (kernel, seconds, c) = workloads::run_hopper_gemm(
+            &program,
+            (base, schedule),
+            workloads::GemmInputs::Maps(&maps),
+            (m, n, k),
+            ITERATIONS,
+        )?;
         let (bad, worst) = workloads::check_gemm_samples(&c, (m, n, k), a_at, b_at);
         let rate = tflops(seconds, 1);
         println!(
@@ -132,7 +137,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         let (kernel, seconds, _) = workloads::run_hopper_gemm(
             &program,
             (probe, HopperSchedule::Persistent),
-            &maps,
+            workloads::GemmInputs::Maps(&maps),
             (m, n, k),
             ITERATIONS,
         )?;

@@ -2,11 +2,12 @@
 //! pipeline; `kernels/hgemm.lisp`, written with the tensor-core macro library), f32
 //! accumulation, BF16 result, in seven variants (128×128 with k-tiles of 32 and of 64, with the
 //! copies interleaved and with double-buffered fragments; 128×256, also with double-buffered
-//! fragments; 256×128); on an sm_90 GPU also the four schedules of `hgemm-tma-nn`
-//! (`kernels/hgemm-tma.lisp`: the same instructions on 128×256 tiles fed by the TMA and
-//! mbarriers instead of cp.async and block barriers). Checks sampled entries of each against an
-//! f64 host reference (all of them on the CPU executor) and, on CUDA, against cuBLAS's BF16
-//! `gemmEx` in the same run, and prints each rate and its ratio to cuBLAS's.
+//! fragments; 256×128); on an sm_90 GPU also the schedules of `hgemm-tma-nn` and `hgemm-ws-nn`
+//! (`kernels/hgemm-tma.lisp`: the same instructions on 128×256 tiles in eight warps that wait
+//! on mbarriers instead of block barriers, fed by a producer warpgroup through the TMA or with
+//! cp.async). Checks sampled entries of each against an f64 host reference (all of them on the
+//! CPU executor) and, on CUDA, against cuBLAS's BF16 `gemmEx` in the same run, and prints each
+//! rate and its ratio to cuBLAS's.
 //!
 //! `cargo run --release --example hgemm -- [--size N] [--iterations I]` (default 8192³ on the
 //! GPU; 256×256×128 on the CPU executor, `CHORUS_BACKEND=cpu`; a size that a block shape does
@@ -23,9 +24,24 @@ use chorus_examples::{Random, banner, workloads};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The mma.sync GEMM for this layout fed by the TMA (`kernels/hgemm-tma.lisp`, `:n-major t`):
-/// its four schedules are `HopperSchedule::kernel` of this name.
-const TMA_KERNEL: &str = "hgemm-tma-nn";
+/// The sm_90 kernels of `kernels/hgemm-tma.lisp` for this layout (`:n-major t`): `hgemm`'s
+/// mma.sync and ldmatrix in eight warps that wait on mbarriers, fed by a producer warpgroup,
+/// through the TMA (`hgemm-tma-nn`) or with cp.async (`hgemm-ws-nn`, no multicast). Their
+/// schedules are `HopperSchedule::kernel` of these names.
+const HOPPER_FAMILIES: [(&str, &str); 2] =
+    [("hgemm-tma-nn", "TMA"), ("hgemm-ws-nn", "cp.async warps")];
+
+/// Every schedule of the `HOPPER_FAMILIES`: (family, its producer, schedule).
+fn hopper_runs() -> impl Iterator<Item = (&'static str, &'static str, HopperSchedule)> {
+    HOPPER_FAMILIES.into_iter().flat_map(|(family, producer)| {
+        HopperSchedule::ALL
+            .into_iter()
+            .filter(move |schedule| {
+                family != "hgemm-ws-nn" || *schedule != HopperSchedule::Multicast
+            })
+            .map(move |schedule| (family, producer, schedule))
+    })
+}
 
 /// `len` bf16 values uniform in [−1, 1).
 fn random_matrix(len: usize, random: &mut Random) -> Vec<bf16> {
@@ -88,17 +104,17 @@ fn run(
             Some(why) => println!("skipped: {why}"),
         }
     }
-    // The schedules of `hgemm-tma-nn` (sm_90 only: the TMA feeds its mma.sync).
-    let mut schedules: Vec<HopperSchedule> = HopperSchedule::ALL
-        .into_iter()
-        .filter(|schedule| chosen_name(&schedule.kernel(TMA_KERNEL)))
+    // The sm_90 kernels' schedules (mbarriers, setmaxnreg and the TMA).
+    let mut schedules: Vec<_> = hopper_runs()
+        .filter(|(family, _, schedule)| chosen_name(&schedule.kernel(family)))
         .collect();
     if !schedules.is_empty() {
         let why = workloads::hopper_unavailable(backend)?.or_else(|| {
-            (schedules.iter()).find_map(|schedule| schedule.unsupported_shape((m, n, k), 64))
+            (schedules.iter())
+                .find_map(|(_, _, schedule)| schedule.unsupported_shape((m, n, k), 64))
         });
         if let Some(why) = why {
-            println!("skipped: {TMA_KERNEL}: {why}");
+            println!("skipped: hgemm-tma-nn, hgemm-ws-nn: {why}");
             schedules.clear();
         }
     }
@@ -246,17 +262,22 @@ fn run(
             (address(&a)?, address(&b)?),
             (m, n, k),
         )?;
-        for schedule in schedules {
+        for (family, producer, schedule) in schedules {
+            let inputs = if family == "hgemm-tma-nn" {
+                workloads::GemmInputs::Maps(&maps)
+            } else {
+                workloads::GemmInputs::Blocks(&a, &b)
+            };
             let (kernel, seconds, c) = workloads::run_hopper_gemm(
                 &program,
-                (TMA_KERNEL, schedule),
-                &maps,
+                (family, schedule),
+                inputs,
                 (m, n, k),
                 iterations as u32,
             )?;
             let shape = format!(
-                "{kernel} (Chorus, mma.sync fed by TMA, 128×256×64 block tiles, 8 mma warps, \
-                 4 stages)"
+                "{kernel} (Chorus, mma.sync fed by {producer}, 128×256×64 block tiles, 8 mma \
+                 warps, 4 stages)"
             );
             ok &= report(&shape, seconds, &c);
         }
@@ -292,7 +313,7 @@ fn main() -> ExitCode {
                 .value_parser(|name: &str| {
                     let names: Vec<String> = (HgemmKernel::ALL.iter())
                         .map(|k| k.name.to_string())
-                        .chain(HopperSchedule::ALL.map(|s| s.kernel(TMA_KERNEL)))
+                        .chain(hopper_runs().map(|(family, _, s)| s.kernel(family)))
                         .collect();
                     if names.iter().any(|known| known == name) {
                         Ok(name.to_string())
@@ -301,8 +322,8 @@ fn main() -> ExitCode {
                     }
                 })
                 .help(
-                    "time only these of the file's block shapes and hgemm-tma-nn's schedules \
-                     (comma-separated)",
+                    "time only these of the file's block shapes and of hgemm-tma-nn's and \
+                     hgemm-ws-nn's schedules (comma-separated)",
                 ),
         )
         .arg(

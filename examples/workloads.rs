@@ -295,27 +295,49 @@ impl HopperSchedule {
     }
 }
 
-/// Runs the kernel of `schedule` for `base` (`HopperSchedule::kernel`) of `program` on the
-/// operands behind `maps` once to compile and load it, then `iterations` times on the null
-/// stream: the kernel's name, the seconds per launch and C (`m`×`n`, row-major BF16) on the
-/// host. A shape the schedule cannot tile is an error.
+/// What a Hopper GEMM kernel reads A and B through.
+#[derive(Clone, Copy)]
+pub enum GemmInputs<'a> {
+    /// Tensor maps: the kernels whose producer drives the TMA.
+    Maps(&'a HopperMaps),
+    /// A and B themselves (BF16): `hgemm-ws-nn`, whose producer warps copy with cp.async.
+    Blocks(&'a MemoryBlock<chorus::bf16>, &'a MemoryBlock<chorus::bf16>),
+}
+
+/// Runs the kernel of `schedule` for `base` (`HopperSchedule::kernel`) of `program` on
+/// `inputs` once to compile and load it, then `iterations` times on the null stream: the
+/// kernel's name, the seconds per launch and C (`m`×`n`, row-major BF16) on the host. A shape
+/// the schedule cannot tile is an error, as is multicast without tensor maps.
 pub fn run_hopper_gemm(
     program: &Program,
     (base, schedule): (&str, HopperSchedule),
-    maps: &HopperMaps,
+    inputs: GemmInputs,
     (m, n, k): (usize, usize, usize),
     iterations: u32,
 ) -> Result<(String, f64, Vec<chorus::bf16>), Box<dyn std::error::Error>> {
-    if let Some(why) = schedule.unsupported_shape((m, n, k), maps.slice_k) {
+    let slice_k = match inputs {
+        GemmInputs::Maps(maps) => maps.slice_k,
+        GemmInputs::Blocks(..) => 64,
+    };
+    if let Some(why) = schedule.unsupported_shape((m, n, k), slice_k) {
         return Err(why.into());
     }
     let kernel = schedule.kernel(base);
     let kernel = kernel.as_str();
-    // The clusters that share B load half of it each.
-    let b_map = if schedule == HopperSchedule::Multicast {
-        &maps.b_half
-    } else {
-        &maps.b
+    let (a, b) = match inputs {
+        // The clusters that share B load half of it each.
+        GemmInputs::Maps(maps) => (
+            Arg::tensor_map(&maps.a),
+            Arg::tensor_map(if schedule == HopperSchedule::Multicast {
+                &maps.b_half
+            } else {
+                &maps.b
+            }),
+        ),
+        GemmInputs::Blocks(_, _) if schedule == HopperSchedule::Multicast => {
+            return Err(format!("{kernel}: only the TMA multicasts").into());
+        }
+        GemmInputs::Blocks(a, b) => (a.as_arg(), b.as_arg()),
     };
     // C as the kernel takes it: BF16, or (persistent) pairs of BF16 in 32-bit words, the lower
     // column in the lower half.
@@ -333,8 +355,8 @@ pub fn run_hopper_gemm(
     };
     let launch = schedule.launch(program, kernel, (m, n))?;
     let args = [
-        Arg::tensor_map(&maps.a),
-        Arg::tensor_map(b_map),
+        a,
+        b,
         match &c {
             Output::Bf16(c) => c.as_arg(),
             Output::Pairs(c) => c.as_arg(),
@@ -858,6 +880,14 @@ mod tests {
                 let kernel = format!(" {base}{suffix}(__grid_constant__");
                 assert!(source.contains(&kernel), "{kernel}");
             }
+        }
+        for kernel in [
+            "hgemm_ws_nn",
+            "hgemm_ws_nn_grouped",
+            "hgemm_ws_nn_persistent",
+        ] {
+            let signature = format!(" {kernel}(__nv_bfloat16* __restrict__ a");
+            assert!(source.contains(&signature), "{signature}");
         }
         // The mma.sync consumers call ldmatrix and mma.sync (the module's helpers).
         let tma = &source[source.rfind(" hgemm_tma(").expect("hgemm_tma")..];

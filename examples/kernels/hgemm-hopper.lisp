@@ -63,12 +63,14 @@
 ;;; (initialised), the stage buffers `a-tiles` and `b-tiles` in dynamic shared memory from its
 ;;; first 1024-byte boundary (the 128-byte swizzle repeats every 1024 bytes; the launch adds
 ;;; 1024 bytes for this), the thread's `warpgroup` and `tid` in it, and `slices`, the K slices
-;;; of one tile. A stage is free once each of the block's `releasers` consumers (its two
-;;; consumer warpgroups, by default) released it; with `paired`, the block is one of a cluster
-;;; of two that share B: a stage is then free once the consumers of both blocks released it
-;;; (twice as many arrivals on `empty`), and the barriers are made visible to the peer before
-;;; either block starts.
-(defkernelmacro with-gemm-pipeline ((element slice-k &key paired (releasers 2)) &body body)
+;;; of one tile. A stage is full once its `producers` arrivals came (one, by default: the
+;;; producer's, with the TMA's bytes) and free once each of the block's `releasers` consumers
+;;; (its two consumer warpgroups, by default) released it; with `paired`, the block is one of
+;;; a cluster of two that share B: a stage is then free once the consumers of both blocks
+;;; released it (twice as many arrivals on `empty`), and the barriers are made visible to the
+;;; peer before either block starts.
+(defkernelmacro with-gemm-pipeline ((element slice-k &key paired (releasers 2) (producers 1))
+                                    &body body)
   `(with-shared-memory ((full uint64 4)
                         (empty uint64 4))
      (with-dynamic-shared-memory ((raw ,element))
@@ -80,7 +82,7 @@
               (slices (/ k ,slice-k)))
          (when (= thread-idx-x 0)
            (unroll (s 0 1 4)                    ; every stage
-             (mbarrier-init (pointer (aref full s)) 1)
+             (mbarrier-init (pointer (aref full s)) ,producers)
              (mbarrier-init (pointer (aref empty s)) ,(if paired (* 2 releasers) releasers)))
            ,@(if paired '((fence-mbarrier-init))))
          ,(if paired '(cluster-barrier) '(syncthreads))

@@ -146,6 +146,55 @@
                   (bc (mod (/ lane 8) 2)))))
      ,@body))
 
+;;; The cp.async producer's step (`define-tma-hgemm … :producer cp-async`) for the block's
+;;; `it`-th slice, slice `kb` of the tile at (m0, n0): each of the producer warpgroup's 128
+;;; threads waits until the consumers released the stage's previous slice, copies its share
+;;; (`copy-slice-data`) and arrives on `full` once its copies have landed
+;;; (`cp-async-mbarrier-arrive`; `full` then expects 128 arrivals).
+(defkernelmacro copy-slice (it kb m0 n0 n-major)
+  `(let ((s (mod ,it stages)))
+     (when (>= ,it stages)
+       (mbarrier-wait (pointer (aref empty s)) (mod (- (/ ,it stages) 1) 2)))
+     (copy-slice-data s ,kb ,m0 ,n0 ,n-major)
+     (cp-async-mbarrier-arrive (pointer (aref full s)))))
+
+;;; Thread `tid` (0-127) of the producer warpgroup issues its 24 of the 3072 16-byte copies of
+;;; slice `kb` of the tile at (m0, n0) into stage `s`, each where the TMA would have put it
+;;; (128-byte swizzled rows of 64 BF16; with `n-major`, B K×N in four boxes of 64 columns):
+;;; 8 of A and 16 of B. Consecutive threads copy consecutive chunks of a row. The sources walk
+;;; with a running pointer, so that ptxas keeps one address a matrix, not one a copy (with
+;;; one each, the producer spilled even with 72 registers; this way 40 suffice).
+(defkernelmacro copy-slice-data (s kb m0 n0 n-major)
+  `(progn
+     ;; A: chunk tid mod 8 of rows tid / 8 + 16 part (the swizzle, row mod 8, is the same for
+     ;; every part).
+     (let ((src (pointer (aref a (+ (* (+ ,m0 (/ tid 8)) k) (* ,kb 64) (* 8 (mod tid 8))))))
+           (dst (pointer (aref a-tiles (+ (* ,s 128 64) (* (/ tid 8) 64)
+                                          (* 8 (tc-swizzle (mod tid 8) (/ tid 8) 7 0)))))))
+       (unroll (part 0 1 8)
+         (cp-async (pointer (aref dst (* part 1024))) src 16)
+         (set src (pointer (aref src (* 16 k))))))
+     ,(if n-major
+          ;; B K×N: 8-column chunk tid mod 32 (of the tile's 256 columns, in box (tid mod 32) /
+          ;; 8) of rows tid / 32 + 4 part of the slice's 64 rows of K.
+          `(let ((src (pointer (aref b (+ (* (+ (* ,kb 64) (/ tid 32)) n) ,n0
+                                          (* 8 (mod tid 32))))))
+                 (dst (pointer (aref b-tiles (+ (* ,s 256 64) (* (/ (mod tid 32) 8) 4096)
+                                                (* (/ tid 32) 64))))))
+             (unroll (part 0 1 16)
+               (cp-async (pointer (aref dst (+ (* part 256)
+                                               (* 8 (tc-swizzle (mod tid 8)
+                                                                (+ (/ tid 32) (* 4 part)) 7 0)))))
+                         src 16)
+               (set src (pointer (aref src (* 4 n))))))
+          ;; B N×K: as A, 16 rows of N a part.
+          `(let ((src (pointer (aref b (+ (* (+ ,n0 (/ tid 8)) k) (* ,kb 64) (* 8 (mod tid 8))))))
+                 (dst (pointer (aref b-tiles (+ (* ,s 256 64) (* (/ tid 8) 64)
+                                                (* 8 (tc-swizzle (mod tid 8) (/ tid 8) 7 0)))))))
+             (unroll (part 0 1 16)
+               (cp-async (pointer (aref dst (* part 1024))) src 16)
+               (set src (pointer (aref src (* 16 k)))))))))
+
 ;;; Runs body for each tile of C the block computes, with m0 and n0 its first row and column:
 ;;; `schedule` :rows, the one tile (block-idx-x, block-idx-y) of a 2-D grid; :grouped, tile
 ;;; block-idx-x in grouped order (`with-tile`); :persistent, tiles block-idx-x, block-idx-x +
@@ -169,24 +218,36 @@
 ;;; blocks). With :n-major t, B is K×N (N innermost, `hgemm`'s layout: C = A·B), loaded in
 ;;; boxes of 64 columns (`HopperMaps::with_n_major_b`) and read with ldmatrix .trans.
 ;;;
+;;; With `:producer cp-async`, the producer is all of warpgroup 0 copying with cp.async
+;;; (`copy-slice`) instead of one thread driving the TMA: the kernel then takes A and B as
+;;; `bfloat16*` (no tensor maps), and has no multicast. It is `hgemm`'s cp.async, only issued
+;;; by warps that do nothing else.
+;;;
 ;;; A probe leaves work out to place the time of the rest, as `define-hgemm`'s (its result is
 ;;; wrong; the examples time it and do not check it): `:probe mma-only`, the pipeline (TMA,
 ;;; waits, releases) and the mma.sync on register fragments of BF16 values in [1, 1.25) that
 ;;; vary by lane, but no ldmatrix; `:probe no-mma`, the pipeline and the ldmatrix, no mma.
-(defkernelmacro define-tma-hgemm (name schedule &key multicast n-major probe)
+(defkernelmacro define-tma-hgemm (name schedule &key multicast n-major probe (producer 'tma))
   (unless (member probe '(nil mma-only no-mma))
     (error "define-tma-hgemm: :probe is mma-only or no-mma, not ~a" probe))
+  (unless (member producer '(tma cp-async))
+    (error "define-tma-hgemm: :producer is tma or cp-async, not ~a" producer))
+  (when (and multicast (eq producer 'cp-async))
+    (error "define-tma-hgemm: only the TMA multicasts (:producer cp-async with :multicast)"))
   (let ((peer (if multicast '(logxor rank 1) nil))
         (pairs (eq schedule :persistent))
         (b-quad (if n-major 'tma-b-quad-n-major 'tma-b-quad))
         (word (if (eq probe 'mma-only)
                   '(uint (logior #x3f803f80 (logand (* lane #x00050003) #x001f001f)))
                   0)))
-    `(defkernel ,name (void ((a-map tensor-map) (b-map tensor-map)
+    `(defkernel ,name (void (,@(if (eq producer 'tma)
+                                   '((a-map tensor-map) (b-map tensor-map))
+                                   '((a bfloat16* :restrict) (b bfloat16* :restrict)))
                              (c ,(if pairs 'uint* 'bfloat16*))
                              (m int) (n int) (k int)))
        (declare (launch-bounds 384 1))
-       (with-gemm-pipeline (bfloat16 64 :paired ,(and multicast t) :releasers 8)
+       (with-gemm-pipeline (bfloat16 64 :paired ,(and multicast t) :releasers 8
+                                     :producers ,(if (eq producer 'tma) 1 128))
          (let* (,@(if (eq schedule :rows)
                       '()
                       '((tiles-m (/ m 128))
@@ -198,12 +259,17 @@
                ;; The producer.
                (progn
                  (setmaxnreg-dec 40)
-                 (when (= tid 0)
-                   (for-each-block-tile (m0 n0) ,schedule
-                     (for (kb 0 (< kb slices) (+ kb 1))
-                       (produce-slice it kb m0 n0 64 :n-major ,n-major
-                                      ,@(if multicast '(:rank rank)))
-                       (set it (+ it 1))))))
+                 ,(if (eq producer 'tma)
+                      `(when (= tid 0)
+                         (for-each-block-tile (m0 n0) ,schedule
+                           (for (kb 0 (< kb slices) (+ kb 1))
+                             (produce-slice it kb m0 n0 64 :n-major ,n-major
+                                            ,@(if multicast '(:rank rank)))
+                             (set it (+ it 1)))))
+                      `(for-each-block-tile (m0 n0) ,schedule
+                         (for (kb 0 (< kb slices) (+ kb 1))
+                           (copy-slice it kb m0 n0 ,n-major)
+                           (set it (+ it 1))))))
                ;; Consumer warp w (0-7) owns the 64×64 warp tile at rows 64 (w / 4), columns
                ;; 64 (w mod 4) of the block tile.
                (progn
@@ -238,5 +304,8 @@
 (define-tma-hgemm hgemm-tma-nn-grouped :grouped :n-major t)
 (define-tma-hgemm hgemm-tma-nn-persistent :persistent :n-major t)
 (define-tma-hgemm hgemm-tma-nn-multicast :persistent :multicast t :n-major t)
+(define-tma-hgemm hgemm-ws-nn :rows :n-major t :producer cp-async)
+(define-tma-hgemm hgemm-ws-nn-grouped :grouped :n-major t :producer cp-async)
+(define-tma-hgemm hgemm-ws-nn-persistent :persistent :n-major t :producer cp-async)
 (define-tma-hgemm hgemm-tma-mma-only-persistent :persistent :probe mma-only)
 (define-tma-hgemm hgemm-tma-no-mma-persistent :persistent :probe no-mma)

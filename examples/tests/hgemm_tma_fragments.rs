@@ -5,7 +5,8 @@
 //! 128×256×64 slice into shared memory where the TMA's 128-byte swizzle would put it (the
 //! built-in `swizzle-128b`, not the kernel's own `tc-swizzle`), then lets eight warps multiply
 //! it with the kernel's macros in `consume-tile`'s order of fetches and register sets (B
-//! K-major, as `hgemm-tma` reads it, and N-major in 64-column boxes, as `hgemm-tma-nn`); with
+//! K-major, as `hgemm-tma` reads it, and N-major in 64-column boxes, as `hgemm-tma-nn`); the
+//! same after the cp.async producer's copies (`copy-slice-data`, `hgemm-ws-nn`) instead. With
 //! small-integer inputs the result must equal the host's exact product rounded to BF16, entry
 //! for entry. On CUDA where a GPU is reachable, the same bytes.
 
@@ -18,22 +19,18 @@ const M: usize = 128;
 const N: usize = 256;
 const K: usize = 64;
 
-/// The test kernel `name`: A (M×K) row-major, B as `b_layout` says, C (M×N) row-major BF16.
-/// `load_b` writes B's slice where the TMA would (`e` its element index in `b`), `b_quad` names
-/// the kernel's macro that reads B's quads.
-fn slice_kernel(name: &str, load_b: &str, b_quad: &str) -> String {
+/// The test kernel `name`: A (M×K) row-major, B N×K or K×N, C (M×N) row-major BF16. `load`
+/// fills the stage (A at `a-tiles`, B at `b-tiles`) as the producer would, `b_quad` names the
+/// kernel's macro that reads B's quads.
+fn slice_kernel(name: &str, load: &str, b_quad: &str) -> String {
     format!(
         r#"
-(defkernel {name} (void ((a bfloat16*) (b bfloat16*) (c bfloat16*) (n int)))
+(defkernel {name} (void ((a bfloat16*) (b bfloat16*) (c bfloat16*) (n int) (k int)))
   (with-dynamic-shared-memory ((raw bfloat16))
     (let* ((a-tiles (pointer (aref raw 0)))
            (b-tiles (pointer (aref raw (* 128 64))))
            (tid thread-idx-x))
-      ;; Where the TMA's 128-byte swizzle puts element (row, col) of a box of 64-element rows.
-      (for (e tid (< e (* 128 64)) (+ e 256))
-        (set (aref a-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref a e)))
-      (for (e tid (< e (* 256 64)) (+ e 256))
-        {load_b})
+      {load}
       (syncthreads)
       (with-consumer-warp ((/ tid 32) (mod tid 32) nil)
        (let ((m0 0)
@@ -53,15 +50,29 @@ fn slice_kernel(name: &str, load_b: &str, b_quad: &str) -> String {
     )
 }
 
-/// B N×K (K-major, `hgemm-tma`): one box of 256 rows of 64 elements.
-const K_MAJOR_B: &str = "(set (aref b-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref b e))";
+/// Where the TMA puts A, with its 128-byte swizzle (`swizzle-128b`, not the kernels' own
+/// `tc-swizzle`), and B N×K (K-major, `hgemm-tma`): one box of 256 rows of 64 elements.
+const TMA_K_MAJOR: &str = "(for (e tid (< e (* 128 64)) (+ e 256))
+        (set (aref a-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref a e)))
+      (for (e tid (< e (* 256 64)) (+ e 256))
+        (set (aref b-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref b e)))";
 
-/// B K×N (N-major, `hgemm-tma-nn`): four boxes of 64 columns by 64 rows of K, one after the
-/// other.
-const N_MAJOR_B: &str = "(let* ((row (/ e 256)) (col (mod e 256)))
+/// The same with B K×N (N-major, `hgemm-tma-nn`): four boxes of 64 columns by 64 rows of K, one
+/// after the other.
+const TMA_N_MAJOR: &str = "(for (e tid (< e (* 128 64)) (+ e 256))
+        (set (aref a-tiles (/ (swizzle-128b (* 2 e)) 2)) (aref a e)))
+      (for (e tid (< e (* 256 64)) (+ e 256))
+        (let* ((row (/ e 256)) (col (mod e 256)))
           (set (aref b-tiles (+ (* (/ col 64) 4096)
                                 (/ (swizzle-128b (+ (* row 128) (* 2 (mod col 64)))) 2)))
-               (aref b e)))";
+               (aref b e))))";
+
+/// The cp.async producer's copies (`copy-slice-data`, `hgemm-ws-nn`): threads 0–127 copy the
+/// slice, B N×K or K×N, and wait for their copies.
+fn cp_async_producer(n_major: bool) -> String {
+    let flag = if n_major { "t" } else { "nil" };
+    format!("(when (< tid 128) (copy-slice-data 0 0 0 0 {flag}))\n      (cp-async-wait-all)")
+}
 
 /// The macros of a Hopper kernel file without the kernels they define at its end (from its first
 /// top-level `(define-…` call): those use the TMA, and the CPU executor refuses a program that
@@ -83,25 +94,35 @@ fn small(len: usize, seed: usize) -> Vec<bf16> {
 }
 
 /// The slice multiplied by the test kernels on the current backend, each with the exact
-/// product rounded to BF16: B K-major (`hgemm-tma`), then N-major (`hgemm-tma-nn`).
+/// product rounded to BF16: laid out as the TMA lays it out, B K-major (`hgemm-tma`), then
+/// N-major (`hgemm-tma-nn`); then copied by the cp.async producer (`hgemm-ws-nn`), the same
+/// two ways.
 fn multiply_slice() -> chorus::Result<Vec<(Vec<bf16>, Vec<bf16>)>> {
     let mut text = String::from(PRELUDE);
     for (_, source) in [kernels::HGEMM_HOPPER, kernels::HGEMM_TMA] {
         text.push('\n');
         text.push_str(macros_only(source));
     }
-    text.push_str(&slice_kernel("slice-k-major", K_MAJOR_B, "tma-b-quad"));
-    text.push_str(&slice_kernel(
-        "slice-n-major",
-        N_MAJOR_B,
-        "tma-b-quad-n-major",
-    ));
+    let kernels = [
+        ("slice-k-major", TMA_K_MAJOR.to_string(), false),
+        ("slice-n-major", TMA_N_MAJOR.to_string(), true),
+        ("cp-async-k-major", cp_async_producer(false), false),
+        ("cp-async-n-major", cp_async_producer(true), true),
+    ];
+    for (name, load, n_major) in &kernels {
+        let b_quad = if *n_major {
+            "tma-b-quad-n-major"
+        } else {
+            "tma-b-quad"
+        };
+        text.push_str(&slice_kernel(name, load, b_quad));
+    }
     let program = Program::with_libraries(&[Library::TensorCore], text, "hgemm-tma+slice")?;
     let (a_host, b_host) = (small(M * K, 1), small(N * K, 2));
     let a = MemoryBlock::from_slice(&a_host)?;
     let b = MemoryBlock::from_slice(&b_host)?;
     let mut results = Vec::new();
-    for (kernel, n_major) in [("slice-k-major", false), ("slice-n-major", true)] {
+    for (kernel, _, n_major) in kernels {
         let b_at = |kk: usize, j: usize| {
             let index = if n_major { kk * N + j } else { j * K + kk };
             b_host[index].to_f32()
@@ -121,7 +142,13 @@ fn multiply_slice() -> chorus::Result<Vec<(Vec<bf16>, Vec<bf16>)>> {
             .shared_mem(((M + N) * K * 2) as u32);
         program.launch(
             kernel,
-            &[a.as_arg(), b.as_arg(), c.as_arg(), Arg::value(N as i32)],
+            &[
+                a.as_arg(),
+                b.as_arg(),
+                c.as_arg(),
+                Arg::value(N as i32),
+                Arg::value(K as i32),
+            ],
             launch,
         )?;
         c.sync(Direction::DeviceToHost)?;
@@ -134,7 +161,14 @@ fn multiply_slice() -> chorus::Result<Vec<(Vec<bf16>, Vec<bf16>)>> {
 fn hgemm_tma_fragments_multiply_a_swizzled_slice_exactly() {
     let cpu = with_backend(Backend::Cpu, multiply_slice)
         .unwrap_or_else(|e| panic!("on the CPU executor: {e}"));
-    for (layout, (got, want)) in ["K-major B", "N-major B"].iter().zip(&cpu) {
+    let layouts = [
+        "the TMA's layout, K-major B",
+        "the TMA's layout, N-major B",
+        "the cp.async producer, K-major B",
+        "the cp.async producer, N-major B",
+    ];
+    assert_eq!(cpu.len(), layouts.len());
+    for (layout, (got, want)) in layouts.iter().zip(&cpu) {
         let first = got.iter().zip(want).position(|(g, w)| g != w);
         assert_eq!(
             first,
