@@ -61,8 +61,10 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
     done_tiles = {}
     def peer(b): return b ^ 1
 
-    def producer(b):
-        rank = b % 2 if multicast else 0
+    def fill_order(b):
+        """The slices block b's producer threads fill, in order, as (stage, tile row, tile
+        column, kb), each once the consumers released the stage's previous slice (None while
+        waiting, for the caller to pass on as a yield)."""
         it = 0
         for t in range(b, tiles, nb):
             tm, tn = tile_of(t)
@@ -70,25 +72,34 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
                 s = it % STAGES
                 if it >= STAGES:
                     while not empty[b][s].done(((it // STAGES) - 1) % 2):
-                        yield
-                full[b][s].arrive(expect=48)
-                def a_load(b=b, s=s, tm=tm, kb=kb):
-                    assert reading[b][s] == 0, f"A written into block {b} stage {s} under a read"
-                    smem[b][s]['A'] = (tm, kb); full[b][s].complete_tx(16)
-                events.append(a_load)
-                if multicast:
-                    for dst in (b, peer(b)):
-                        def bl(dst=dst, s=s, tn=tn, kb=kb, rank=rank):
-                            assert reading[dst][s] == 0, f"B written into block {dst} stage {s} under a read"
-                            smem[dst][s][f'B{rank}'] = (tn, kb); full[dst][s].complete_tx(16)
-                        events.append(bl)
-                else:
-                    def bl(b=b, s=s, tn=tn, kb=kb):
-                        assert reading[b][s] == 0
-                        smem[b][s]['B0'] = (tn, kb); smem[b][s]['B1'] = (tn, kb); full[b][s].complete_tx(32)
-                    events.append(bl)
+                        yield None
+                yield (s, tm, tn, kb)
                 it += 1
+
+    def producer(b):
+        rank = b % 2 if multicast else 0
+        for step in fill_order(b):
+            if step is None:
                 yield
+                continue
+            s, tm, tn, kb = step
+            full[b][s].arrive(expect=48)
+            def a_load(b=b, s=s, tm=tm, kb=kb):
+                assert reading[b][s] == 0, f"A written into block {b} stage {s} under a read"
+                smem[b][s]['A'] = (tm, kb); full[b][s].complete_tx(16)
+            events.append(a_load)
+            if multicast:
+                for dst in (b, peer(b)):
+                    def bl(dst=dst, s=s, tn=tn, kb=kb, rank=rank):
+                        assert reading[dst][s] == 0, f"B written into block {dst} stage {s} under a read"
+                        smem[dst][s][f'B{rank}'] = (tn, kb); full[dst][s].complete_tx(16)
+                    events.append(bl)
+            else:
+                def bl(b=b, s=s, tn=tn, kb=kb):
+                    assert reading[b][s] == 0
+                    smem[b][s]['B0'] = (tn, kb); smem[b][s]['B1'] = (tn, kb); full[b][s].complete_tx(32)
+                events.append(bl)
+            yield
 
     def consumer(b, c):
         it = 0
@@ -165,21 +176,17 @@ def run(seed, tiles_m=4, tiles_n=3, slices=6, grid=4, multicast=True, overlap=Tr
         """Producer thread p of hgemm-tma.lisp's cp.async producer: waits for the stage's
         release, issues its copies (they land later, in any order) and arrives on `full` when
         they have landed (cp.async.mbarrier.arrive.noinc)."""
-        it = 0
-        for t in range(b, tiles, nb):
-            tm, tn = tile_of(t)
-            for kb in range(slices):
-                s = it % STAGES
-                if it >= STAGES:
-                    while not empty[b][s].done(((it // STAGES) - 1) % 2):
-                        yield
-                def land(s=s, tm=tm, tn=tn, kb=kb):
-                    assert reading[b][s] == 0, f"part {p} written into block {b} stage {s} under a read"
-                    smem[b][s][f'P{p}'] = (tm, tn, kb)
-                    full[b][s].arrive()
-                events.append(land)
-                it += 1
+        for step in fill_order(b):
+            if step is None:
                 yield
+                continue
+            s, tm, tn, kb = step
+            def land(s=s, tm=tm, tn=tn, kb=kb):
+                assert reading[b][s] == 0, f"part {p} written into block {b} stage {s} under a read"
+                smem[b][s][f'P{p}'] = (tm, tn, kb)
+                full[b][s].arrive()
+            events.append(land)
+            yield
 
     consumer_ids = list(range(mma_warps)) if mma_warps else [1, 2]
     threads = []
