@@ -24,23 +24,47 @@ use chorus_examples::{Random, banner, workloads};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The sm_90 kernels of `kernels/hgemm-tma.lisp` for this layout (`:n-major t`): `hgemm`'s
-/// mma.sync and ldmatrix in eight warps that wait on mbarriers, fed by a producer warpgroup,
-/// through the TMA (`hgemm-tma-nn`) or with cp.async (`hgemm-ws-nn`, no multicast). Their
-/// schedules are `HopperSchedule::kernel` of these names.
-const HOPPER_FAMILIES: [(&str, &str); 2] =
-    [("hgemm-tma-nn", "TMA"), ("hgemm-ws-nn", "cp.async warps")];
+/// How the producer warpgroup of the sm_90 kernels of `kernels/hgemm-tma.lisp` for this
+/// layout (`:n-major t`) fills their stages: `hgemm`'s mma.sync and ldmatrix in eight warps
+/// that wait on mbarriers, fed through the TMA (`hgemm-tma-nn`) or with cp.async
+/// (`hgemm-ws-nn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    Tma,
+    CpAsync,
+}
 
-/// Every schedule of the `HOPPER_FAMILIES`: (family, its producer, schedule).
-fn hopper_runs() -> impl Iterator<Item = (&'static str, &'static str, HopperSchedule)> {
-    HOPPER_FAMILIES.into_iter().flat_map(|(family, producer)| {
-        HopperSchedule::ALL
-            .into_iter()
-            .filter(move |schedule| {
-                family != "hgemm-ws-nn" || *schedule != HopperSchedule::Multicast
-            })
-            .map(move |schedule| (family, producer, schedule))
-    })
+impl Feed {
+    /// Both, in the order the example times them.
+    const ALL: [Feed; 2] = [Feed::Tma, Feed::CpAsync];
+
+    /// The kernel family: its schedules are `HopperSchedule::kernel` of this name.
+    fn family(self) -> &'static str {
+        match self {
+            Feed::Tma => "hgemm-tma-nn",
+            Feed::CpAsync => "hgemm-ws-nn",
+        }
+    }
+
+    /// The producer, for the printed line.
+    fn producer(self) -> &'static str {
+        match self {
+            Feed::Tma => "TMA",
+            Feed::CpAsync => "cp.async warps",
+        }
+    }
+
+    /// Its schedules: all four through the TMA; no multicast with cp.async (only the TMA
+    /// multicasts).
+    fn schedules(self) -> impl Iterator<Item = HopperSchedule> {
+        (HopperSchedule::ALL.into_iter())
+            .filter(move |&s| self == Feed::Tma || s != HopperSchedule::Multicast)
+    }
+}
+
+/// Every (feed, schedule) of the sm_90 kernels.
+fn hopper_runs() -> impl Iterator<Item = (Feed, HopperSchedule)> {
+    (Feed::ALL.into_iter()).flat_map(|feed| feed.schedules().map(move |s| (feed, s)))
 }
 
 /// `len` bf16 values uniform in [−1, 1).
@@ -106,12 +130,11 @@ fn run(
     }
     // The sm_90 kernels' schedules (mbarriers, setmaxnreg and the TMA).
     let mut schedules: Vec<_> = hopper_runs()
-        .filter(|(family, _, schedule)| chosen_name(&schedule.kernel(family)))
+        .filter(|(feed, schedule)| chosen_name(&schedule.kernel(feed.family())))
         .collect();
     if !schedules.is_empty() {
         let why = workloads::hopper_unavailable(backend)?.or_else(|| {
-            (schedules.iter())
-                .find_map(|(_, _, schedule)| schedule.unsupported_shape((m, n, k), 64))
+            (schedules.iter()).find_map(|(_, schedule)| schedule.unsupported_shape((m, n, k), 64))
         });
         if let Some(why) = why {
             println!("skipped: hgemm-tma-nn, hgemm-ws-nn: {why}");
@@ -262,22 +285,22 @@ fn run(
             (address(&a)?, address(&b)?),
             (m, n, k),
         )?;
-        for (family, producer, schedule) in schedules {
-            let inputs = if family == "hgemm-tma-nn" {
-                workloads::GemmInputs::Maps(&maps)
-            } else {
-                workloads::GemmInputs::Blocks(&a, &b)
+        for (feed, schedule) in schedules {
+            let inputs = match feed {
+                Feed::Tma => workloads::GemmInputs::Maps(&maps),
+                Feed::CpAsync => workloads::GemmInputs::Blocks(&a, &b),
             };
             let (kernel, seconds, c) = workloads::run_hopper_gemm(
                 &program,
-                (family, schedule),
+                (feed.family(), schedule),
                 inputs,
                 (m, n, k),
                 iterations as u32,
             )?;
             let shape = format!(
-                "{kernel} (Chorus, mma.sync fed by {producer}, 128×256×64 block tiles, 8 mma \
-                 warps, 4 stages)"
+                "{kernel} (Chorus, mma.sync fed by {}, 128×256×64 block tiles, 8 mma warps, 4 \
+                 stages)",
+                feed.producer()
             );
             ok &= report(&shape, seconds, &c);
         }
@@ -313,7 +336,7 @@ fn main() -> ExitCode {
                 .value_parser(|name: &str| {
                     let names: Vec<String> = (HgemmKernel::ALL.iter())
                         .map(|k| k.name.to_string())
-                        .chain(hopper_runs().map(|(family, _, s)| s.kernel(family)))
+                        .chain(hopper_runs().map(|(feed, s)| s.kernel(feed.family())))
                         .collect();
                     if names.iter().any(|known| known == name) {
                         Ok(name.to_string())
