@@ -52,10 +52,7 @@
   `(let ((a-stage (pointer (aref a-tiles (* ,s 128 64))))
          (b-stage (pointer (aref b-tiles (* ,s 256 64)))))
      (symbol-macrolet ((kk ,step))
-       ,@(loop for i from 0 below 4
-               collect `(set ,(intern (format nil "fa~a-~a" set i)) (tma-a-fragment ,i)))
-       ,@(loop for j from 0 below 4
-               collect `(set ,(intern (format nil "bq~a-~a" set j)) (,b-quad ,j))))))
+       (tc-fetch-set (fa bq ,set 4 4) tma-a-fragment ,b-quad))))
 
 ;;; The 32 mma.sync of one k16 step from register set `set`.
 (defkernelmacro tma-mma (set)
@@ -108,11 +105,7 @@
   '(progn))
 
 (defkernelmacro tma-sink (set)
-  `(set sink (logxor sink
-                     ,@(loop for i from 0 below 4
-                             collect `(uint4-x ,(intern (format nil "fa~a-~a" set i))))
-                     ,@(loop for j from 0 below 4
-                             collect `(uint4-x ,(intern (format nil "bq~a-~a" set j)))))))
+  `(tc-fold-set sink (fa bq ,set 4 4)))
 
 ;;; The epilogue of accumulator (i, j) into C as BF16: rows g and g + 8 of m16 tile i, columns
 ;;; 2q and 2q + 1 of n8 tile j of the warp tile at (m0 + wm, n0 + wn).
@@ -129,9 +122,9 @@
 ;;; Binds what consumer warp `warp` (0-7) and its lane `lane` need around body: `lane`; `wm`
 ;;; and `wn`, where its 64×64 warp tile starts in the block tile (rows 64 (warp / 4), columns
 ;;; 64 (warp mod 4)); `g` and `q`, the lane's row and column pair in an accumulator; `lr` and
-;;; `lc`, its row and chunk in A's ldmatrix (and B's, N-major); `br` and `bc`, the same for B's
-;;; K-major ldmatrix (not bound with `n-major`, which kernels that load no K-major B pass).
-(defkernelmacro with-consumer-warp ((warp lane n-major) &body body)
+;;; `lc`, its row and chunk in A's ldmatrix (and B's, N-major); with `k-major-b` (kernels that
+;;; load a K-major B), `br` and `bc`, the same for B's ldmatrix.
+(defkernelmacro with-consumer-warp ((warp lane k-major-b) &body body)
   `(let* ((lane ,lane)
           (w ,warp)
           (wm (* (/ w 4) 64))
@@ -140,10 +133,10 @@
           (q (mod lane 4))
           (lr (mod lane 16))
           (lc (/ lane 16))
-          ,@(if n-major
-                '()
+          ,@(if k-major-b
                 '((br (+ (mod lane 8) (* 8 (/ lane 16))))
-                  (bc (mod (/ lane 8) 2)))))
+                  (bc (mod (/ lane 8) 2)))
+                '()))
      ,@body))
 
 ;;; The cp.async producer's step (`define-tma-hgemm … :producer cp-async`) for the block's
@@ -275,7 +268,7 @@
                (progn
                  (setmaxnreg-inc 232)
                  (with-consumer-warp ((+ (* (- warpgroup 1) 4) (/ tid 32)) (mod tid 32)
-                                      ,(or n-major (eq probe 'mma-only)))
+                                      ,(not (or n-major (eq probe 'mma-only))))
                    ,(let ((tiles
                             `(for-each-block-tile (m0 n0) ,schedule
                                (tc-with-accumulators (acc 4 8)

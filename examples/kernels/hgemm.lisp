@@ -89,19 +89,12 @@
 (defkernelmacro hg-fetch (stage step set quads)
   `(let ((st ,stage))
      (symbol-macrolet ((kk ,step))
-       ,@(loop for i from 0 below 4
-               collect `(set ,(intern (format nil "fa~a-~a" set i)) (hg-a-fragment ,i)))
-       ,@(loop for j from 0 below quads
-               collect `(set ,(intern (format nil "bq~a-~a" set j)) (hg-b-quad ,j))))))
+       (tc-fetch-set (fa bq ,set 4 ,quads) hg-a-fragment hg-b-quad))))
 
 ;;; For `:probe no-mma`: folds one word of each fragment of register set `set` into `sink`, so
 ;;; that ptxas keeps the ldmatrix that no mma reads (it drops loads whose results go unused).
 (defkernelmacro hg-sink (set quads)
-  `(set sink (logxor sink
-                     ,@(loop for i from 0 below 4
-                             collect `(uint4-x ,(intern (format nil "fa~a-~a" set i))))
-                     ,@(loop for j from 0 below quads
-                             collect `(uint4-x ,(intern (format nil "bq~a-~a" set j)))))))
+  `(tc-fold-set sink (fa bq ,set 4 ,quads)))
 
 ;;; The epilogue of accumulator (i, j): rows g and g + 8 of m16 tile i, columns 2q and 2q + 1 of
 ;;; n8 tile j, rounded to BF16.

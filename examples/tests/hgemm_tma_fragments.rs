@@ -32,7 +32,7 @@ fn slice_kernel(name: &str, load: &str, b_quad: &str) -> String {
            (tid thread-idx-x))
       {load}
       (syncthreads)
-      (with-consumer-warp ((/ tid 32) (mod tid 32) nil)
+      (with-consumer-warp ((/ tid 32) (mod tid 32) t)
        (let ((m0 0)
              (n0 0))
         (tc-with-accumulators (acc 4 8)

@@ -69,6 +69,26 @@
                                               (uint4 ,word ,word ,word ,word)))))
      ,@body))
 
+;;; (tc-fetch-set (a b set a-count b-count) a-maker b-maker): loads register set `set` of
+;;; tc-with-fragment-sets: a{set}-i ← (a-maker i) for i < a-count, b{set}-j ← (b-maker j) for
+;;; j < b-count; the makers are kernel macros (ldmatrix of one A fragment, of one B quad).
+(defkernelmacro tc-fetch-set ((a b set a-count b-count) a-maker b-maker)
+  `(progn
+     ,@(loop for i from 0 below a-count
+             collect `(set ,(intern (format nil "~a~a-~a" a set i)) (,a-maker ,i)))
+     ,@(loop for j from 0 below b-count
+             collect `(set ,(intern (format nil "~a~a-~a" b set j)) (,b-maker ,j)))))
+
+;;; (tc-fold-set sink (a b set a-count b-count)): sink ← sink XOR the first word of every
+;;; fragment of register set `set`, for probes that load fragments but run no mma (ptxas drops
+;;; an ldmatrix whose result goes unused; a never-taken store of `sink` keeps them).
+(defkernelmacro tc-fold-set (sink (a b set a-count b-count))
+  `(set ,sink (logxor ,sink
+                      ,@(loop for i from 0 below a-count
+                              collect `(uint4-x ,(intern (format nil "~a~a-~a" a set i))))
+                      ,@(loop for j from 0 below b-count
+                              collect `(uint4-x ,(intern (format nil "~a~a-~a" b set j)))))))
+
 ;;; (tc-mma-set (shape type) acc a b set rows quads): the rows × 2·quads mma.sync of one k16
 ;;; step from register set `set` of tc-with-fragment-sets: acc-i-j ← a{set}-i · (tc-b-half
 ;;; b{set} j) + acc-i-j.

@@ -14,10 +14,10 @@
 /// The tensor-core macros (`lib/tensor-core.lisp`): `tc-unroll`, `tc-with-accumulators`,
 /// `tc-bind-each`, `tc-mma-grid`, `tc-for-each-accumulator`, `tc-swizzle`, `tc-pipeline` (an
 /// N-stage `cp-async` main loop), `tc-pipeline-fragments` (the same with fragments
-/// double-buffered in registers) and its `tc-with-fragment-sets`, `tc-mma-set` and `tc-b-half`,
-/// and `tc-store-bf16` (an accumulator's epilogue), over the built-ins of [`crate::ir::tensor`].
-/// The manual's built-ins chapter documents them; `examples/kernels/hgemm.lisp` is a BF16 GEMM
-/// written with them.
+/// double-buffered in registers) and its `tc-with-fragment-sets`, `tc-fetch-set`, `tc-fold-set`,
+/// `tc-mma-set` and `tc-b-half`, and `tc-store-bf16` (an accumulator's epilogue), over the
+/// built-ins of [`crate::ir::tensor`]. The manual's built-ins chapter documents them;
+/// `examples/kernels/hgemm.lisp` is a BF16 GEMM written with them.
 pub const TENSOR_CORE: &str = include_str!("../lib/tensor-core.lisp");
 
 /// A kernel-macro library shipped with Chorus, to define before a unit's own macros without
