@@ -32,8 +32,27 @@ fn after_prelude(files: &[(&str, &str)]) -> (String, String) {
 /// The `hgemm-hopper` example's program: the tensor-core macro library, the prelude,
 /// `kernels/hgemm-hopper.lisp` (the wgmma GEMMs) and `kernels/hgemm-tma.lisp` (the mma.sync
 /// GEMMs that its pipeline feeds), checked now.
+///
+/// For tuning without a rebuild, `CHORUS_HOPPER_KERNELS_DIR` names a folder whose
+/// `hgemm-hopper.lisp` and `hgemm-tma.lisp` replace the built-in ones (an edited kernel is
+/// timed on the GPU machine by carrying the file, not the binary).
 pub fn hopper_program() -> chorus::Result<Program> {
-    let (text, name) = after_prelude(&[kernels::HGEMM_HOPPER, kernels::HGEMM_TMA]);
+    let edited = std::env::var_os("CHORUS_HOPPER_KERNELS_DIR").map(|dir| {
+        let read = |(file, _): (&str, &str)| {
+            let path = std::path::Path::new(&dir).join(file);
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("CHORUS_HOPPER_KERNELS_DIR: {}: {e}", path.display()))
+        };
+        (read(kernels::HGEMM_HOPPER), read(kernels::HGEMM_TMA))
+    });
+    let files = match &edited {
+        Some((hopper, tma)) => [
+            (kernels::HGEMM_HOPPER.0, hopper.as_str()),
+            (kernels::HGEMM_TMA.0, tma.as_str()),
+        ],
+        None => [kernels::HGEMM_HOPPER, kernels::HGEMM_TMA],
+    };
+    let (text, name) = after_prelude(&files);
     Program::with_libraries(&[chorus::lang::library::Library::TensorCore], text, name)
 }
 
