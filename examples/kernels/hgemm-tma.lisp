@@ -65,8 +65,13 @@
 ;;; The warp's release of stage `s`: once all its lanes have passed their ldmatrix of the stage
 ;;; (syncwarp orders them before lane 0's arrival), one arrival on `empty`, and on the `empty`
 ;;; of the cluster's block of rank `peer` when given (whose producer writes half of B here).
-(defkernelmacro release-warp (s peer)
+;;; With `async-writer` (the TMA refills the stage), each lane first orders its ldmatrix reads
+;;; (generic proxy) before the TMA's writes (async proxy) with `fence-proxy-async`: the
+;;; mbarrier alone does not bridge the proxies, and without the fence the persistent kernels
+;;; read a refilled stage now and then (H100, 2026-12-06: 3 to 5 wrong entries of 2048).
+(defkernelmacro release-warp (s peer async-writer)
   `(progn
+     ,@(if async-writer '((fence-proxy-async)))
      (syncwarp)
      (when (= lane 0)
        (mbarrier-arrive (pointer (aref empty ,s)))
@@ -78,8 +83,10 @@
 ;;; releases the stage (its fragments are all in registers by then), waits for the next slice
 ;;; and fetches that slice's first step, then multiplies.
 ;;; Leaves `it` past the tile's slices. `b-quad` as `tma-fetch`'s; a probe replaces `fetch`
-;;; (`tma-fetch`) or `mma` (`tma-mma`), kernel macros of the same arguments.
-(defkernelmacro consume-tile (it slices peer b-quad &key (fetch 'tma-fetch) (mma 'tma-mma))
+;;; (`tma-fetch`) or `mma` (`tma-mma`), kernel macros of the same arguments; `async-writer` nil
+;;; when cp.async (the generic proxy) refills the stages (`release-warp`).
+(defkernelmacro consume-tile (it slices peer b-quad
+                              &key (fetch 'tma-fetch) (mma 'tma-mma) (async-writer t))
   `(progn
      (wait-slice ,it)
      (,fetch (mod ,it stages) 0 0 ,b-quad)
@@ -91,7 +98,7 @@
          (,mma 1)
          (,fetch s 3 1 ,b-quad)
          (,mma 0)
-         (release-warp s ,peer)
+         (release-warp s ,peer ,async-writer)
          (when (< (+ kb 1) ,slices)
            (wait-slice (+ ,it 1))
            (,fetch (mod (+ ,it 1) stages) 0 0 ,b-quad))
@@ -274,6 +281,7 @@
                                (tc-with-accumulators (acc 4 8)
                                  (tc-with-fragment-sets (fa bq 4 4 ,word)
                                    (consume-tile it slices ,peer ,b-quad
+                                                 :async-writer ,(eq producer 'tma)
                                                  ,@(if (eq probe 'mma-only)
                                                        '(:fetch tma-no-fetch))
                                                  ,@(if (eq probe 'no-mma) '(:mma tma-sink))))
