@@ -915,6 +915,46 @@ mod tests {
     }
 
     #[test]
+    fn the_tma_fed_mma_sync_warps_fence_the_async_proxy_before_releasing_a_stage() {
+        let source = super::hopper_program()
+            .and_then(|program| program.cuda_source())
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Each kernel's definition, from its `__global__` line to the next one's.
+        let definitions: Vec<&str> = source
+            .split("\n__global__ ")
+            .skip(1)
+            .map(|rest| rest.split("\nextern ").next().unwrap_or(rest))
+            .collect();
+        let body = |name: &str| {
+            let head = format!(" {name}(");
+            *(definitions.iter())
+                .find(|d| d.lines().next().is_some_and(|line| line.contains(&head)))
+                .unwrap_or_else(|| panic!("no definition of {name}"))
+        };
+        // The TMA writes through the async proxy what ldmatrix read through the generic one:
+        // without the fence, refilled stages were read now and then (H100, 2026-12-06).
+        for base in ["hgemm_tma", "hgemm_tma_nn"] {
+            for suffix in ["", "_grouped", "_persistent", "_multicast"] {
+                let name = format!("{base}{suffix}");
+                let kernel = body(&name);
+                let fence = kernel.find("chorus_fence_proxy_async();");
+                let release = kernel.find("__syncwarp();");
+                assert!(
+                    fence.zip(release).is_some_and(|(f, r)| f < r),
+                    "{name}: no fence before the release"
+                );
+            }
+        }
+        // cp.async writes through the generic proxy: no fence in the main loop.
+        for name in ["hgemm_ws_nn", "hgemm_ws_nn_persistent"] {
+            assert!(
+                !body(name).contains("chorus_fence_proxy_async();"),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn the_prelude_defines_the_shared_macros() {
         for name in [
             "unroll",
