@@ -37,6 +37,9 @@ synccheck|gpu_nccl|*|the binary runs only NCCL's kernels (its tests launch none 
 synccheck|gpu_cusolver|*|synccheck reports divergent barriers in cuBLAS's own triangular-solve kernel (cublasDtrsm_v2_64, called by cusolverDnDpotrs) and aborts it, so the tests' results are wrong; not Chorus's code (memcheck, racecheck and initcheck run it clean)
 *|long_running|*|a bench (harness = false), not a test: it takes no harness arguments; its kernels are the runtime's small kernels, which the test binaries run under every tool
 "
+# Under 6 pairs at once on an H100 (2026-12-06), racecheck failed gpu_nvjpeg's
+# batched_decode_of_images_of_several_sizes once (0 hazards; alone, the same pair passed, and
+# initcheck ran it in 47 s): if it recurs, a `---- … stdout ----` line below says which check.
 # The binaries that take minutes under a tool (on the H200, 2026-12-05: gpu_nccl 3-5 minutes
 # under each, gpu_cudnn about 4 under initcheck, gpu_nvjpeg about 1): they start first and get
 # SANITIZE_SLOW_TIMEOUT_S (480) instead of SANITIZE_TIMEOUT_S.
@@ -45,6 +48,8 @@ SLOW="gpu_nccl gpu_cudnn gpu_nvjpeg"
 # lines|what it is. A pair whose findings all match, and whose tests all pass, is `known`.
 KNOWN="
 gpu|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|the API error that unsupported_ptx_version_falls_back_to_cubin provokes on purpose
+gpu|CUDA_ERROR_OUT_OF_MEMORY .* cuMemAlloc|allocation_errors asks for twice the device's memory on purpose
+gpu|CUDA_ERROR_NOT_FOUND .* cuModuleGet(Global|Function)|globals_round_trip and function_attributes_and_occupancy ask for a global and a kernel that do not exist, on purpose
 driver_api|CUDA_ERROR_UNKNOWN .* cuImportExternalSemaphore|/dev/null offered as a semaphore, refused on purpose
 driver_api|CUDA_ERROR_JIT_COMPILER_NOT_FOUND .* cuLinkAddData|the driver's linker refusing LTO-IR, which the nvJitLink test expects
 driver_api|CUDA_ERROR_INVALID_SOURCE .* cuLinkComplete|a link without -rdc of an unresolved extern function, refused on purpose
