@@ -36,15 +36,18 @@ fn after_prelude(files: &[(&str, &str)]) -> (String, String) {
 /// For tuning without a rebuild, `CHORUS_HOPPER_KERNELS_DIR` names a folder whose
 /// `hgemm-hopper.lisp` and `hgemm-tma.lisp` replace the built-in ones (an edited kernel is
 /// timed on the GPU machine by carrying the file, not the binary).
-pub fn hopper_program() -> chorus::Result<Program> {
-    let edited = std::env::var_os("CHORUS_HOPPER_KERNELS_DIR").map(|dir| {
-        let read = |(file, _): (&str, &str)| {
-            let path = std::path::Path::new(&dir).join(file);
-            std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("CHORUS_HOPPER_KERNELS_DIR: {}: {e}", path.display()))
-        };
-        (read(kernels::HGEMM_HOPPER), read(kernels::HGEMM_TMA))
-    });
+pub fn hopper_program() -> Result<Program, Box<dyn std::error::Error>> {
+    let edited = match std::env::var_os("CHORUS_HOPPER_KERNELS_DIR") {
+        Some(dir) => {
+            let read = |(file, _): (&str, &str)| {
+                let path = std::path::Path::new(&dir).join(file);
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("CHORUS_HOPPER_KERNELS_DIR: {}: {e}", path.display()))
+            };
+            Some((read(kernels::HGEMM_HOPPER)?, read(kernels::HGEMM_TMA)?))
+        }
+        None => None,
+    };
     let files = match &edited {
         Some((hopper, tma)) => [
             (kernels::HGEMM_HOPPER.0, hopper.as_str()),
@@ -53,7 +56,11 @@ pub fn hopper_program() -> chorus::Result<Program> {
         None => [kernels::HGEMM_HOPPER, kernels::HGEMM_TMA],
     };
     let (text, name) = after_prelude(&files);
-    Program::with_libraries(&[chorus::lang::library::Library::TensorCore], text, name)
+    Ok(Program::with_libraries(
+        &[chorus::lang::library::Library::TensorCore],
+        text,
+        name,
+    )?)
 }
 
 /// True when kernels run on the CPU executor: the examples then use smaller problems.
@@ -892,7 +899,7 @@ mod tests {
     #[test]
     fn the_hopper_program_has_the_wgmma_and_the_mma_sync_gemms() {
         let source = super::hopper_program()
-            .and_then(|program| program.cuda_source())
+            .and_then(|program| Ok(program.cuda_source()?))
             .unwrap_or_else(|e| panic!("{e}"));
         for base in ["hgemm_hopper", "fp8_gemm", "hgemm_tma", "hgemm_tma_nn"] {
             for suffix in ["", "_grouped", "_persistent", "_multicast"] {
@@ -917,7 +924,7 @@ mod tests {
     #[test]
     fn the_tma_fed_mma_sync_warps_fence_the_async_proxy_before_releasing_a_stage() {
         let source = super::hopper_program()
-            .and_then(|program| program.cuda_source())
+            .and_then(|program| Ok(program.cuda_source()?))
             .unwrap_or_else(|e| panic!("{e}"));
         // Each kernel's definition, from its `__global__` line to the next one's.
         let definitions: Vec<&str> = source
