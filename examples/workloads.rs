@@ -896,11 +896,16 @@ mod tests {
         );
     }
 
+    /// The CUDA C of [`super::hopper_program`].
+    fn hopper_cuda_source() -> String {
+        super::hopper_program()
+            .and_then(|program| Ok(program.cuda_source()?))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     fn the_hopper_program_has_the_wgmma_and_the_mma_sync_gemms() {
-        let source = super::hopper_program()
-            .and_then(|program| Ok(program.cuda_source()?))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let source = hopper_cuda_source();
         for base in ["hgemm_hopper", "fp8_gemm", "hgemm_tma", "hgemm_tma_nn"] {
             for suffix in ["", "_grouped", "_persistent", "_multicast"] {
                 let kernel = format!(" {base}{suffix}(__grid_constant__");
@@ -923,9 +928,7 @@ mod tests {
 
     #[test]
     fn the_tma_fed_mma_sync_warps_fence_the_async_proxy_before_releasing_a_stage() {
-        let source = super::hopper_program()
-            .and_then(|program| Ok(program.cuda_source()?))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let source = hopper_cuda_source();
         // Each kernel's definition, from its `__global__` line to the next one's.
         let definitions: Vec<&str> = source
             .split("\n__global__ ")
@@ -943,17 +946,25 @@ mod tests {
         for base in ["hgemm_tma", "hgemm_tma_nn"] {
             for suffix in ["", "_grouped", "_persistent", "_multicast"] {
                 let name = format!("{base}{suffix}");
-                let kernel = body(&name);
-                let fence = kernel.find("chorus_fence_proxy_async();");
-                let release = kernel.find("__syncwarp();");
+                // The warp's one `__syncwarp` is its release (`release-warp`); the statement
+                // before it must be the fence.
+                let lines: Vec<&str> = body(&name).lines().map(str::trim).collect();
+                let releases: Vec<usize> = (0..lines.len())
+                    .filter(|&i| lines[i] == "__syncwarp();")
+                    .collect();
+                assert_eq!(releases.len(), 1, "{name}: one release a slice");
                 assert!(
-                    fence.zip(release).is_some_and(|(f, r)| f < r),
-                    "{name}: no fence before the release"
+                    releases[0] > 0 && lines[releases[0] - 1] == "chorus_fence_proxy_async();",
+                    "{name}: no fence right before the release"
                 );
             }
         }
         // cp.async writes through the generic proxy: no fence in the main loop.
-        for name in ["hgemm_ws_nn", "hgemm_ws_nn_persistent"] {
+        for name in [
+            "hgemm_ws_nn",
+            "hgemm_ws_nn_grouped",
+            "hgemm_ws_nn_persistent",
+        ] {
             assert!(
                 !body(name).contains("chorus_fence_proxy_async();"),
                 "{name}"
