@@ -125,8 +125,9 @@ int main(int argc, char **argv) {
     }
     std::vector<ncclComm_t> comms(world);
     NCCL(ncclCommInitAll(comms.data(), world, devices.data()));
-    fprintf(stderr, "nccl_allreduce baseline: NCCL %d, %d rank(s) in this process\n", version,
-            world);
+    // NCCL's version code is major * 10000 + minor * 100 + patch (2.28.3 is 22803).
+    fprintf(stderr, "nccl_allreduce baseline: NCCL %d.%d.%d, %d rank(s) in this process\n",
+            version / 10000, version / 100 % 100, version % 100, world);
     float scale = (float)(world * (world + 1) / 2);
     std::vector<float> host(max_n);
     for (size_t mib = 1; mib <= max_mib; mib *= 4) {
@@ -152,7 +153,7 @@ int main(int argc, char **argv) {
             (iterations < 1 ? 1 : iterations);
         double algbw = (double)(n * sizeof(float)) / seconds / 1e9;
         double busbw = algbw * 2.0 * (world - 1) / world;
-        printf("baseline\t%zu\t%.1f\t%.1f\t%s\n", mib, seconds * 1e6, busbw, ok ? "ok" : "FAIL");
+        printf("baseline\t%zu\t%.3f\t%.1f\t%s\n", mib, seconds * 1e6, busbw, ok ? "ok" : "FAIL");
         fflush(stdout);
     }
     for (int r = 0; r < world; r++) NCCL(ncclCommDestroy(comms[r]));
