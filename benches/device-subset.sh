@@ -19,8 +19,10 @@ dest=${1:?usage: device-subset.sh DEST REGEX}; pat=${2:?usage: device-subset.sh 
 src=$(mktemp -d); trap 'rm -rf "$src"' EXIT
 if [ -f .device/binaries.tar.xz ]; then tar -C "$src" -xJf .device/binaries.tar.xz; else cp -r .device/bin .device/lib "$src/"; fi
 rm -rf "$dest"; mkdir -p "$dest/bin"
-cp .device/run.sh .device/links.tsv .device/build-root "$dest/"
+cp .device/run.sh .device/build-root "$dest/"
 awk -F'\t' -v p="$pat" '$4 ~ p' .device/manifest.tsv > "$dest/manifest.tsv"
+# Only the links to binaries that travel (run.sh would otherwise fail to link the others).
+awk -F'\t' 'NR == FNR { staged[$1]; next } $1 in staged' "$dest/manifest.tsv" .device/links.tsv > "$dest/links.tsv"
 cut -f1 "$dest/manifest.tsv" | while read -r b; do cp "$src/bin/$b" "$dest/bin/"; done
 cp -r "$src/lib" "$dest/lib"
 tar -C "$dest" -cf - bin lib | xz -T0 -9e > "$dest/binaries.tar.xz"
