@@ -422,6 +422,16 @@ impl Stream {
         })
     }
 
+    /// Makes later work on this stream wait for `event`'s last recording
+    /// (`hipStreamWaitEvent`), without waiting on the host.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let l = loaded()?;
+        // SAFETY: a live stream and event.
+        check(l, "hipStreamWaitEvent", unsafe {
+            (l.hip.hipStreamWaitEvent)(self.raw, event.raw, 0)
+        })
+    }
+
     /// Copies `data` into `memory` in stream order.
     ///
     /// # Safety

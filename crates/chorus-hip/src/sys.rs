@@ -313,6 +313,7 @@ api! {
         hipStreamCreate: fn(*mut hipStream_t) -> hipError_t,
         hipStreamDestroy: fn(hipStream_t) -> hipError_t,
         hipStreamSynchronize: fn(hipStream_t) -> hipError_t,
+        hipStreamWaitEvent: fn(hipStream_t, hipEvent_t, c_uint) -> hipError_t,
         hipEventCreate: fn(*mut hipEvent_t) -> hipError_t,
         hipEventDestroy: fn(hipEvent_t) -> hipError_t,
         hipEventRecord: fn(hipEvent_t, hipStream_t) -> hipError_t,

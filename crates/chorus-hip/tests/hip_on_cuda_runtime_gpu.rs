@@ -157,6 +157,13 @@ fn the_corpus_runs_through_the_chorus_hip_runtime_on_an_nvidia_gpu() {
             failures.push(format!("{}: {e}", case.name));
         }
     }
+    // A second stream waits for the first's work (`hipStreamWaitEvent`, the facade's
+    // `Stream::wait_for` on HIP), then finishes.
+    let second = Stream::new(&device).expect("a second stream");
+    let event = Event::new().expect("an event");
+    event.record(Some(&stream)).expect("recorded");
+    second.wait_event(&event).expect("hipStreamWaitEvent");
+    second.synchronize().expect("the waiting stream finishes");
     device.synchronize().expect("synchronize");
     println!(
         "{ran} of {} corpus cases ran through chorus-hip on the HIP-on-CUDA runtime ({} refused), {} failed",

@@ -155,6 +155,10 @@ pub(crate) trait MemoryImpl: Send + Sync + std::fmt::Debug {
 pub(crate) trait StreamImpl: Send + Sync + std::fmt::Debug {
     /// Waits until everything queued on it has finished.
     fn synchronize(&self) -> Result<()>;
+    /// Makes the work queued on it from now on wait until everything queued on `other` (a
+    /// stream of the same backend, of any of its devices) so far has finished, without
+    /// waiting on the host.
+    fn wait_for(&self, other: &dyn StreamImpl) -> Result<()>;
     /// The stream as the backend's own type.
     fn as_any(&self) -> &dyn Any;
 }

@@ -38,6 +38,24 @@ impl Stream {
         self.inner.stream.synchronize()
     }
 
+    /// Makes the work queued on this stream from now on wait until everything queued on
+    /// `other` so far has finished (`cuEventRecord` on `other`, `cuStreamWaitEvent` on this
+    /// one): the host does not wait, and work queued on `other` later is not waited for.
+    ///
+    /// This is how work on two streams overlaps and still meets where one needs the other's
+    /// results: kernels on one stream and NCCL collectives or copies on another, each stream
+    /// waiting for the other only where it reads what the other wrote. `other` may be a
+    /// stream of another device of the same backend. A stream of another backend is waited
+    /// for on the host (its work is finished when this returns). The CPU executor and Metal
+    /// finish each launch before it returns, so their streams have nothing to wait for.
+    pub fn wait_for(&self, other: &Stream) -> Result<()> {
+        if other.backend() == self.backend() {
+            self.inner.stream.wait_for(&*other.inner.stream)
+        } else {
+            other.synchronize()
+        }
+    }
+
     /// The backend it belongs to.
     pub fn backend(&self) -> Backend {
         self.inner.device.backend()

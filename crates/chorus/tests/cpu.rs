@@ -444,6 +444,25 @@ fn streams_belong_to_their_backend() {
     })
 }
 
+/// The CPU executor finishes each launch before it returns, so a stream waiting for another
+/// (`Stream::wait_for`) has nothing to wait for; the work of both is in order all the same.
+#[test]
+fn a_cpu_stream_waits_for_another() {
+    on_cpu(|| {
+        let (first, second) = (chorus::Stream::new()?, chorus::Stream::new()?);
+        let a = MemoryBlock::from_slice(&[1.0f32, 2.0])?;
+        let b = MemoryBlock::<f32>::alloc(2)?;
+        let mut c = MemoryBlock::<f32>::alloc(2)?;
+        vec_add_kernel(&a, &a, &b, 2, Launch::grid(1).block(2).stream(&first))?;
+        second.wait_for(&first)?;
+        vec_add_kernel(&b, &b, &c, 2, Launch::grid(1).block(2).stream(&second))?;
+        first.wait_for(&second)?;
+        c.sync(Direction::DeviceToHost)?;
+        assert_eq!(c.as_slice(), &[4.0, 8.0]);
+        Ok(())
+    })
+}
+
 #[test]
 fn a_program_loads_before_its_first_launch() {
     on_cpu(|| {

@@ -65,6 +65,7 @@ FN(cuMemsetD8)
 FN(cuStreamCreate)
 FN(cuStreamDestroy)
 FN(cuStreamSynchronize)
+FN(cuStreamWaitEvent)
 FN(cuEventCreate)
 FN(cuEventDestroy)
 FN(cuEventRecord)
@@ -112,6 +113,7 @@ static int load_cuda(void) {
   LOAD(lib, cuStreamCreate);
   LOAD(lib, cuStreamDestroy);
   LOAD(lib, cuStreamSynchronize);
+  LOAD(lib, cuStreamWaitEvent);
   LOAD(lib, cuEventCreate);
   LOAD(lib, cuEventDestroy);
   LOAD(lib, cuEventRecord);
@@ -360,6 +362,11 @@ hipError_t hipStreamDestroy(void *stream) {
 hipError_t hipStreamSynchronize(void *stream) {
   READY();
   return (hipError_t)p_cuStreamSynchronize((CUstream)stream);
+}
+
+hipError_t hipStreamWaitEvent(void *stream, void *event, unsigned int flags) {
+  READY();
+  return (hipError_t)p_cuStreamWaitEvent((CUstream)stream, (CUevent)event, flags);
 }
 
 hipError_t hipEventCreate(void **event) {

@@ -404,6 +404,25 @@ impl StreamImpl for CudaStream {
             .map_err(|e| self.generation.fail(e, Some(&self.last)))
     }
 
+    /// An event recorded on `other` and waited for here. The event is made and recorded with
+    /// `other`'s context current (`cuEventRecord` needs the stream's context); a stream of any
+    /// context may wait for it. Dropping it at once is allowed: the driver keeps it until the
+    /// wait is done.
+    fn wait_for(&self, other: &dyn StreamImpl) -> Result<()> {
+        let Some(other) = other.as_any().downcast_ref::<CudaStream>() else {
+            return other.synchronize();
+        };
+        other.generation.enter("stream")?;
+        let flags = chorus_cuda::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        let event = chorus_cuda::Event::with_flags(flags)
+            .and_then(|event| event.record(&other.stream).map(|()| event))
+            .map_err(|e| other.generation.fail(e, Some(&other.last)))?;
+        self.generation.enter("stream")?;
+        self.stream
+            .wait_event(&event)
+            .map_err(|e| self.generation.fail(e, Some(&self.last)))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

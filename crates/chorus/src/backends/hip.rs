@@ -102,7 +102,7 @@ impl DeviceImpl for HipDevice {
     fn stream(&self) -> Result<Box<dyn StreamImpl>> {
         Ok(Box::new(HipStream {
             stream: chorus_hip::Stream::new(&self.device).map_err(self.error())?,
-            device: self.device.ordinal(),
+            device: self.device.clone(),
         }))
     }
 
@@ -149,12 +149,29 @@ impl MemoryImpl for HipMemory {
 #[derive(Debug)]
 struct HipStream {
     stream: chorus_hip::Stream,
-    device: usize,
+    device: Arc<chorus_hip::Device>,
 }
 
 impl StreamImpl for HipStream {
     fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(device_error(self.device))
+        self.stream
+            .synchronize()
+            .map_err(device_error(self.device.ordinal()))
+    }
+
+    /// An event made and recorded on `other` with its device current (HIP, as CUDA, records
+    /// an event only on a stream of the event's device), then waited for here.
+    fn wait_for(&self, other: &dyn StreamImpl) -> Result<()> {
+        let Some(other) = other.as_any().downcast_ref::<HipStream>() else {
+            return other.synchronize();
+        };
+        let on_other = device_error(other.device.ordinal());
+        other.device.make_current().map_err(&on_other)?;
+        let event = chorus_hip::Event::new().map_err(&on_other)?;
+        event.record(Some(&other.stream)).map_err(&on_other)?;
+        self.stream
+            .wait_event(&event)
+            .map_err(device_error(self.device.ordinal()))
     }
 
     fn as_any(&self) -> &dyn Any {
