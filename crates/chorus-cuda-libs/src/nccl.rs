@@ -899,24 +899,29 @@ impl Comm {
         if len == 0 {
             return Ok(());
         }
-        match pointer_owner(ptr)? {
-            Some((_, device)) if device != self.device => Err(Error::invalid(
+        // The common case in one driver call (each costs of the order of a microsecond, which
+        // a small collective feels): memory of the communicator's own context.
+        let context = pointer_context(ptr)?;
+        if context == Some(self.context.raw()) {
+            return Ok(());
+        }
+        match pointer_device(ptr)? {
+            Some(device) if device != self.device => Err(Error::invalid(
                 call,
                 format!(
                     "{what} is memory of device {device}, the communicator's device is {}",
                     self.device
                 ),
             )),
-            Some((context, _)) if !context.is_null() && context != self.context.raw() => {
-                Err(Error::invalid(
-                    call,
-                    format!(
-                        "{what} is memory of another context of device {} than its primary \
-                         context, where NCCL works",
-                        self.device
-                    ),
-                ))
-            }
+            // A context of its own (memory of no context, such as a pool's, has none).
+            Some(_) if context.is_some_and(|c| !c.is_null()) => Err(Error::invalid(
+                call,
+                format!(
+                    "{what} is memory of another context of device {} than its primary \
+                     context, where NCCL works",
+                    self.device
+                ),
+            )),
             Some(_) => Ok(()),
             None => Err(Error::invalid(
                 call,
@@ -1084,9 +1089,8 @@ fn has_check_symbols() -> bool {
     })
 }
 
-/// The context (null for memory bound to none) and device ordinal of the CUDA memory at
-/// `ptr`; `None` for memory CUDA does not know.
-fn pointer_owner(ptr: u64) -> Result<Option<(cu::CUcontext, usize)>> {
+/// The driver, with the two entry points the checks call (`LibraryNotFound` otherwise).
+fn check_driver() -> Result<()> {
     chorus_driver::ensure_driver()?;
     if !has_check_symbols() {
         return Err(Error::LibraryNotFound {
@@ -1094,6 +1098,29 @@ fn pointer_owner(ptr: u64) -> Result<Option<(cu::CUcontext, usize)>> {
             searched: "it lacks cuPointerGetAttribute or cuStreamGetCtx (too old for NCCL)".into(),
         });
     }
+    Ok(())
+}
+
+/// The context that owns the device memory at `ptr` (null for memory of no context, such as
+/// a pool's); `None` where the driver does not know the address.
+fn pointer_context(ptr: u64) -> Result<Option<cu::CUcontext>> {
+    check_driver()?;
+    let mut context: cu::CUcontext = std::ptr::null_mut();
+    // SAFETY: the driver has the entry point; `context` is a valid place for the `CUcontext`
+    // this attribute writes.
+    let result = unsafe {
+        cu::cuPointerGetAttribute(
+            (&raw mut context).cast::<c_void>(),
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
+            ptr,
+        )
+    };
+    Ok((result == cu::CUresult::CUDA_SUCCESS).then_some(context))
+}
+
+/// The ordinal of the device whose memory `ptr` is; `None` when it is not CUDA device memory.
+fn pointer_device(ptr: u64) -> Result<Option<usize>> {
+    check_driver()?;
     let mut ordinal: c_int = -1;
     // SAFETY: the driver has the entry point; `ordinal` is a valid place for an int, which is
     // what this attribute writes.
@@ -1105,26 +1132,13 @@ fn pointer_owner(ptr: u64) -> Result<Option<(cu::CUcontext, usize)>> {
         )
     };
     match result {
-        cu::CUresult::CUDA_SUCCESS if ordinal >= 0 => {}
-        cu::CUresult::CUDA_SUCCESS | cu::CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(None),
+        cu::CUresult::CUDA_SUCCESS if ordinal >= 0 => Ok(Some(ordinal as usize)),
+        cu::CUresult::CUDA_SUCCESS | cu::CUresult::CUDA_ERROR_INVALID_VALUE => Ok(None),
         other => {
             chorus_driver::check("cuPointerGetAttribute", other)?;
-            return Ok(None);
+            Ok(None)
         }
     }
-    let mut context: cu::CUcontext = std::ptr::null_mut();
-    // SAFETY: as above; this attribute writes a `CUcontext`.
-    let result = unsafe {
-        cu::cuPointerGetAttribute(
-            (&raw mut context).cast::<c_void>(),
-            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
-            ptr,
-        )
-    };
-    if result != cu::CUresult::CUDA_SUCCESS {
-        context = std::ptr::null_mut();
-    }
-    Ok(Some((context, ordinal as usize)))
 }
 
 /// The context of `stream`; `None` for the null stream.
