@@ -91,6 +91,63 @@ fn seconds_per_run(
     Ok(start.elapsed().as_secs_f64() / iterations as f64)
 }
 
+/// cuBLAS's product of the same A and B (on CUDA), its time, and what comparing every entry of
+/// C with it needs. A race that corrupts a few tiles now and then can miss the samples, so
+/// every entry is compared too: within a BF16 ulp of the larger plus the f32 sums' reordering,
+/// bounded by Σ_p |a_ip| · max_p |b_pj| (for 64 M entries, the f64 reference costs too much).
+struct BlasResult {
+    /// Seconds a product.
+    seconds: f64,
+    /// Its C.
+    c: MemoryBlock<bf16>,
+    /// Σ_p |a_ip| for each row i of A.
+    row_sums: Vec<f64>,
+    /// max_p |b_pj| for each column j of B.
+    column_max: Vec<f64>,
+}
+
+impl BlasResult {
+    fn new(
+        seconds: f64,
+        c: MemoryBlock<bf16>,
+        a: &[bf16],
+        b: &[bf16],
+        (n, k): (usize, usize),
+    ) -> BlasResult {
+        let row_sums = (a.chunks(k))
+            .map(|row| row.iter().map(|x| x.to_f64().abs()).sum())
+            .collect();
+        let mut column_max = vec![0.0f64; n];
+        for row in b.chunks(n) {
+            for (max, x) in column_max.iter_mut().zip(row) {
+                *max = max.max(x.to_f64().abs());
+            }
+        }
+        BlasResult {
+            seconds,
+            c,
+            row_sums,
+            column_max,
+        }
+    }
+
+    /// How many entries of `c` (n columns) differ from cuBLAS's beyond the bound.
+    fn differing_entries(&self, c: &[bf16], n: usize) -> usize {
+        let reference = self.c.as_slice();
+        (self.row_sums.iter().enumerate())
+            .map(|(i, row_sum)| {
+                (self.column_max.iter().enumerate())
+                    .filter(|&(j, column_max)| {
+                        let (ours, theirs) = (c[i * n + j].to_f64(), reference[i * n + j].to_f64());
+                        (ours - theirs).abs()
+                            > ours.abs().max(theirs.abs()) / 128.0 + 2e-5 * row_sum * column_max
+                    })
+                    .count()
+            })
+            .sum()
+    }
+}
+
 /// Which block shapes to time: the file's (or those named in `only`) and the `--define`d ones,
 /// from the built-in `kernels/hgemm.lisp` or the text of `--source`.
 struct Selection {
@@ -193,7 +250,7 @@ fn run(
             theirs * 1e3,
             flop / theirs / 1e12
         );
-        Some((theirs, reference))
+        Some(BlasResult::new(theirs, reference, &a_host, &b_host, (n, k)))
     } else {
         None
     };
@@ -207,7 +264,8 @@ fn run(
                 !close(c[i * n + j], want, magnitude)
             })
             .count();
-        let differ = blas_result.as_ref().map(|(_, reference)| {
+        let differ = blas_result.as_ref().map(|blas| {
+            let reference = blas.c.as_slice();
             // Both round an f32 sum to bf16: within one bf16 ulp of each other.
             samples
                 .iter()
@@ -220,54 +278,22 @@ fn run(
         });
         (bad, differ)
     };
-    // On CUDA, every entry of C against cuBLAS's too, since a race that corrupts a few tiles
-    // now and then can miss the samples: within a BF16 ulp of the larger plus the f32 sums'
-    // reordering, bounded by Σ_p |a_ip| · max_p |b_pj| (for 64 M entries, the f64 reference
-    // costs too much).
-    let whole_bound = blas_result.as_ref().map(|_| {
-        let row_sums: Vec<f64> = (a_host.chunks(k))
-            .map(|row| row.iter().map(|x| x.to_f64().abs()).sum())
-            .collect();
-        let mut column_max = vec![0.0f64; n];
-        for row in b_host.chunks(n) {
-            for (max, x) in column_max.iter_mut().zip(row) {
-                *max = max.max(x.to_f64().abs());
-            }
-        }
-        (row_sums, column_max)
-    });
-    let differ_anywhere = |c: &[bf16]| {
-        let ((_, reference), (row_sums, column_max)) =
-            (blas_result.as_ref()?, whole_bound.as_ref()?);
-        let reference = reference.as_slice();
-        let count = (0..m)
-            .map(|i| {
-                (0..n)
-                    .filter(|&j| {
-                        let (ours, theirs) = (c[i * n + j].to_f64(), reference[i * n + j].to_f64());
-                        (ours - theirs).abs()
-                            > ours.abs().max(theirs.abs()) / 128.0
-                                + 2e-5 * row_sums[i] * column_max[j]
-                    })
-                    .count()
-            })
-            .sum::<usize>();
-        Some(count)
-    };
     // Prints a checked kernel's line and says whether it passed.
     let report = |shape: &str, ours: f64, c: &[bf16]| {
         let (bad, differ) = check(c);
-        let differ_anywhere = differ_anywhere(c);
+        let differ_anywhere = blas_result
+            .as_ref()
+            .map(|blas| blas.differing_entries(c, n));
         print!(
             "{shape}: {:.3} ms, {:.1} TFLOP/s",
             ours * 1e3,
             flop / ours / 1e12
         );
-        if let (Some((theirs, _)), Some(differ)) = (&blas_result, differ) {
+        if let (Some(blas), Some(differ)) = (&blas_result, differ) {
             print!(
                 ", {:.1}% of cuBLAS; {differ} sampled entries differ from cuBLAS's by more \
                  than a bf16 ulp",
-                100.0 * theirs / ours
+                100.0 * blas.seconds / ours
             );
         }
         print!(
@@ -304,7 +330,7 @@ fn run(
         if kernel.is_probe() {
             let rate = format!("{:.3} ms, {:.1} TFLOP/s", ours * 1e3, flop / ours / 1e12);
             let share = match &blas_result {
-                Some((theirs, _)) => format!(", {:.1}% of cuBLAS", 100.0 * theirs / ours),
+                Some(blas) => format!(", {:.1}% of cuBLAS", 100.0 * blas.seconds / ours),
                 None => String::new(),
             };
             println!(

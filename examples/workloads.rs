@@ -37,17 +37,16 @@ fn after_prelude(files: &[(&str, &str)]) -> (String, String) {
 /// `hgemm-hopper.lisp` and `hgemm-tma.lisp` replace the built-in ones (an edited kernel is
 /// timed on the GPU machine by carrying the file, not the binary).
 pub fn hopper_program() -> Result<Program, Box<dyn std::error::Error>> {
-    let edited = match std::env::var_os("CHORUS_HOPPER_KERNELS_DIR") {
-        Some(dir) => {
+    let edited = std::env::var_os("CHORUS_HOPPER_KERNELS_DIR")
+        .map(|dir| {
             let read = |(file, _): (&str, &str)| {
                 let path = std::path::Path::new(&dir).join(file);
                 std::fs::read_to_string(&path)
                     .map_err(|e| format!("CHORUS_HOPPER_KERNELS_DIR: {}: {e}", path.display()))
             };
-            Some((read(kernels::HGEMM_HOPPER)?, read(kernels::HGEMM_TMA)?))
-        }
-        None => None,
-    };
+            Ok::<_, String>((read(kernels::HGEMM_HOPPER)?, read(kernels::HGEMM_TMA)?))
+        })
+        .transpose()?;
     let files = match &edited {
         Some((hopper, tma)) => [
             (kernels::HGEMM_HOPPER.0, hopper.as_str()),
